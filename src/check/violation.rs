@@ -1,0 +1,319 @@
+//! Typed witnesses: each violation carries the few facts a person needs to
+//! re-check it by hand, and [`Violation::confirm`] re-checks the facts that can be
+//! read straight off the instance and schedule.
+
+use crate::model::{Channel, Device, Direction, Instance, OpId, TensorId};
+use crate::schedule::{Event, EventId, Schedule};
+use crate::semantics::Version;
+use crate::units::{Bandwidth, Bytes, Ticks};
+use serde::{Deserialize, Serialize};
+
+/// A broken rule. Times are within the period for cyclic schedules; versions
+/// count materialisations and modifications since the start of the replay.
+#[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(tag = "rule", rename_all = "snake_case")]
+#[non_exhaustive]
+pub enum Violation {
+    /// Rule *resources*: two ops overlap on one compute stream.
+    ComputeOverlap { device: Device, first: EventId, second: EventId, first_end: Ticks, second_start: Ticks },
+    /// Rule *resources*: two transfers overlap on one channel.
+    ChannelOverlap { channel: Channel, first: EventId, second: EventId, first_end: Ticks, second_start: Ticks },
+    /// Rule *duration*: an op does not last its duration.
+    WrongDuration { event: EventId, op: OpId, start: Ticks, end: Ticks, duration: Ticks },
+    /// Rule *bandwidth*: a transfer is shorter than size/β.
+    TransferTooFast { event: EventId, tensor: TensorId, bytes: Bytes, took: Ticks, needs_at_least: Ticks, bandwidth: Bandwidth },
+    /// Rule *completeness* (cyclic): an event lies outside [0, P).
+    OutsidePeriod { event: EventId, start: Ticks, end: Ticks, period: Ticks },
+    /// Rule *dependencies*: the tensor may not cross the link.
+    NotTransferable { event: EventId, at: Ticks, tensor: TensorId },
+    /// Rule *dependencies*: an input is not on the GPU when the op starts.
+    InputNotResident { event: EventId, at: Ticks, op: OpId, tensor: TensorId, ready_at: Option<Ticks> },
+    /// Rule *dependencies*: an input is on the GPU in an outdated version.
+    InputStale { event: EventId, at: Ticks, op: OpId, tensor: TensorId, held: Option<Version>, latest: Version },
+    /// Rule *dependencies*: a CPU op's input has no current CPU copy.
+    CpuInputMissing { event: EventId, at: Ticks, op: OpId, tensor: TensorId, held: Option<Version>, latest: Version },
+    /// Rule *dependencies*: an op produces a tensor that still has a GPU copy.
+    ProducesResident { event: EventId, at: Ticks, op: OpId, tensor: TensorId },
+    /// Rule *dependencies*: an offload starts before the tensor exists on the GPU.
+    OffloadAbsent { event: EventId, at: Ticks, tensor: TensorId },
+    /// Rule *dependencies*: a prefetch has no CPU copy to read.
+    PrefetchWithoutCpuCopy { event: EventId, at: Ticks, tensor: TensorId },
+    /// Rule *dependencies*: a prefetch of a tensor already on (or coming to) the GPU.
+    PrefetchResident { event: EventId, at: Ticks, tensor: TensorId },
+    /// Rule *dependencies*: a delete of a tensor with no GPU copy.
+    DeleteAbsent { event: EventId, at: Ticks, tensor: TensorId },
+    /// Rule *no data loss*: the GPU copy is released while still needed and no
+    /// CPU copy holds the latest version.
+    DataLoss { event: EventId, at: Ticks, tensor: TensorId, gpu_version: Option<Version>, cpu_version: Option<Version>, latest: Version },
+    /// Rule *memory*: GPU usage above capacity at instant `at` (after the
+    /// releases and allocations of `at`).
+    MemoryExceeded { at: Ticks, used: Bytes, capacity: Bytes, resident: Vec<TensorId>, running: Vec<EventId> },
+    /// Rule *memory*: CPU usage above the optional CPU capacity.
+    CpuMemoryExceeded { at: Ticks, used: Bytes, capacity: Bytes },
+    /// Rule *completeness*: the op at `position` of the device's order is not the expected one.
+    OutOfOrder { device: Device, position: usize, expected: OpId, found: OpId, event: EventId },
+    /// Rule *completeness*: the order stops short; `expected` never runs.
+    MissingOp { device: Device, position: usize, expected: OpId },
+    /// Rule *completeness*: more ops run than the order has.
+    ExtraOp { device: Device, position: usize, found: OpId, event: EventId },
+    /// Rule *completeness* (free order): a required op never runs.
+    NeverRan { op: OpId },
+    /// Rule *completeness* (cyclic): the state at the end of the period differs
+    /// from the state at its start.
+    StateMismatch { tensor: TensorId, start_gpu: bool, start_cpu: bool, end_gpu: bool, end_cpu: bool },
+    /// Rule *completeness* (cyclic): a transfer crossing the boundary reads a
+    /// current value in one period and a stale one in the next: no steady state.
+    NotSteady { event: EventId, tensor: TensorId },
+}
+
+/// Something legal but worth knowing.
+#[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(tag = "warning", rename_all = "snake_case")]
+#[non_exhaustive]
+pub enum Warning {
+    /// An offload whose CPU copy was already current (the discount rule makes it
+    /// unnecessary): it costs `bytes` of link traffic and `ticks` of channel time.
+    RedundantOffload { event: EventId, tensor: TensorId, bytes: Bytes, ticks: Ticks },
+}
+
+impl Violation {
+    /// The rule's name, as in `models/MODEL.md`.
+    pub fn rule(&self) -> &'static str {
+        use Violation::*;
+        match self {
+            ComputeOverlap { .. } | ChannelOverlap { .. } => "resources",
+            WrongDuration { .. } => "duration",
+            TransferTooFast { .. } => "bandwidth",
+            NotTransferable { .. }
+            | InputNotResident { .. }
+            | InputStale { .. }
+            | CpuInputMissing { .. }
+            | ProducesResident { .. }
+            | OffloadAbsent { .. }
+            | PrefetchWithoutCpuCopy { .. }
+            | PrefetchResident { .. }
+            | DeleteAbsent { .. } => "dependencies",
+            DataLoss { .. } => "no-data-loss",
+            MemoryExceeded { .. } | CpuMemoryExceeded { .. } => "memory",
+            OutsidePeriod { .. } | OutOfOrder { .. } | MissingOp { .. } | ExtraOp { .. } | NeverRan { .. } | StateMismatch { .. } | NotSteady { .. } => {
+                "completeness"
+            }
+        }
+    }
+
+    /// The variant's name in snake case (the `rule` tag of the JSON form).
+    pub fn kind(&self) -> String {
+        match serde_json::to_value(self) {
+            Ok(serde_json::Value::Object(m)) => m
+                .get("rule")
+                .and_then(|v| v.as_str())
+                .unwrap_or("?")
+                .to_string(),
+            _ => "?".into(),
+        }
+    }
+
+    /// When it happens (for sorting); structural violations sort first.
+    pub fn at(&self) -> Ticks {
+        use Violation::*;
+        match self {
+            ComputeOverlap { second_start, .. } | ChannelOverlap { second_start, .. } => *second_start,
+            WrongDuration { start, .. } | OutsidePeriod { start, .. } => *start,
+            NotTransferable { at, .. }
+            | InputNotResident { at, .. }
+            | InputStale { at, .. }
+            | CpuInputMissing { at, .. }
+            | ProducesResident { at, .. }
+            | OffloadAbsent { at, .. }
+            | PrefetchWithoutCpuCopy { at, .. }
+            | PrefetchResident { at, .. }
+            | DeleteAbsent { at, .. }
+            | DataLoss { at, .. }
+            | MemoryExceeded { at, .. }
+            | CpuMemoryExceeded { at, .. } => *at,
+            TransferTooFast { .. } | OutOfOrder { .. } | MissingOp { .. } | ExtraOp { .. } | NeverRan { .. } | StateMismatch { .. } | NotSteady { .. } => Ticks(-1),
+        }
+    }
+
+    /// Re-check this witness's facts directly against the inputs, without the
+    /// replay. Facts that only a replay can establish (residency, versions) are
+    /// confirmed as far as the events themselves go: the event exists, is of the
+    /// right kind, and involves the named op or tensor at the named time.
+    pub fn confirm(&self, inst: &Instance, s: &Schedule) -> bool {
+        use Violation::*;
+        let ev = |e: &EventId| s.events.get(e.ix());
+        let p = s.period.unwrap_or(Ticks(0));
+        // A time in the period matches an event time directly or one period on.
+        let same_time = |a: Ticks, b: Ticks| a == b || (p.0 > 0 && (a.0 - b.0).rem_euclid(p.0) == 0);
+        let is_transfer_of = |e: &EventId, t: &TensorId, dir: Option<Direction>| {
+            matches!(ev(e), Some(Event::Transfer { tensor, dir: d, .. }) if tensor == t && dir.is_none_or(|x| x == *d))
+        };
+        match self {
+            ComputeOverlap { first, second, .. } | ChannelOverlap { first, second, .. } => {
+                match (ev(first), ev(second)) {
+                    (Some(a), Some(b)) => {
+                        let overl = |a: &Event, b: &Event, shift: i64| {
+                            a.start().0 + shift < b.end().0 && b.start().0 < a.end().0 + shift
+                        };
+                        (first != second || a.end().0 - a.start().0 > p.0)
+                            && (overl(a, b, 0) || (p.0 > 0 && (overl(a, b, p.0) || overl(a, b, -p.0))))
+                    }
+                    _ => false,
+                }
+            }
+            WrongDuration { event, op, start, end, duration } => matches!(ev(event),
+                Some(Event::Compute { op: o, start: s0, end: e0 }) if o == op && s0 == start && e0 == end
+                    && inst.op(*op).duration == *duration && *e0 - *s0 != *duration),
+            TransferTooFast { event, tensor, bytes, took, bandwidth, .. } => matches!(ev(event),
+                Some(Event::Transfer { tensor: t, start, end, .. }) if t == tensor && *end - *start == *took
+                    && inst.tensor(*t).size == *bytes && *bandwidth == inst.machine.bandwidth
+                    && !bandwidth.allows(*bytes, *took)),
+            OutsidePeriod { event, start, end, period } => {
+                matches!(ev(event), Some(e) if e.start() == *start && e.end() == *end)
+                    && Some(*period) == s.period
+                    && (start.0 >= period.0 || (matches!(ev(event), Some(Event::Compute { .. })) && end.0 > period.0))
+            }
+            NotTransferable { event, tensor, .. } => is_transfer_of(event, tensor, None) && !inst.tensor(*tensor).transferable,
+            InputNotResident { event, op, tensor, at, .. }
+            | InputStale { event, op, tensor, at, .. }
+            | CpuInputMissing { event, op, tensor, at, .. } => matches!(ev(event),
+                Some(Event::Compute { op: o, start, .. }) if o == op && same_time(*start, *at) && inst.op(*op).reads.contains(tensor)),
+            ProducesResident { event, op, tensor, .. } => matches!(ev(event),
+                Some(Event::Compute { op: o, .. }) if o == op && inst.op(*op).produces.contains(tensor)),
+            OffloadAbsent { event, tensor, .. } => is_transfer_of(event, tensor, Some(Direction::Offload)),
+            PrefetchWithoutCpuCopy { event, tensor, .. } | PrefetchResident { event, tensor, .. } => {
+                is_transfer_of(event, tensor, Some(Direction::Prefetch))
+            }
+            DeleteAbsent { event, tensor, .. } => matches!(ev(event), Some(Event::Delete { tensor: t, .. }) if t == tensor),
+            DataLoss { event, tensor, latest, cpu_version, .. } => {
+                *cpu_version != Some(*latest)
+                    && match ev(event) {
+                        Some(Event::Delete { tensor: t, .. }) => t == tensor,
+                        Some(Event::Transfer { tensor: t, delete: true, .. }) => t == tensor,
+                        Some(Event::Compute { op, .. }) => {
+                            inst.op(*op).frees.contains(tensor) || inst.op(*op).consumes.contains(tensor)
+                        }
+                        _ => false,
+                    }
+            }
+            MemoryExceeded { used, capacity, resident, running, .. } => {
+                // The listed copies and the running ops' scratch must add up to at
+                // least `used` worth of memory minus in-flight prefetches, which
+                // are listed among `resident` too; so the sum is exactly `used`.
+                let mut sum: u128 = resident.iter().map(|t| inst.tensor(*t).size.0 as u128).sum();
+                for e in running {
+                    if let Some(Event::Compute { op, .. }) = ev(e) {
+                        sum += inst.op(*op).temp.0 as u128;
+                    }
+                }
+                used > capacity && *capacity == inst.machine.gpu_capacity && sum == used.0 as u128
+            }
+            CpuMemoryExceeded { used, capacity, .. } => used > capacity && Some(*capacity) == inst.machine.cpu_capacity,
+            OutOfOrder { found, event, .. } | ExtraOp { found, event, .. } => {
+                matches!(ev(event), Some(Event::Compute { op, .. }) if op == found)
+            }
+            MissingOp { expected, .. } => {
+                let ran = s.events.iter().filter(|e| matches!(e, Event::Compute { op, .. } if op == expected)).count();
+                let want = match &inst.order {
+                    crate::model::ComputeOrder::Fixed(v) => v.iter().filter(|o| *o == expected).count(),
+                    crate::model::ComputeOrder::Free => 1,
+                };
+                ran < want || s.events.iter().filter(|e| matches!(e, Event::Compute { .. })).count() < want
+            }
+            NeverRan { op } => !s.events.iter().any(|e| matches!(e, Event::Compute { op: o, .. } if o == op)),
+            StateMismatch { start_gpu, start_cpu, end_gpu, end_cpu, tensor } => {
+                (start_gpu != end_gpu || start_cpu != end_cpu)
+                    && s.initial.as_ref().is_some_and(|st| st.gpu.contains(tensor) == *start_gpu && st.cpu.contains(tensor) == *start_cpu)
+            }
+            NotSteady { event, tensor } => is_transfer_of(event, tensor, None),
+        }
+    }
+
+    /// A sentence for people, with names from the instance.
+    pub fn describe(&self, inst: &Instance) -> String {
+        use Violation::*;
+        let t = |x: &TensorId| inst.tensor(*x).name.clone();
+        let o = |x: &OpId| inst.op(*x).name.clone();
+        let v = |x: &Option<Version>| x.map_or("none".to_string(), |v| format!("v{v}"));
+        match self {
+            ComputeOverlap { device, first, second, first_end, second_start } => format!(
+                "{device:?} stream: events[{}] runs until {first_end} but events[{}] starts at {second_start}",
+                first.0, second.0
+            ),
+            ChannelOverlap { channel, first, second, first_end, second_start } => format!(
+                "channel {}: events[{}] transfers until {first_end} but events[{}] starts at {second_start}",
+                channel.name(), first.0, second.0
+            ),
+            WrongDuration { event, op, start, end, duration } => format!(
+                "events[{}]: {} runs [{start}, {end}) = {} ticks, its duration is {duration}",
+                event.0, o(op), end.0 - start.0
+            ),
+            TransferTooFast { event, tensor, bytes, took, needs_at_least, bandwidth } => format!(
+                "events[{}]: {} ({bytes} B) moved in {took} ticks; at β = {bandwidth} it needs at least {needs_at_least}",
+                event.0, t(tensor)
+            ),
+            OutsidePeriod { event, start, end, period } => format!(
+                "events[{}]: [{start}, {end}) does not fit the period {period}", event.0
+            ),
+            NotTransferable { event, at, tensor } => format!("events[{}] at {at}: {} may not be transferred", event.0, t(tensor)),
+            InputNotResident { event, at, op, tensor, ready_at } => format!(
+                "events[{}] at {at}: {} needs {} on the GPU, which is not there{}",
+                event.0, o(op), t(tensor),
+                ready_at.map_or(String::new(), |r| format!(" (ready only at {r})"))
+            ),
+            InputStale { event, at, op, tensor, held, latest } => format!(
+                "events[{}] at {at}: {} reads {} but the GPU holds {} and the latest is v{latest}",
+                event.0, o(op), t(tensor), v(held)
+            ),
+            CpuInputMissing { event, at, op, tensor, held, latest } => format!(
+                "events[{}] at {at}: CPU op {} needs {} v{latest} on the CPU, which holds {}",
+                event.0, o(op), t(tensor), v(held)
+            ),
+            ProducesResident { event, at, op, tensor } => format!(
+                "events[{}] at {at}: {} produces {} which still has a GPU copy", event.0, o(op), t(tensor)
+            ),
+            OffloadAbsent { event, at, tensor } => format!("events[{}] at {at}: offload of {} which is not on the GPU", event.0, t(tensor)),
+            PrefetchWithoutCpuCopy { event, at, tensor } => format!("events[{}] at {at}: prefetch of {} which has no CPU copy", event.0, t(tensor)),
+            PrefetchResident { event, at, tensor } => format!("events[{}] at {at}: prefetch of {} which is already on the GPU", event.0, t(tensor)),
+            DeleteAbsent { event, at, tensor } => format!("events[{}] at {at}: delete of {} which is not on the GPU", event.0, t(tensor)),
+            DataLoss { event, at, tensor, gpu_version, cpu_version, latest } => format!(
+                "events[{}] at {at}: GPU copy of {} ({}) released while still needed; latest is v{latest}, CPU holds {}",
+                event.0, t(tensor), v(gpu_version), v(cpu_version)
+            ),
+            MemoryExceeded { at, used, capacity, resident, running } => format!(
+                "at {at}: GPU memory {used} B > capacity {capacity} B (copies: {}; running: {})",
+                resident.iter().map(t).collect::<Vec<_>>().join(", "),
+                running.iter().map(|e| format!("events[{}]", e.0)).collect::<Vec<_>>().join(", ")
+            ),
+            CpuMemoryExceeded { at, used, capacity } => format!("at {at}: CPU memory {used} B > capacity {capacity} B"),
+            OutOfOrder { device, position, expected, found, event } => format!(
+                "{device:?} order position {position}: expected {}, found {} (events[{}])", o(expected), o(found), event.0
+            ),
+            MissingOp { device, position, expected } => format!("{device:?} order position {position}: {} never runs", o(expected)),
+            ExtraOp { device, position, found, event } => format!(
+                "{device:?} order position {position}: {} (events[{}]) runs beyond the order", o(found), event.0
+            ),
+            NeverRan { op } => format!("{} never runs", o(op)),
+            StateMismatch { tensor, start_gpu, start_cpu, end_gpu, end_cpu } => format!(
+                "{}: at the period start gpu={start_gpu} cpu-current={start_cpu}, at its end gpu={end_gpu} cpu-current={end_cpu}",
+                t(tensor)
+            ),
+            NotSteady { event, tensor } => format!(
+                "events[{}]: the transfer of {} crossing the period boundary reads a different version in successive periods",
+                event.0, t(tensor)
+            ),
+        }
+    }
+}
+
+impl Warning {
+    pub fn describe(&self, inst: &Instance) -> String {
+        match self {
+            Warning::RedundantOffload { event, tensor, bytes, ticks } => format!(
+                "events[{}]: offload of {} is redundant (its CPU copy is already current): {bytes} B, {ticks} ticks of link time",
+                event.0,
+                inst.tensor(*tensor).name
+            ),
+        }
+    }
+}

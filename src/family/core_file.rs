@@ -1,0 +1,181 @@
+//! `core`: the core model written directly, with names instead of ids. This is the
+//! front-end for out-of-core sequences, OFFMATE-style instances and anything the
+//! chain families do not cover.
+
+use super::{invalid, BandwidthFile};
+use crate::model::*;
+use crate::units::{Bytes, Ticks};
+use serde::{Deserialize, Serialize};
+use std::collections::HashMap;
+
+#[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct OpFile {
+    pub name: String,
+    pub duration: i64,
+    #[serde(default)]
+    pub reads: Vec<String>,
+    #[serde(default)]
+    pub produces: Vec<String>,
+    #[serde(default)]
+    pub consumes: Vec<String>,
+    #[serde(default)]
+    pub frees: Vec<String>,
+    #[serde(default)]
+    pub modifies: Vec<String>,
+    #[serde(default)]
+    pub temp: u64,
+    #[serde(default)]
+    pub device: Device,
+    #[serde(default = "yes")]
+    pub required: bool,
+}
+
+fn yes() -> bool {
+    true
+}
+
+#[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(untagged)]
+pub enum OrderFile {
+    /// The literal string "free".
+    Free(String),
+    Fixed(Vec<String>),
+}
+
+#[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct CoreFile {
+    pub name: String,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub note: Option<String>,
+    pub tensors: Vec<Tensor>,
+    pub ops: Vec<OpFile>,
+    pub order: OrderFile,
+    pub gpu_memory: u64,
+    #[serde(default)]
+    pub cpu_memory: Option<u64>,
+    pub duplex: Duplex,
+    pub bandwidth: BandwidthFile,
+    pub mode: Mode,
+}
+
+impl CoreFile {
+    pub fn compile(&self) -> Result<Instance, ModelError> {
+        let tmap: HashMap<&str, TensorId> = self
+            .tensors
+            .iter()
+            .enumerate()
+            .map(|(i, t)| (t.name.as_str(), TensorId(i as u32)))
+            .collect();
+        let omap: HashMap<&str, OpId> = self
+            .ops
+            .iter()
+            .enumerate()
+            .map(|(i, o)| (o.name.as_str(), OpId(i as u32)))
+            .collect();
+        let resolve = |i: usize, list: &str, names: &[String]| -> Result<Vec<TensorId>, ModelError> {
+            names
+                .iter()
+                .enumerate()
+                .map(|(j, n)| {
+                    tmap.get(n.as_str())
+                        .copied()
+                        .ok_or_else(|| ModelError::UnknownName {
+                            field: format!("ops[{i}].{list}[{j}]"),
+                            name: n.clone(),
+                        })
+                })
+                .collect()
+        };
+        let mut ops = Vec::with_capacity(self.ops.len());
+        for (i, o) in self.ops.iter().enumerate() {
+            ops.push(Op {
+                name: o.name.clone(),
+                duration: Ticks(o.duration),
+                reads: resolve(i, "reads", &o.reads)?,
+                produces: resolve(i, "produces", &o.produces)?,
+                consumes: resolve(i, "consumes", &o.consumes)?,
+                frees: resolve(i, "frees", &o.frees)?,
+                modifies: resolve(i, "modifies", &o.modifies)?,
+                temp: Bytes(o.temp),
+                device: o.device,
+                required: o.required,
+            });
+        }
+        let order = match &self.order {
+            OrderFile::Free(s) if s == "free" => ComputeOrder::Free,
+            OrderFile::Free(s) => {
+                return Err(invalid(
+                    "order",
+                    format!("expected \"free\" or a list of op names, got \"{s}\""),
+                ))
+            }
+            OrderFile::Fixed(names) => ComputeOrder::Fixed(
+                names
+                    .iter()
+                    .enumerate()
+                    .map(|(k, n)| {
+                        omap.get(n.as_str())
+                            .copied()
+                            .ok_or_else(|| ModelError::UnknownName {
+                                field: format!("order[{k}]"),
+                                name: n.clone(),
+                            })
+                    })
+                    .collect::<Result<_, _>>()?,
+            ),
+        };
+        Ok(Instance {
+            name: self.name.clone(),
+            family: "core".into(),
+            tensors: self.tensors.clone(),
+            ops,
+            order,
+            machine: Machine {
+                gpu_capacity: Bytes(self.gpu_memory),
+                cpu_capacity: self.cpu_memory.map(Bytes),
+                duplex: self.duplex,
+                bandwidth: self.bandwidth.to_bandwidth(),
+            },
+            mode: self.mode,
+        })
+    }
+
+    /// The file form of any instance (used to export compiled families).
+    pub fn from_instance(inst: &Instance) -> CoreFile {
+        let tn = |v: &[TensorId]| v.iter().map(|t| inst.tensor(*t).name.clone()).collect();
+        CoreFile {
+            name: inst.name.clone(),
+            note: Some(format!("compiled from family {}", inst.family)),
+            tensors: inst.tensors.clone(),
+            ops: inst
+                .ops
+                .iter()
+                .map(|o| OpFile {
+                    name: o.name.clone(),
+                    duration: o.duration.0,
+                    reads: tn(&o.reads),
+                    produces: tn(&o.produces),
+                    consumes: tn(&o.consumes),
+                    frees: tn(&o.frees),
+                    modifies: tn(&o.modifies),
+                    temp: o.temp.0,
+                    device: o.device,
+                    required: o.required,
+                })
+                .collect(),
+            order: match &inst.order {
+                ComputeOrder::Free => OrderFile::Free("free".into()),
+                ComputeOrder::Fixed(v) => {
+                    OrderFile::Fixed(v.iter().map(|o| inst.op(*o).name.clone()).collect())
+                }
+            },
+            gpu_memory: inst.machine.gpu_capacity.0,
+            cpu_memory: inst.machine.cpu_capacity.map(|b| b.0),
+            duplex: inst.machine.duplex,
+            bandwidth: BandwidthFile::from_bandwidth(inst.machine.bandwidth),
+            mode: inst.mode,
+        }
+    }
+}

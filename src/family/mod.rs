@@ -1,0 +1,83 @@
+//! Problem families: the papers' own notations as JSON front-ends, each compiled
+//! into the core [`Instance`](crate::model::Instance).
+//!
+//! Owns: the instance file format (tagged by `family`) and each family's mapping.
+//! Must not import: schedules, semantics, the checker, solvers.
+//! The mapping of each family to its paper's notation is written out in
+//! `models/MODEL.md` §4.
+
+pub mod activation_chain;
+pub mod core_file;
+pub mod weight_chain;
+
+use crate::model::{Instance, ModelError};
+use crate::units::Bandwidth;
+use serde::{Deserialize, Serialize};
+
+pub use activation_chain::ActivationChain;
+pub use core_file::CoreFile;
+pub use weight_chain::WeightChain;
+
+/// An instance file, tagged by `family`.
+#[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(tag = "family", rename_all = "snake_case")]
+pub enum InstanceFile {
+    ActivationChain(ActivationChain),
+    WeightChain(WeightChain),
+    Core(CoreFile),
+}
+
+impl InstanceFile {
+    /// Compile to the core model and validate it.
+    pub fn compile(&self) -> Result<Instance, ModelError> {
+        let inst = match self {
+            InstanceFile::ActivationChain(a) => a.compile()?,
+            InstanceFile::WeightChain(w) => w.compile()?,
+            InstanceFile::Core(c) => c.compile()?,
+        };
+        inst.validate()?;
+        Ok(inst)
+    }
+
+    pub fn family(&self) -> &'static str {
+        match self {
+            InstanceFile::ActivationChain(_) => "activation_chain",
+            InstanceFile::WeightChain(_) => "weight_chain",
+            InstanceFile::Core(_) => "core",
+        }
+    }
+}
+
+/// β in a file: a whole number of bytes per tick, or `{"bytes": b, "ticks": t}`.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(untagged)]
+pub enum BandwidthFile {
+    PerTick(u64),
+    Ratio { bytes: u64, ticks: u64 },
+}
+
+impl BandwidthFile {
+    pub fn to_bandwidth(self) -> Bandwidth {
+        match self {
+            BandwidthFile::PerTick(b) => Bandwidth::new(b, 1),
+            BandwidthFile::Ratio { bytes, ticks } => Bandwidth::new(bytes, ticks),
+        }
+    }
+    pub fn from_bandwidth(b: Bandwidth) -> BandwidthFile {
+        if b.ticks == 1 {
+            BandwidthFile::PerTick(b.bytes)
+        } else {
+            BandwidthFile::Ratio {
+                bytes: b.bytes,
+                ticks: b.ticks,
+            }
+        }
+    }
+}
+
+pub(crate) fn invalid(field: impl Into<String>, message: impl Into<String>) -> ModelError {
+    ModelError::Invalid {
+        field: field.into(),
+        message: message.into(),
+    }
+}

@@ -1,0 +1,163 @@
+//! Reading instance and schedule files, with errors that name the file and the
+//! line (for malformed JSON) or the field path (for bad values and unknown names).
+//!
+//! Owns: [`InputError`] and the loaders. Must not import: the checker or solvers.
+
+use crate::family::{ActivationChain, CoreFile, InstanceFile, WeightChain};
+use crate::model::{Instance, ModelError};
+use crate::schedule::{Schedule, ScheduleError, ScheduleFile};
+use serde::de::DeserializeOwned;
+use std::path::Path;
+
+#[derive(Debug, thiserror::Error)]
+#[non_exhaustive]
+pub enum InputError {
+    #[error("{file}: cannot read: {source}")]
+    Read {
+        file: String,
+        #[source]
+        source: std::io::Error,
+    },
+    #[error("{file}:{line}:{column}: malformed JSON: {message}")]
+    Json {
+        file: String,
+        line: usize,
+        column: usize,
+        message: String,
+    },
+    #[error("{file}: {field}: {message}")]
+    Field {
+        file: String,
+        field: String,
+        message: String,
+    },
+    #[error("{file}: {source}")]
+    Model {
+        file: String,
+        #[source]
+        source: ModelError,
+    },
+    #[error("{file}: {source}")]
+    Schedule {
+        file: String,
+        #[source]
+        source: ScheduleError,
+    },
+}
+
+fn json_err(file: &str, e: serde_json::Error) -> InputError {
+    InputError::Json {
+        file: file.to_string(),
+        line: e.line(),
+        column: e.column(),
+        message: e.to_string(),
+    }
+}
+
+/// Deserialize `T` from a parsed value, reporting the path of a bad field.
+fn typed<T: DeserializeOwned>(file: &str, v: serde_json::Value) -> Result<T, InputError> {
+    serde_path_to_error::deserialize(v).map_err(|e| {
+        let path = e.path().to_string();
+        InputError::Field {
+            file: file.to_string(),
+            field: if path == "." { "(top level)".into() } else { path },
+            message: e.into_inner().to_string(),
+        }
+    })
+}
+
+/// Parse an instance file's text. `file` names it in errors.
+pub fn parse_instance_file(file: &str, text: &str) -> Result<InstanceFile, InputError> {
+    let mut v: serde_json::Value = serde_json::from_str(text).map_err(|e| json_err(file, e))?;
+    let fam = match v.as_object_mut() {
+        None => {
+            return Err(InputError::Field {
+                file: file.into(),
+                field: "(top level)".into(),
+                message: "expected a JSON object".into(),
+            })
+        }
+        Some(o) => o.remove("family"),
+    };
+    let fam = match fam {
+        Some(serde_json::Value::String(s)) => s,
+        Some(_) => {
+            return Err(InputError::Field {
+                file: file.into(),
+                field: "family".into(),
+                message: "expected a string".into(),
+            })
+        }
+        None => {
+            return Err(InputError::Field {
+                file: file.into(),
+                field: "family".into(),
+                message: "missing (one of activation_chain, weight_chain, core)".into(),
+            })
+        }
+    };
+    Ok(match fam.as_str() {
+        "activation_chain" => InstanceFile::ActivationChain(typed::<ActivationChain>(file, v)?),
+        "weight_chain" => InstanceFile::WeightChain(typed::<WeightChain>(file, v)?),
+        "core" => InstanceFile::Core(typed::<CoreFile>(file, v)?),
+        other => {
+            return Err(InputError::Field {
+                file: file.into(),
+                field: "family".into(),
+                message: format!(
+                    "unknown family `{other}` (expected activation_chain, weight_chain or core)"
+                ),
+            })
+        }
+    })
+}
+
+/// Parse and compile an instance.
+pub fn parse_instance(file: &str, text: &str) -> Result<(InstanceFile, Instance), InputError> {
+    let f = parse_instance_file(file, text)?;
+    let inst = f.compile().map_err(|source| InputError::Model {
+        file: file.to_string(),
+        source,
+    })?;
+    Ok((f, inst))
+}
+
+pub fn read_text(path: &Path) -> Result<String, InputError> {
+    std::fs::read_to_string(path).map_err(|source| InputError::Read {
+        file: path.display().to_string(),
+        source,
+    })
+}
+
+pub fn load_instance(path: &Path) -> Result<(InstanceFile, Instance), InputError> {
+    parse_instance(&path.display().to_string(), &read_text(path)?)
+}
+
+/// Parse a schedule file's text against its instance.
+pub fn parse_schedule(file: &str, text: &str, inst: &Instance) -> Result<Schedule, InputError> {
+    let mut de = serde_json::Deserializer::from_str(text);
+    let sf: ScheduleFile = match serde_path_to_error::deserialize(&mut de) {
+        Ok(sf) => sf,
+        Err(e) => {
+            let path = e.path().to_string();
+            let inner = e.into_inner();
+            if inner.is_syntax() || inner.is_eof() || path == "." {
+                return Err(json_err(file, inner));
+            }
+            return Err(InputError::Field {
+                file: file.into(),
+                field: path,
+                message: inner.to_string(),
+            });
+        }
+    };
+    de.end().map_err(|e| json_err(file, e))?;
+    sf.resolve(inst).map_err(|source| InputError::Schedule {
+        file: file.to_string(),
+        source,
+    })
+}
+
+pub fn load_schedule(path: &Path, inst: &Instance) -> Result<Schedule, InputError> {
+    parse_schedule(&path.display().to_string(), &read_text(path)?, inst)
+}

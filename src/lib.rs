@@ -1,0 +1,13 @@
+//! offcert: provable GPU-memory offloading schedules.
+//!
+//! Pipeline: load (`io`, `family`) → core model (`model`) → rules (`semantics`)
+//! → certified checker (`check`) → exact solvers, bounds, heuristics → reports → CLI.
+//! Dependencies flow one way; the checker imports no solver or heuristic code.
+
+pub mod check;
+pub mod family;
+pub mod io;
+pub mod model;
+pub mod schedule;
+pub mod semantics;
+pub mod units;

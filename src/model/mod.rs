@@ -1,0 +1,435 @@
+//! The core model into which every problem family compiles: tensors, compute
+//! operations, compute streams, the transfer link and the machine's capacities.
+//!
+//! Owns: [`Instance`] and its invariants (checked once, in [`Instance::validate`]).
+//! Must not import: schedules, semantics, the checker, solvers or front-ends.
+//! Front-ends (`crate::family`) build an `Instance`; everything downstream reads it.
+//!
+//! Extension points for later families, so they fit without a rewrite:
+//! - rematerialisation: an op may appear several times in a [`ComputeOrder::Fixed`]
+//!   sequence, or run freely under [`ComputeOrder::Free`]; forward variants are
+//!   separate ops with `required: false`;
+//! - OFFMATE: tensor kinds for parameters and optimizer states, and ops placed on a
+//!   CPU stream ([`Device::Cpu`]) that read and modify CPU copies;
+//! - out-of-core: any topologically ordered op sequence over shared tensors is a
+//!   `Fixed` order in the `core` family.
+
+use crate::units::{Bandwidth, Bytes, Ticks};
+use serde::{Deserialize, Serialize};
+use std::collections::HashMap;
+
+/// Index of a tensor in [`Instance::tensors`].
+#[derive(Clone, Copy, Debug, PartialEq, Eq, PartialOrd, Ord, Hash, Serialize, Deserialize)]
+#[serde(transparent)]
+pub struct TensorId(pub u32);
+
+/// Index of an operation in [`Instance::ops`].
+#[derive(Clone, Copy, Debug, PartialEq, Eq, PartialOrd, Ord, Hash, Serialize, Deserialize)]
+#[serde(transparent)]
+pub struct OpId(pub u32);
+
+impl TensorId {
+    pub fn ix(self) -> usize {
+        self.0 as usize
+    }
+}
+impl OpId {
+    pub fn ix(self) -> usize {
+        self.0 as usize
+    }
+}
+
+/// What a tensor is; informative except where a rule says otherwise.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize, Deserialize, Default)]
+#[serde(rename_all = "snake_case")]
+pub enum TensorKind {
+    #[default]
+    Activation,
+    Gradient,
+    Weight,
+    WeightGradient,
+    OptimizerState,
+    Input,
+    Other,
+}
+
+/// Where a tensor has a copy before the first event of a one-shot schedule.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize, Deserialize, Default)]
+#[serde(rename_all = "snake_case")]
+pub enum Placement {
+    /// Not materialised: some op produces it.
+    #[default]
+    Nowhere,
+    Gpu,
+    Cpu,
+    Both,
+}
+
+impl Placement {
+    pub fn on_gpu(self) -> bool {
+        matches!(self, Placement::Gpu | Placement::Both)
+    }
+    pub fn on_cpu(self) -> bool {
+        matches!(self, Placement::Cpu | Placement::Both)
+    }
+}
+
+#[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
+pub struct Tensor {
+    pub name: String,
+    pub size: Bytes,
+    #[serde(default)]
+    pub kind: TensorKind,
+    /// May the schedule move it over the link? (Activation paper, assumption (A): y is never transferred.)
+    #[serde(default = "yes")]
+    pub transferable: bool,
+    /// Copies at time 0 of a one-shot schedule (cyclic schedules declare their own state).
+    #[serde(default)]
+    pub initial: Placement,
+}
+
+fn yes() -> bool {
+    true
+}
+
+/// Which processor runs an op.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize, Deserialize, Default)]
+#[serde(rename_all = "snake_case")]
+pub enum Device {
+    /// The GPU compute stream: inputs must be resident on the GPU.
+    #[default]
+    Gpu,
+    /// A CPU resource (OFFMATE's CPU optimiser): inputs must have current CPU copies.
+    Cpu,
+}
+
+/// One compute operation.
+#[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
+pub struct Op {
+    pub name: String,
+    pub duration: Ticks,
+    /// Tensors that must be present, in their current version, when it starts.
+    #[serde(default)]
+    pub reads: Vec<TensorId>,
+    /// Tensors it creates: allocated at its start, ready at its end.
+    #[serde(default)]
+    pub produces: Vec<TensorId>,
+    /// Tensors read and then released at its start, before its outputs take memory
+    /// (in-place style; gives the weight paper's eq. (1) exactly).
+    #[serde(default)]
+    pub consumes: Vec<TensorId>,
+    /// Tensors released at its end.
+    #[serde(default)]
+    pub frees: Vec<TensorId>,
+    /// Tensors whose value it changes: a new version exists at its end.
+    #[serde(default)]
+    pub modifies: Vec<TensorId>,
+    /// Scratch memory held while it runs.
+    #[serde(default)]
+    pub temp: Bytes,
+    #[serde(default)]
+    pub device: Device,
+    /// Must it run (at least once)? Variants of a rematerialised op may be optional.
+    #[serde(default = "yes")]
+    pub required: bool,
+}
+
+/// How the GPU↔CPU link is shared.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "snake_case")]
+pub enum Duplex {
+    /// One link for both directions: at most one transfer at a time.
+    HalfDuplex,
+    /// One offload and one prefetch may run at once.
+    FullDuplex,
+}
+
+/// Direction of a transfer.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, PartialOrd, Ord, Hash, Serialize, Deserialize)]
+#[serde(rename_all = "snake_case")]
+pub enum Direction {
+    /// GPU → CPU.
+    Offload,
+    /// CPU → GPU.
+    Prefetch,
+}
+
+/// A transfer channel: the shared link, or one direction of a full-duplex link.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, PartialOrd, Ord, Hash, Serialize, Deserialize)]
+#[serde(rename_all = "snake_case")]
+pub enum Channel {
+    Link,
+    DeviceToHost,
+    HostToDevice,
+}
+
+impl Channel {
+    pub fn name(self) -> &'static str {
+        match self {
+            Channel::Link => "link",
+            Channel::DeviceToHost => "d2h",
+            Channel::HostToDevice => "h2d",
+        }
+    }
+}
+
+#[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
+pub struct Machine {
+    pub gpu_capacity: Bytes,
+    #[serde(default)]
+    pub cpu_capacity: Option<Bytes>,
+    pub duplex: Duplex,
+    pub bandwidth: Bandwidth,
+}
+
+impl Machine {
+    /// The channel a transfer in `dir` occupies.
+    pub fn channel(&self, dir: Direction) -> Channel {
+        match (self.duplex, dir) {
+            (Duplex::HalfDuplex, _) => Channel::Link,
+            (Duplex::FullDuplex, Direction::Offload) => Channel::DeviceToHost,
+            (Duplex::FullDuplex, Direction::Prefetch) => Channel::HostToDevice,
+        }
+    }
+    pub fn channels(&self) -> Vec<Channel> {
+        match self.duplex {
+            Duplex::HalfDuplex => vec![Channel::Link],
+            Duplex::FullDuplex => vec![Channel::DeviceToHost, Channel::HostToDevice],
+        }
+    }
+}
+
+/// The order in which ops run on their stream.
+#[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "snake_case", tag = "kind", content = "ops")]
+pub enum ComputeOrder {
+    /// Exactly this sequence (per device, the subsequence of its ops), each entry once.
+    Fixed(Vec<OpId>),
+    /// Any order the dependencies allow; every required op at least once.
+    Free,
+}
+
+/// One-shot (a single training step, minimise its makespan) or cyclic
+/// (steady-state iterations, minimise the period).
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "snake_case")]
+pub enum Mode {
+    OneShot,
+    Cyclic,
+}
+
+/// A compiled problem instance. Build it with a front-end or [`Instance::validate`].
+#[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
+pub struct Instance {
+    pub name: String,
+    /// The family it came from ("activation_chain", "weight_chain", "core").
+    pub family: String,
+    pub tensors: Vec<Tensor>,
+    pub ops: Vec<Op>,
+    pub order: ComputeOrder,
+    pub machine: Machine,
+    pub mode: Mode,
+}
+
+/// Why an instance is not well formed. The `field` is a path into the instance
+/// (for example `ops[3].reads[1]`), so a user can find the offending value.
+#[derive(Debug, thiserror::Error, PartialEq, Eq)]
+#[non_exhaustive]
+pub enum ModelError {
+    #[error("{field}: {message}")]
+    Invalid { field: String, message: String },
+    #[error("{field}: duplicate name `{name}`")]
+    DuplicateName { field: String, name: String },
+    #[error("{field}: unknown name `{name}`")]
+    UnknownName { field: String, name: String },
+    #[error("{field}: arithmetic overflow ({message})")]
+    Overflow { field: String, message: String },
+}
+
+fn invalid(field: impl Into<String>, message: impl Into<String>) -> ModelError {
+    ModelError::Invalid {
+        field: field.into(),
+        message: message.into(),
+    }
+}
+
+impl Instance {
+    pub fn tensor(&self, t: TensorId) -> &Tensor {
+        &self.tensors[t.ix()]
+    }
+    pub fn op(&self, o: OpId) -> &Op {
+        &self.ops[o.ix()]
+    }
+    pub fn tensor_by_name(&self, name: &str) -> Option<TensorId> {
+        self.tensors
+            .iter()
+            .position(|t| t.name == name)
+            .map(|i| TensorId(i as u32))
+    }
+    pub fn op_by_name(&self, name: &str) -> Option<OpId> {
+        self.ops
+            .iter()
+            .position(|o| o.name == name)
+            .map(|i| OpId(i as u32))
+    }
+    /// Name → id maps, built once for parsers that resolve many names.
+    pub fn name_maps(&self) -> (HashMap<&str, TensorId>, HashMap<&str, OpId>) {
+        let t = self
+            .tensors
+            .iter()
+            .enumerate()
+            .map(|(i, t)| (t.name.as_str(), TensorId(i as u32)))
+            .collect();
+        let o = self
+            .ops
+            .iter()
+            .enumerate()
+            .map(|(i, o)| (o.name.as_str(), OpId(i as u32)))
+            .collect();
+        (t, o)
+    }
+
+    /// Is the tensor persistent across iterations (no op produces it)? Such tensors
+    /// (weights, the input buffer) are needed in every period of a cyclic schedule.
+    pub fn persistent(&self) -> Vec<bool> {
+        let mut p = vec![true; self.tensors.len()];
+        for op in &self.ops {
+            for t in &op.produces {
+                p[t.ix()] = false;
+            }
+        }
+        p
+    }
+
+    /// Sum of all compute durations in the fixed order (or of required ops).
+    pub fn total_compute(&self) -> Ticks {
+        let ids: Vec<OpId> = match &self.order {
+            ComputeOrder::Fixed(v) => v.clone(),
+            ComputeOrder::Free => (0..self.ops.len() as u32)
+                .map(OpId)
+                .filter(|o| self.op(*o).required)
+                .collect(),
+        };
+        Ticks(ids.iter().map(|o| self.op(*o).duration.0).sum())
+    }
+
+    /// Check every invariant the rest of the crate relies on: ids in range, names
+    /// unique, positive bandwidth, non-negative durations, and no sum of sizes or
+    /// durations that overflows 64 bits.
+    pub fn validate(&self) -> Result<(), ModelError> {
+        let nt = self.tensors.len();
+        let no = self.ops.len();
+        if nt > u32::MAX as usize || no > u32::MAX as usize {
+            return Err(invalid("tensors", "too many tensors or ops"));
+        }
+        let mut seen = HashMap::new();
+        let mut total = Bytes::ZERO;
+        for (i, t) in self.tensors.iter().enumerate() {
+            if t.name.is_empty() {
+                return Err(invalid(format!("tensors[{i}].name"), "empty name"));
+            }
+            if seen.insert(t.name.as_str(), i).is_some() {
+                return Err(ModelError::DuplicateName {
+                    field: format!("tensors[{i}].name"),
+                    name: t.name.clone(),
+                });
+            }
+            total = total.checked_add(t.size).ok_or_else(|| ModelError::Overflow {
+                field: format!("tensors[{i}].size"),
+                message: "total tensor size exceeds 2^64-1 bytes".into(),
+            })?;
+        }
+        let mut seen = HashMap::new();
+        let mut time = Ticks::ZERO;
+        for (i, op) in self.ops.iter().enumerate() {
+            if op.name.is_empty() {
+                return Err(invalid(format!("ops[{i}].name"), "empty name"));
+            }
+            if seen.insert(op.name.as_str(), i).is_some() {
+                return Err(ModelError::DuplicateName {
+                    field: format!("ops[{i}].name"),
+                    name: op.name.clone(),
+                });
+            }
+            if op.duration.0 < 0 {
+                return Err(invalid(format!("ops[{i}].duration"), "must be >= 0"));
+            }
+            time = time.checked_add(op.duration).ok_or_else(|| ModelError::Overflow {
+                field: format!("ops[{i}].duration"),
+                message: "total duration exceeds 2^63-1 ticks".into(),
+            })?;
+            total = total.checked_add(op.temp).ok_or_else(|| ModelError::Overflow {
+                field: format!("ops[{i}].temp"),
+                message: "total memory exceeds 2^64-1 bytes".into(),
+            })?;
+            for (list, name) in [
+                (&op.reads, "reads"),
+                (&op.produces, "produces"),
+                (&op.consumes, "consumes"),
+                (&op.frees, "frees"),
+                (&op.modifies, "modifies"),
+            ] {
+                for (j, t) in list.iter().enumerate() {
+                    if t.ix() >= nt {
+                        return Err(invalid(
+                            format!("ops[{i}].{name}[{j}]"),
+                            format!("tensor id {} out of range", t.0),
+                        ));
+                    }
+                }
+            }
+            for (j, t) in op.consumes.iter().enumerate() {
+                if !op.reads.contains(t) {
+                    return Err(invalid(
+                        format!("ops[{i}].consumes[{j}]"),
+                        "a consumed tensor must also be read",
+                    ));
+                }
+            }
+            for (j, t) in op.produces.iter().enumerate() {
+                if op.reads.contains(t) {
+                    return Err(invalid(
+                        format!("ops[{i}].produces[{j}]"),
+                        "an op cannot read what it produces (use `modifies`)",
+                    ));
+                }
+            }
+        }
+        if let ComputeOrder::Fixed(seq) = &self.order {
+            for (k, o) in seq.iter().enumerate() {
+                if o.ix() >= no {
+                    return Err(invalid(
+                        format!("order[{k}]"),
+                        format!("op id {} out of range", o.0),
+                    ));
+                }
+            }
+            // Repeated ops would overflow too if the total is huge.
+            let mut sum = Ticks::ZERO;
+            for (k, o) in seq.iter().enumerate() {
+                sum = sum
+                    .checked_add(self.op(*o).duration)
+                    .ok_or_else(|| ModelError::Overflow {
+                        field: format!("order[{k}]"),
+                        message: "total duration exceeds 2^63-1 ticks".into(),
+                    })?;
+            }
+        }
+        let bw = self.machine.bandwidth;
+        if bw.bytes == 0 || bw.ticks == 0 {
+            return Err(invalid(
+                "machine.bandwidth",
+                "bandwidth must be a positive fraction bytes/ticks",
+            ));
+        }
+        for (i, t) in self.tensors.iter().enumerate() {
+            if bw.min_ticks(t.size).is_none() {
+                return Err(ModelError::Overflow {
+                    field: format!("tensors[{i}].size"),
+                    message: "transfer time exceeds 2^63-1 ticks".into(),
+                });
+            }
+        }
+        Ok(())
+    }
+}

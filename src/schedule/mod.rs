@@ -1,0 +1,383 @@
+//! The answer a runtime, heuristic or solver gives: timed compute, transfer and
+//! delete events, plus (for cyclic schedules) the period and the state at time 0.
+//!
+//! Owns: [`Schedule`] (ids, used by every algorithm) and [`ScheduleFile`] (names,
+//! the JSON format), and the conversion between them. It checks only the *form*
+//! of a schedule (names exist, times are ordered, no overflow); whether the
+//! schedule obeys the rules is the checker's business.
+//! Must not import: semantics, the checker, solvers.
+
+use crate::model::{Direction, Instance, Mode, OpId, TensorId};
+use crate::units::Ticks;
+use serde::{Deserialize, Serialize};
+
+/// Index of an event in [`Schedule::events`] (and in the file's `events` array).
+#[derive(Clone, Copy, Debug, PartialEq, Eq, PartialOrd, Ord, Hash, Serialize, Deserialize)]
+#[serde(transparent)]
+pub struct EventId(pub u32);
+
+impl EventId {
+    pub fn ix(self) -> usize {
+        self.0 as usize
+    }
+}
+
+/// One timed event. Intervals are half-open: `[start, end)`.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "snake_case", tag = "type")]
+pub enum Event {
+    Compute {
+        op: OpId,
+        start: Ticks,
+        end: Ticks,
+    },
+    Transfer {
+        dir: Direction,
+        tensor: TensorId,
+        start: Ticks,
+        end: Ticks,
+        /// Offloads only: the GPU copy is released at the end of the transfer.
+        delete: bool,
+    },
+    /// Release the GPU copy at this instant.
+    Delete { tensor: TensorId, at: Ticks },
+}
+
+impl Event {
+    pub fn start(&self) -> Ticks {
+        match *self {
+            Event::Compute { start, .. } | Event::Transfer { start, .. } => start,
+            Event::Delete { at, .. } => at,
+        }
+    }
+    pub fn end(&self) -> Ticks {
+        match *self {
+            Event::Compute { end, .. } | Event::Transfer { end, .. } => end,
+            Event::Delete { at, .. } => at,
+        }
+    }
+    /// The same event moved by `dt` ticks (cyclic replays shift periods).
+    pub fn shifted(&self, dt: Ticks) -> Event {
+        let mut e = *self;
+        match &mut e {
+            Event::Compute { start, end, .. } | Event::Transfer { start, end, .. } => {
+                *start = *start + dt;
+                *end = *end + dt;
+            }
+            Event::Delete { at, .. } => *at = *at + dt,
+        }
+        e
+    }
+}
+
+/// The state of a cyclic schedule at time 0 of every period. A tensor with a
+/// prefetch crossing the boundary is *not* on the GPU at time 0 (its memory is
+/// held by the transfer); a tensor with an offload crossing it still is.
+#[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize, Default)]
+pub struct CyclicState {
+    /// Tensors resident on the GPU, in their current version.
+    pub gpu: Vec<TensorId>,
+    /// Tensors whose CPU copy holds the current version.
+    pub cpu: Vec<TensorId>,
+}
+
+#[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
+pub struct Schedule {
+    /// `Some(P)` for cyclic schedules.
+    pub period: Option<Ticks>,
+    /// Cyclic schedules only.
+    pub initial: Option<CyclicState>,
+    pub events: Vec<Event>,
+}
+
+impl Schedule {
+    pub fn one_shot(events: Vec<Event>) -> Schedule {
+        Schedule {
+            period: None,
+            initial: None,
+            events,
+        }
+    }
+    pub fn cyclic(period: Ticks, initial: CyclicState, events: Vec<Event>) -> Schedule {
+        Schedule {
+            period: Some(period),
+            initial: Some(initial),
+            events,
+        }
+    }
+    /// The last end time of any event (the makespan of a one-shot schedule).
+    pub fn last_end(&self) -> Ticks {
+        self.events.iter().map(|e| e.end()).max().unwrap_or(Ticks::ZERO)
+    }
+}
+
+// ---------------------------------------------------------------------------
+// File format (names instead of ids).
+
+/// One event as written in a schedule file.
+#[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "snake_case", tag = "type", deny_unknown_fields)]
+pub enum EventFile {
+    Compute {
+        op: String,
+        start: i64,
+        /// Defaults to `start + duration`.
+        #[serde(default, skip_serializing_if = "Option::is_none")]
+        end: Option<i64>,
+    },
+    Offload {
+        tensor: String,
+        start: i64,
+        end: i64,
+        /// Release the GPU copy when the transfer ends (default true).
+        #[serde(default = "yes")]
+        delete: bool,
+    },
+    Prefetch {
+        tensor: String,
+        start: i64,
+        end: i64,
+    },
+    Delete {
+        tensor: String,
+        at: i64,
+    },
+}
+
+fn yes() -> bool {
+    true
+}
+
+#[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize, Default)]
+#[serde(deny_unknown_fields)]
+pub struct CyclicStateFile {
+    #[serde(default)]
+    pub gpu: Vec<String>,
+    #[serde(default)]
+    pub cpu: Vec<String>,
+}
+
+/// A schedule file: `{"period": P?, "initial": {...}?, "events": [...]}`.
+#[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct ScheduleFile {
+    /// Free text: what produced it.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub note: Option<String>,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub period: Option<i64>,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub initial: Option<CyclicStateFile>,
+    pub events: Vec<EventFile>,
+}
+
+/// Why a schedule is malformed for its instance. `field` is a path such as
+/// `events[12].tensor`.
+#[derive(Debug, thiserror::Error, PartialEq, Eq)]
+#[non_exhaustive]
+pub enum ScheduleError {
+    #[error("{field}: unknown {what} `{name}`")]
+    UnknownName {
+        field: String,
+        what: &'static str,
+        name: String,
+    },
+    #[error("{field}: {message}")]
+    Invalid { field: String, message: String },
+}
+
+fn bad(field: String, message: &str) -> ScheduleError {
+    ScheduleError::Invalid {
+        field,
+        message: message.to_string(),
+    }
+}
+
+impl ScheduleFile {
+    /// Resolve names against `inst` and check the schedule's form.
+    pub fn resolve(&self, inst: &Instance) -> Result<Schedule, ScheduleError> {
+        let (tmap, omap) = inst.name_maps();
+        let tensor = |field: String, name: &str| {
+            tmap.get(name)
+                .copied()
+                .ok_or_else(|| ScheduleError::UnknownName {
+                    field,
+                    what: "tensor",
+                    name: name.to_string(),
+                })
+        };
+        let cyclic = inst.mode == Mode::Cyclic;
+        match (cyclic, self.period) {
+            (true, None) => return Err(bad("period".into(), "a cyclic instance needs a period")),
+            (false, Some(_)) => {
+                return Err(bad(
+                    "period".into(),
+                    "a one-shot instance takes no period",
+                ))
+            }
+            (true, Some(p)) if p <= 0 => return Err(bad("period".into(), "must be > 0")),
+            _ => {}
+        }
+        if !cyclic && self.initial.is_some() {
+            return Err(bad(
+                "initial".into(),
+                "a one-shot schedule starts from the instance's `initial` placements",
+            ));
+        }
+        let initial = if cyclic {
+            let s = self.initial.clone().unwrap_or_default();
+            let mut st = CyclicState::default();
+            for (i, n) in s.gpu.iter().enumerate() {
+                st.gpu.push(tensor(format!("initial.gpu[{i}]"), n)?);
+            }
+            for (i, n) in s.cpu.iter().enumerate() {
+                st.cpu.push(tensor(format!("initial.cpu[{i}]"), n)?);
+            }
+            Some(st)
+        } else {
+            None
+        };
+        if self.events.len() > u32::MAX as usize {
+            return Err(bad("events".into(), "too many events"));
+        }
+        let mut events = Vec::with_capacity(self.events.len());
+        for (i, e) in self.events.iter().enumerate() {
+            let f = |k: &str| format!("events[{i}].{k}");
+            let nonneg = |k: &str, v: i64| {
+                if v < 0 {
+                    Err(bad(f(k), "must be >= 0"))
+                } else {
+                    Ok(Ticks(v))
+                }
+            };
+            let ev = match e {
+                EventFile::Compute { op, start, end } => {
+                    let id = omap
+                        .get(op.as_str())
+                        .copied()
+                        .ok_or_else(|| ScheduleError::UnknownName {
+                            field: f("op"),
+                            what: "operation",
+                            name: op.clone(),
+                        })?;
+                    let start = nonneg("start", *start)?;
+                    let end = match end {
+                        Some(e) => nonneg("end", *e)?,
+                        None => start
+                            .checked_add(inst.op(id).duration)
+                            .ok_or_else(|| bad(f("start"), "start + duration overflows"))?,
+                    };
+                    if end < start {
+                        return Err(bad(f("end"), "ends before it starts"));
+                    }
+                    Event::Compute { op: id, start, end }
+                }
+                EventFile::Offload {
+                    tensor: t,
+                    start,
+                    end,
+                    delete,
+                } => {
+                    let ev = Event::Transfer {
+                        dir: Direction::Offload,
+                        tensor: tensor(f("tensor"), t)?,
+                        start: nonneg("start", *start)?,
+                        end: nonneg("end", *end)?,
+                        delete: *delete,
+                    };
+                    if end < start {
+                        return Err(bad(f("end"), "ends before it starts"));
+                    }
+                    ev
+                }
+                EventFile::Prefetch { tensor: t, start, end } => {
+                    if end < start {
+                        return Err(bad(f("end"), "ends before it starts"));
+                    }
+                    Event::Transfer {
+                        dir: Direction::Prefetch,
+                        tensor: tensor(f("tensor"), t)?,
+                        start: nonneg("start", *start)?,
+                        end: nonneg("end", *end)?,
+                        delete: false,
+                    }
+                }
+                EventFile::Delete { tensor: t, at } => Event::Delete {
+                    tensor: tensor(f("tensor"), t)?,
+                    at: nonneg("at", *at)?,
+                },
+            };
+            // Keep all times far from i64::MAX so that shifting by a period and
+            // summing durations cannot overflow anywhere downstream.
+            if ev.end().0 > MAX_TIME {
+                return Err(bad(f("end"), "time exceeds 2^61 ticks"));
+            }
+            events.push(ev);
+        }
+        if let Some(p) = self.period {
+            if p > MAX_TIME {
+                return Err(bad("period".into(), "exceeds 2^61 ticks"));
+            }
+        }
+        Ok(Schedule {
+            period: self.period.map(Ticks),
+            initial,
+            events,
+        })
+    }
+
+    /// The file form of a schedule (names from `inst`).
+    pub fn from_schedule(s: &Schedule, inst: &Instance) -> ScheduleFile {
+        let tn = |t: TensorId| inst.tensor(t).name.clone();
+        let events = s
+            .events
+            .iter()
+            .map(|e| match *e {
+                Event::Compute { op, start, end } => EventFile::Compute {
+                    op: inst.op(op).name.clone(),
+                    start: start.0,
+                    end: Some(end.0),
+                },
+                Event::Transfer {
+                    dir: Direction::Offload,
+                    tensor,
+                    start,
+                    end,
+                    delete,
+                } => EventFile::Offload {
+                    tensor: tn(tensor),
+                    start: start.0,
+                    end: end.0,
+                    delete,
+                },
+                Event::Transfer {
+                    dir: Direction::Prefetch,
+                    tensor,
+                    start,
+                    end,
+                    ..
+                } => EventFile::Prefetch {
+                    tensor: tn(tensor),
+                    start: start.0,
+                    end: end.0,
+                },
+                Event::Delete { tensor, at } => EventFile::Delete {
+                    tensor: tn(tensor),
+                    at: at.0,
+                },
+            })
+            .collect();
+        ScheduleFile {
+            note: None,
+            period: s.period.map(|p| p.0),
+            initial: s.initial.as_ref().map(|st| CyclicStateFile {
+                gpu: st.gpu.iter().map(|t| tn(*t)).collect(),
+                cpu: st.cpu.iter().map(|t| tn(*t)).collect(),
+            }),
+            events,
+        }
+    }
+}
+
+/// Largest time accepted in a file: 2^61 ticks, so that `t + 2P` never overflows i64.
+pub const MAX_TIME: i64 = 1 << 61;

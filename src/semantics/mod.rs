@@ -1,0 +1,483 @@
+//! The rules, written once: what each event does to the state of the GPU and CPU
+//! memories, and which rule it breaks if it is not allowed.
+//!
+//! Owns: [`State`], the per-tensor copies and versions, memory accounting, and
+//! the typed [`Breach`] of a rule. The checker's sweep, the earliest-start
+//! simulator, the exhaustive search and the heuristics' makespans all drive this
+//! same state machine; the MILP and SMT encodings mirror it (`models/MODEL.md`).
+//! Must not import: the checker, solvers, heuristics, good_lp or z3.
+//!
+//! Every transition *applies* its effect even when it breaks a rule (and returns
+//! the breaches), so that a replay can go on and report every violation.
+
+pub mod order;
+
+use crate::model::{Device, Direction, Instance, OpId, TensorId};
+use crate::schedule::CyclicState;
+use crate::units::{Bytes, Ticks};
+use serde::{Deserialize, Serialize};
+
+/// Value version of a tensor: 0 when first materialised, +1 at every
+/// modification or re-production. A copy is *current* when its version equals
+/// the tensor's latest.
+pub type Version = u64;
+
+/// The GPU side of a tensor.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize, Deserialize)]
+pub enum GpuCopy {
+    Absent,
+    /// Memory held, value not there yet: an op producing it runs, or a prefetch
+    /// carrying `version` is in flight; ready at `ready`.
+    Pending { ready: Ticks, version: Option<Version> },
+    Present(Version),
+}
+
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize, Deserialize)]
+pub struct TensorState {
+    pub gpu: GpuCopy,
+    /// Version held by the CPU copy, if any.
+    pub cpu: Option<Version>,
+    /// Number of offloads in flight (their CPU space is held from their start).
+    pub cpu_incoming: u32,
+    /// Latest version (meaningful once materialised).
+    pub latest: Version,
+    /// Has it ever been materialised?
+    pub exists: bool,
+}
+
+impl TensorState {
+    pub fn gpu_current(&self) -> bool {
+        matches!(self.gpu, GpuCopy::Present(v) if v == self.latest)
+    }
+    pub fn cpu_current(&self) -> bool {
+        self.exists && self.cpu == Some(self.latest)
+    }
+    pub fn on_gpu(&self) -> bool {
+        !matches!(self.gpu, GpuCopy::Absent)
+    }
+}
+
+/// A rule broken by one transition. The checker turns it into a
+/// [`Violation`](crate::check::Violation) with times and event ids.
+#[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
+#[non_exhaustive]
+pub enum Breach {
+    /// An input is not on the device (GPU for GPU ops). `ready_at` is when a
+    /// pending copy (transfer or producing op) will be ready.
+    InputNotResident { tensor: TensorId, ready_at: Option<Ticks> },
+    /// An input is there but in an outdated version.
+    InputStale { tensor: TensorId, held: Option<Version>, latest: Version },
+    /// A CPU op's input has no current CPU copy.
+    CpuInputMissing { tensor: TensorId, held: Option<Version>, latest: Version },
+    /// An op produces a tensor whose GPU copy still exists.
+    ProducesResident { tensor: TensorId },
+    /// The tensor may not cross the link.
+    NotTransferable { tensor: TensorId },
+    /// Offload of a tensor that is not (yet) on the GPU.
+    OffloadAbsent { tensor: TensorId },
+    /// Prefetch with no CPU copy to read from.
+    PrefetchWithoutCpuCopy { tensor: TensorId },
+    /// Prefetch of a tensor that already has a GPU copy (or one on its way).
+    PrefetchResident { tensor: TensorId },
+    /// Delete of a tensor with no GPU copy.
+    DeleteAbsent { tensor: TensorId },
+    /// The GPU copy is released while still needed, and no CPU copy holds its
+    /// latest version.
+    DataLoss { tensor: TensorId, gpu: Option<Version>, cpu: Option<Version>, latest: Version },
+}
+
+/// What the replay knows of the future: is `t` read again after `at`?
+pub trait Lookahead {
+    fn needed_after(&self, t: TensorId, at: Ticks) -> bool;
+}
+
+/// Carried from a transfer's start to its end: the version it reads.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct InFlight {
+    pub version: Option<Version>,
+}
+
+/// The state of both memories.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct State {
+    pub tensors: Vec<TensorState>,
+    /// Bytes held on the GPU: copies (present or pending) plus running temporaries.
+    pub gpu_used: i128,
+    /// Bytes held on the CPU: copies plus offloads in flight.
+    pub cpu_used: i128,
+    sizes: Vec<i128>,
+}
+
+fn fresh() -> TensorState {
+    TensorState {
+        gpu: GpuCopy::Absent,
+        cpu: None,
+        cpu_incoming: 0,
+        latest: 0,
+        exists: false,
+    }
+}
+
+impl State {
+    /// The state before a one-shot schedule: the instance's `initial` placements.
+    pub fn initial(inst: &Instance) -> State {
+        let mut s = State::empty(inst);
+        for (i, t) in inst.tensors.iter().enumerate() {
+            let ts = &mut s.tensors[i];
+            if t.initial.on_gpu() {
+                ts.gpu = GpuCopy::Present(0);
+                ts.exists = true;
+                s.gpu_used += s.sizes[i];
+            }
+            if t.initial.on_cpu() {
+                ts.cpu = Some(0);
+                ts.exists = true;
+                s.cpu_used += s.sizes[i];
+            }
+        }
+        s
+    }
+
+    /// The state at time 0 of a cyclic schedule. Persistent tensors exist; every
+    /// copy listed is current; a persistent tensor listed nowhere has its latest
+    /// value nowhere (the replay reports its loss when it is needed).
+    pub fn from_cyclic(inst: &Instance, st: &CyclicState) -> State {
+        let mut s = State::empty(inst);
+        let persistent = inst.persistent();
+        for (i, p) in persistent.iter().enumerate() {
+            if *p {
+                s.tensors[i].exists = true;
+            }
+        }
+        for t in &st.gpu {
+            let ts = &mut s.tensors[t.ix()];
+            if !ts.on_gpu() {
+                ts.gpu = GpuCopy::Present(0);
+                ts.exists = true;
+                s.gpu_used += s.sizes[t.ix()];
+            }
+        }
+        for t in &st.cpu {
+            let ts = &mut s.tensors[t.ix()];
+            if ts.cpu.is_none() {
+                ts.cpu = Some(0);
+                ts.exists = true;
+                s.cpu_used += s.sizes[t.ix()];
+            }
+        }
+        s
+    }
+
+    fn empty(inst: &Instance) -> State {
+        State {
+            tensors: vec![fresh(); inst.tensors.len()],
+            gpu_used: 0,
+            cpu_used: 0,
+            sizes: inst.tensors.iter().map(|t| t.size.0 as i128).collect(),
+        }
+    }
+
+    pub fn tensor(&self, t: TensorId) -> &TensorState {
+        &self.tensors[t.ix()]
+    }
+
+    /// The observable state of a cyclic boundary: which tensors have a current
+    /// (or, for a pending producer, any) GPU copy, and which a current CPU copy.
+    pub fn boundary(&self) -> (Vec<bool>, Vec<bool>) {
+        (
+            self.tensors
+                .iter()
+                .map(|t| matches!(t.gpu, GpuCopy::Present(v) if v == t.latest))
+                .collect(),
+            self.tensors.iter().map(|t| t.cpu_current()).collect(),
+        )
+    }
+
+    fn release_gpu(&mut self, t: TensorId) {
+        let ts = &mut self.tensors[t.ix()];
+        if ts.on_gpu() {
+            ts.gpu = GpuCopy::Absent;
+            self.gpu_used -= self.sizes[t.ix()];
+        }
+    }
+
+    /// Release a GPU copy, breaching "no data loss" if the value is needed later
+    /// and no CPU copy holds its latest version.
+    fn drop_gpu(&mut self, t: TensorId, at: Ticks, look: &dyn Lookahead, out: &mut Vec<Breach>) {
+        let ts = self.tensors[t.ix()];
+        let gpu_holds_latest = matches!(ts.gpu, GpuCopy::Present(v) if v == ts.latest);
+        if gpu_holds_latest && !ts.cpu_current() && look.needed_after(t, at) {
+            out.push(Breach::DataLoss {
+                tensor: t,
+                gpu: match ts.gpu {
+                    GpuCopy::Present(v) => Some(v),
+                    _ => None,
+                },
+                cpu: ts.cpu,
+                latest: ts.latest,
+            });
+        }
+        self.release_gpu(t);
+    }
+
+    /// An op starts at `at` (rule *dependencies*, rule *memory* allocations).
+    pub fn op_start(
+        &mut self,
+        inst: &Instance,
+        op: OpId,
+        at: Ticks,
+        end: Ticks,
+        look: &dyn Lookahead,
+    ) -> Vec<Breach> {
+        let o = inst.op(op);
+        let mut out = Vec::new();
+        for &t in &o.reads {
+            let ts = self.tensors[t.ix()];
+            match o.device {
+                Device::Gpu => match ts.gpu {
+                    GpuCopy::Present(v) if v == ts.latest && ts.exists => {}
+                    GpuCopy::Present(v) => out.push(Breach::InputStale {
+                        tensor: t,
+                        held: Some(v),
+                        latest: ts.latest,
+                    }),
+                    GpuCopy::Pending { ready, .. } => out.push(Breach::InputNotResident {
+                        tensor: t,
+                        ready_at: Some(ready),
+                    }),
+                    GpuCopy::Absent => out.push(Breach::InputNotResident {
+                        tensor: t,
+                        ready_at: None,
+                    }),
+                },
+                Device::Cpu => {
+                    if !ts.cpu_current() {
+                        out.push(Breach::CpuInputMissing {
+                            tensor: t,
+                            held: ts.cpu,
+                            latest: ts.latest,
+                        })
+                    }
+                }
+            }
+        }
+        for &t in &o.consumes {
+            // Consumed inputs are released after being read, before outputs take memory.
+            match o.device {
+                Device::Gpu => self.drop_gpu(t, at, look, &mut out),
+                Device::Cpu => {}
+            }
+        }
+        for &t in &o.produces {
+            let size = self.sizes[t.ix()];
+            match o.device {
+                Device::Gpu => {
+                    if self.tensors[t.ix()].on_gpu() {
+                        out.push(Breach::ProducesResident { tensor: t });
+                        self.release_gpu(t);
+                    }
+                    self.tensors[t.ix()].gpu = GpuCopy::Pending {
+                        ready: end,
+                        version: None,
+                    };
+                    self.gpu_used += size;
+                }
+                Device::Cpu => {
+                    if self.tensors[t.ix()].cpu.is_none() {
+                        self.cpu_used += size;
+                    }
+                }
+            }
+        }
+        match o.device {
+            Device::Gpu => self.gpu_used += o.temp.0 as i128,
+            Device::Cpu => self.cpu_used += o.temp.0 as i128,
+        }
+        out
+    }
+
+    /// An op ends at `at`: outputs become ready, modified tensors get a new
+    /// version, temporaries and freed tensors are released.
+    pub fn op_end(&mut self, inst: &Instance, op: OpId, at: Ticks, look: &dyn Lookahead) -> Vec<Breach> {
+        let o = inst.op(op);
+        let mut out = Vec::new();
+        for &t in &o.produces {
+            let ts = &mut self.tensors[t.ix()];
+            if ts.exists {
+                ts.latest += 1;
+            }
+            ts.exists = true;
+            match o.device {
+                Device::Gpu => ts.gpu = GpuCopy::Present(ts.latest),
+                Device::Cpu => ts.cpu = Some(ts.latest),
+            }
+        }
+        for &t in &o.modifies {
+            let ts = &mut self.tensors[t.ix()];
+            ts.latest += 1;
+            match o.device {
+                Device::Gpu => {
+                    if ts.on_gpu() {
+                        ts.gpu = GpuCopy::Present(ts.latest);
+                    }
+                }
+                Device::Cpu => {
+                    if ts.cpu.is_some() {
+                        ts.cpu = Some(ts.latest);
+                    }
+                }
+            }
+        }
+        match o.device {
+            Device::Gpu => self.gpu_used -= o.temp.0 as i128,
+            Device::Cpu => self.cpu_used -= o.temp.0 as i128,
+        }
+        for &t in &o.frees {
+            match o.device {
+                Device::Gpu => self.drop_gpu(t, at, look, &mut out),
+                Device::Cpu => {}
+            }
+        }
+        out
+    }
+
+    /// A transfer starts: an offload reads the GPU copy, a prefetch reads the CPU
+    /// copy and takes GPU memory at once (assumption (E)).
+    pub fn transfer_start(
+        &mut self,
+        inst: &Instance,
+        dir: Direction,
+        t: TensorId,
+        end: Ticks,
+    ) -> (InFlight, Vec<Breach>) {
+        let mut out = Vec::new();
+        if !inst.tensor(t).transferable {
+            out.push(Breach::NotTransferable { tensor: t });
+        }
+        let size = self.sizes[t.ix()];
+        let ts = &mut self.tensors[t.ix()];
+        match dir {
+            Direction::Offload => {
+                let version = match ts.gpu {
+                    GpuCopy::Present(v) => Some(v),
+                    _ => {
+                        out.push(Breach::OffloadAbsent { tensor: t });
+                        None
+                    }
+                };
+                if ts.cpu.is_none() && ts.cpu_incoming == 0 {
+                    self.cpu_used += size;
+                }
+                ts.cpu_incoming += 1;
+                (InFlight { version }, out)
+            }
+            Direction::Prefetch => {
+                if ts.cpu.is_none() {
+                    out.push(Breach::PrefetchWithoutCpuCopy { tensor: t });
+                }
+                if ts.on_gpu() {
+                    out.push(Breach::PrefetchResident { tensor: t });
+                    // Keep one copy's worth of memory: the old copy is replaced.
+                    ts.gpu = GpuCopy::Absent;
+                    self.gpu_used -= size;
+                }
+                let version = ts.cpu;
+                let ts = &mut self.tensors[t.ix()];
+                ts.gpu = GpuCopy::Pending {
+                    ready: end,
+                    version,
+                };
+                self.gpu_used += size;
+                (InFlight { version }, out)
+            }
+        }
+    }
+
+    /// A transfer ends: an offload writes its version to the CPU (and releases the
+    /// GPU copy if `delete`); a prefetch makes its copy present.
+    pub fn transfer_end(
+        &mut self,
+        dir: Direction,
+        t: TensorId,
+        flight: InFlight,
+        delete: bool,
+        at: Ticks,
+        look: &dyn Lookahead,
+    ) -> Vec<Breach> {
+        let mut out = Vec::new();
+        let size = self.sizes[t.ix()];
+        let ts = &mut self.tensors[t.ix()];
+        match dir {
+            Direction::Offload => {
+                ts.cpu_incoming = ts.cpu_incoming.saturating_sub(1);
+                match flight.version {
+                    Some(v) => ts.cpu = Some(v),
+                    None => {
+                        if ts.cpu.is_none() && ts.cpu_incoming == 0 {
+                            self.cpu_used -= size;
+                        }
+                    }
+                }
+                if delete {
+                    if self.tensors[t.ix()].on_gpu() {
+                        self.drop_gpu(t, at, look, &mut out);
+                    }
+                }
+            }
+            Direction::Prefetch => {
+                if let GpuCopy::Pending { .. } = ts.gpu {
+                    ts.gpu = match flight.version {
+                        Some(v) => GpuCopy::Present(v),
+                        // Nothing was read: the copy holds no valid version.
+                        None => GpuCopy::Present(Version::MAX),
+                    };
+                }
+            }
+        }
+        out
+    }
+
+    /// An explicit delete of the GPU copy.
+    pub fn delete(&mut self, t: TensorId, at: Ticks, look: &dyn Lookahead) -> Vec<Breach> {
+        let mut out = Vec::new();
+        if !self.tensors[t.ix()].on_gpu() {
+            out.push(Breach::DeleteAbsent { tensor: t });
+            return out;
+        }
+        self.drop_gpu(t, at, look, &mut out);
+        out
+    }
+
+    /// Would an offload of `t` now only rewrite the CPU copy it already has?
+    /// (The discount rule makes this the redundant traffic worth warning about.)
+    pub fn offload_is_redundant(&self, t: TensorId) -> bool {
+        let ts = &self.tensors[t.ix()];
+        matches!(ts.gpu, GpuCopy::Present(v) if ts.cpu == Some(v))
+    }
+
+    pub fn gpu_bytes(&self) -> Bytes {
+        Bytes(self.gpu_used.max(0) as u64)
+    }
+}
+
+/// The memory an op needs on the GPU while it runs, counting only what it itself
+/// touches (its inputs, outputs and scratch, less what it consumes). Every valid
+/// schedule keeps this within capacity; bounds and heuristics use it.
+pub fn op_footprint(inst: &Instance, op: OpId) -> Bytes {
+    let o = inst.op(op);
+    let mut s: u128 = o.temp.0 as u128;
+    for t in o.reads.iter().chain(o.produces.iter()) {
+        if !o.consumes.contains(t) {
+            s += inst.tensor(*t).size.0 as u128;
+        }
+    }
+    Bytes(s.min(u64::MAX as u128) as u64)
+}
+
+/// The least number of ticks a transfer of `t` may last (rule *bandwidth*).
+pub fn transfer_ticks(inst: &Instance, t: TensorId) -> Ticks {
+    inst.machine
+        .bandwidth
+        .min_ticks(inst.tensor(t).size)
+        .expect("validated instance: transfer times fit in i64")
+}
