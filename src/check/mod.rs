@@ -306,7 +306,7 @@ pub fn check(inst: &Instance, s: &Schedule) -> Report {
                 };
             let event = c.event;
             let at = rel(a.time);
-            let mut breaches: Vec<Breach> = Vec::new();
+            let breaches: Vec<Breach>;
             let mut op_of = None;
             match (c.ev, a.phase) {
                 (Event::Compute { op, end, .. }, OP_START) => {

@@ -1,0 +1,92 @@
+//! `offcert check INSTANCE SCHEDULE [--json]`.
+
+use crate::check::{check, sha256_bytes, Report};
+use crate::io;
+use crate::model::Instance;
+use serde::Serialize;
+use std::path::PathBuf;
+use std::process::ExitCode;
+
+#[derive(clap::Args, Debug)]
+pub struct CheckArgs {
+    /// Instance file (JSON, tagged by `family`).
+    pub instance: PathBuf,
+    /// Schedule file (JSON).
+    pub schedule: PathBuf,
+    /// Print the machine-readable verdict.
+    #[arg(long)]
+    pub json: bool,
+}
+
+/// The JSON verdict: the report plus the digests of the files as read.
+#[derive(Serialize)]
+pub struct FileVerdict<'a> {
+    pub instance_file: String,
+    pub schedule_file: String,
+    pub instance_file_sha256: String,
+    pub schedule_file_sha256: String,
+    pub verdict: &'static str,
+    #[serde(flatten)]
+    pub report: &'a Report,
+    /// The violations as sentences, in the same order.
+    pub explanations: Vec<String>,
+}
+
+pub fn run(a: CheckArgs) -> anyhow::Result<ExitCode> {
+    let itext = io::read_text(&a.instance)?;
+    let stext = io::read_text(&a.schedule)?;
+    let (_, inst) = io::parse_instance(&a.instance.display().to_string(), &itext)?;
+    let sched = io::parse_schedule(&a.schedule.display().to_string(), &stext, &inst)?;
+    let report = check(&inst, &sched);
+    if a.json {
+        let v = FileVerdict {
+            instance_file: a.instance.display().to_string(),
+            schedule_file: a.schedule.display().to_string(),
+            instance_file_sha256: sha256_bytes(itext.as_bytes()),
+            schedule_file_sha256: sha256_bytes(stext.as_bytes()),
+            verdict: if report.valid { "valid" } else { "invalid" },
+            report: &report,
+            explanations: report.violations.iter().map(|v| v.describe(&inst)).collect(),
+        };
+        println!("{}", serde_json::to_string_pretty(&v)?);
+    } else {
+        print!("{}", render_text(&inst, &report, &a.instance.display().to_string(), &a.schedule.display().to_string()));
+    }
+    Ok(super::verdict_code(report.valid))
+}
+
+/// The text verdict.
+pub fn render_text(inst: &Instance, r: &Report, ifile: &str, sfile: &str) -> String {
+    use std::fmt::Write;
+    let mut s = String::new();
+    let _ = writeln!(s, "instance {} ({}), schedule {}", ifile, inst.family, sfile);
+    let _ = writeln!(
+        s,
+        "verdict: {}",
+        if r.valid { "valid (the exact replay passed)" } else { "INVALID" }
+    );
+    let _ = writeln!(s, "{}: {} ticks", if r.cyclic { "period" } else { "makespan" }, r.makespan);
+    let _ = writeln!(
+        s,
+        "peak GPU memory: {} B at t={} (capacity {} B)",
+        r.peak_memory, r.peak_at, inst.machine.gpu_capacity
+    );
+    for c in &r.channel_busy {
+        let _ = writeln!(s, "channel {} busy: {} ticks", c.channel.name(), c.busy);
+    }
+    let _ = writeln!(s, "compute stream idle: {} ticks", r.compute_idle);
+    if !r.violations.is_empty() {
+        let _ = writeln!(s, "{} violation(s):", r.violations.len());
+        for v in &r.violations {
+            let _ = writeln!(s, "  [{}:{}] {}", v.rule(), v.kind(), v.describe(inst));
+        }
+    }
+    if !r.warnings.is_empty() {
+        let _ = writeln!(s, "{} warning(s):", r.warnings.len());
+        for w in &r.warnings {
+            let _ = writeln!(s, "  {}", w.describe(inst));
+        }
+    }
+    let _ = writeln!(s, "sha256 instance {} schedule {}", r.instance_sha256, r.schedule_sha256);
+    s
+}
