@@ -1,1 +1,97 @@
-//! (being written)
+//! Lower bounds on the optimal makespan (or period): one file per bound.
+//!
+//! Owns: [`LowerBound`], [`Strength`], the [`BoundMethod`] trait and the registry.
+//! A bound is `certified` only when our own code re-derives it in exact
+//! arithmetic; a number taken from a solver's word is `solver-reported`.
+//! Must not import: heuristics, exact solvers' internals.
+
+pub mod activation;
+pub mod weight;
+
+use crate::family::InstanceFile;
+use crate::model::Instance;
+use num_bigint::BigInt;
+use num_rational::BigRational;
+use num_traits::{Signed, ToPrimitive, Zero};
+
+#[derive(Clone, Copy, Debug, PartialEq, Eq, serde::Serialize, serde::Deserialize)]
+#[serde(rename_all = "snake_case")]
+pub enum Strength {
+    /// Re-derived by our own code in exact arithmetic: "lower bound (certified)".
+    Certified,
+    /// Taken from a solver's word: "solver-reported".
+    SolverReported,
+}
+
+impl Strength {
+    pub fn words(self) -> &'static str {
+        match self {
+            Strength::Certified => "lower bound (certified)",
+            Strength::SolverReported => "solver-reported",
+        }
+    }
+}
+
+/// A lower bound on the makespan (one-shot) or period (cyclic), in ticks, as an
+/// exact rational. Schedules have integer event times, so ⌈value⌉ is also a bound.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct LowerBound {
+    pub value: BigRational,
+    /// Which bound (e.g. "prop3", "fractional-thm2", "milp-sec6").
+    pub source: String,
+    pub strength: Strength,
+}
+
+impl LowerBound {
+    /// ⌈value⌉ as an integer number of ticks (saturating at i64::MAX).
+    pub fn ceil_ticks(&self) -> i64 {
+        let c = self.value.ceil().to_integer();
+        c.to_i64().unwrap_or(if c.is_negative() { i64::MIN } else { i64::MAX })
+    }
+    pub fn from_ticks(t: i64, source: &str, strength: Strength) -> LowerBound {
+        LowerBound {
+            value: BigRational::from_integer(BigInt::from(t)),
+            source: source.into(),
+            strength,
+        }
+    }
+    /// Decimal rendering with up to 3 fractional digits (display only).
+    pub fn display(&self) -> String {
+        if self.value.denom() == &BigInt::from(1) {
+            return self.value.numer().to_string();
+        }
+        let scaled = (&self.value * BigRational::from_integer(BigInt::from(1000))).floor().to_integer();
+        let s = scaled.to_string();
+        let (neg, digits) = if let Some(d) = s.strip_prefix('-') { (true, d.to_string()) } else { (false, s) };
+        let digits = format!("{digits:0>4}");
+        let (i, f) = digits.split_at(digits.len() - 3);
+        format!("{}{}.{}…", if neg { "-" } else { "" }, i, f)
+    }
+    pub fn is_trivial(&self) -> bool {
+        self.value.is_zero()
+    }
+}
+
+#[derive(Debug, thiserror::Error)]
+#[non_exhaustive]
+pub enum BoundError {
+    #[error("bound {bound} does not apply to family {family}")]
+    NotApplicable { bound: &'static str, family: String },
+    #[error("bound {bound}: {message}")]
+    Failed { bound: &'static str, message: String },
+}
+
+/// A lower-bound method.
+pub trait BoundMethod: Send + Sync {
+    fn name(&self) -> &'static str;
+    /// Does it apply to this instance file's family?
+    fn applies(&self, file: &InstanceFile) -> bool;
+    fn bound(&self, file: &InstanceFile, inst: &Instance) -> Result<LowerBound, BoundError>;
+}
+
+/// Every bound method, both families.
+pub fn all() -> Vec<Box<dyn BoundMethod>> {
+    let mut v = activation::bounds();
+    v.extend(weight::bounds());
+    v
+}

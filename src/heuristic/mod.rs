@@ -1,1 +1,63 @@
-//! (being written)
+//! The papers' production heuristics: one file per heuristic.
+//!
+//! Owns: the [`Heuristic`] trait, the registry and [`run`], which passes every
+//! schedule through the checker; a heuristic's makespan is the checker's.
+//! Must not import: exact solvers.
+
+pub mod activation;
+pub mod weight;
+
+use crate::check::{check, Report};
+use crate::family::InstanceFile;
+use crate::model::Instance;
+use crate::schedule::Schedule;
+
+#[derive(Debug, thiserror::Error)]
+#[non_exhaustive]
+pub enum HeuristicError {
+    #[error("heuristic {heuristic} does not apply to family {family}")]
+    NotApplicable { heuristic: &'static str, family: String },
+    /// No schedule (e.g. the memory is below what any op needs).
+    #[error("heuristic {heuristic} found no schedule: {reason}")]
+    NoSchedule { heuristic: &'static str, reason: String },
+    /// A bug: the heuristic's schedule fails the checker.
+    #[error("heuristic {heuristic} built a schedule the checker rejects: {first}")]
+    Invalid { heuristic: &'static str, first: String, report: Box<Report> },
+}
+
+/// A heuristic builds a schedule; [`run`] checks it.
+pub trait Heuristic: Send + Sync {
+    fn name(&self) -> &'static str;
+    fn applies(&self, file: &InstanceFile) -> bool;
+    fn schedule(&self, file: &InstanceFile, inst: &Instance) -> Result<Schedule, HeuristicError>;
+}
+
+/// A heuristic's checked result.
+#[derive(Clone, Debug)]
+pub struct HeuristicRun {
+    pub name: &'static str,
+    pub schedule: Schedule,
+    /// The checker's report; `report.valid` is always true here.
+    pub report: Report,
+}
+
+/// Run `h` and pass its schedule through the checker.
+pub fn run(h: &dyn Heuristic, file: &InstanceFile, inst: &Instance) -> Result<HeuristicRun, HeuristicError> {
+    let schedule = h.schedule(file, inst)?;
+    let report = check(inst, &schedule);
+    if !report.valid {
+        return Err(HeuristicError::Invalid {
+            heuristic: h.name(),
+            first: report.violations.first().map(|v| v.describe(inst)).unwrap_or_default(),
+            report: Box::new(report),
+        });
+    }
+    Ok(HeuristicRun { name: h.name(), schedule, report })
+}
+
+/// Every heuristic, both families.
+pub fn all() -> Vec<Box<dyn Heuristic>> {
+    let mut v = activation::heuristics();
+    v.extend(weight::heuristics());
+    v
+}
