@@ -8,7 +8,10 @@
 //!
 //! Same-instant convention (models/MODEL.md §2.4): at one instant, transfer
 //! completions come first, then op completions, then deletes (all releases), then
-//! transfer starts, then op starts (allocations); memory is measured after them.
+//! op starts, then transfer starts (allocations). A zero-duration op or transfer
+//! starts and ends at once, in the allocation phase (zero-duration ops before
+//! others, then in file order). Memory is measured after every allocation, so the
+//! instantaneous need of a zero-duration op counts too.
 
 mod violation;
 
@@ -111,14 +114,18 @@ pub fn sha256_bytes(b: &[u8]) -> String {
 const TRANSFER_END: u8 = 0;
 const OP_END: u8 = 1;
 const DELETE: u8 = 2;
-const TRANSFER_START: u8 = 3;
-const OP_START: u8 = 4;
+const OP_START: u8 = 3;
+const TRANSFER_START: u8 = 4;
+/// Allocation phases start here (snapshots of cyclic boundaries are taken before).
+const FIRST_ALLOCATION: u8 = OP_START;
 
 /// One action of the unrolled replay.
 #[derive(Clone, Copy, Debug)]
 struct Action {
     time: Ticks,
     phase: u8,
+    /// 0 for a zero-duration event (it starts and ends in this one action), 1 otherwise.
+    positive: u8,
     /// Index into the unrolled event list.
     unrolled: u32,
 }
@@ -216,17 +223,18 @@ pub fn check(inst: &Instance, s: &Schedule) -> Report {
     overlaps(inst, s, &mut violations);
 
     // --- rule completeness: the order of ops -------------------------------
-    let mut runs: Vec<(usize, OpId, Ticks)> = s
+    let mut runs: Vec<(usize, OpId, Ticks, bool)> = s
         .events
         .iter()
         .enumerate()
         .filter_map(|(i, e)| match e {
-            Event::Compute { op, start, .. } => Some((i, *op, *start)),
+            Event::Compute { op, start, end } => Some((i, *op, *start, end > start)),
             _ => None,
         })
         .collect();
-    runs.sort_by_key(|r| (r.2, r.0));
-    let runs: Vec<(usize, OpId)> = runs.into_iter().map(|(i, o, _)| (i, o)).collect();
+    // The same order as the sweep: by start, zero-duration ops first, then file order.
+    runs.sort_by_key(|r| (r.2, r.3, r.0));
+    let runs: Vec<(usize, OpId)> = runs.into_iter().map(|(i, o, _, _)| (i, o)).collect();
     for b in order::check_order(inst, &runs) {
         violations.push(match b {
             order::OrderBreach::OutOfOrder { device, position, expected, found, found_index } => {
@@ -245,19 +253,24 @@ pub fn check(inst: &Instance, s: &Schedule) -> Report {
     let mut actions: Vec<Action> = Vec::with_capacity(copies.len() * 2);
     for (u, c) in copies.iter().enumerate() {
         let u = u as u32;
+        let positive = u8::from(c.ev.end() > c.ev.start());
         match c.ev {
             Event::Compute { start, end, .. } => {
-                actions.push(Action { time: start, phase: OP_START, unrolled: u });
-                actions.push(Action { time: end, phase: OP_END, unrolled: u });
+                actions.push(Action { time: start, phase: OP_START, positive, unrolled: u });
+                if positive == 1 {
+                    actions.push(Action { time: end, phase: OP_END, positive, unrolled: u });
+                }
             }
             Event::Transfer { start, end, .. } => {
-                actions.push(Action { time: start, phase: TRANSFER_START, unrolled: u });
-                actions.push(Action { time: end, phase: TRANSFER_END, unrolled: u });
+                actions.push(Action { time: start, phase: TRANSFER_START, positive, unrolled: u });
+                if positive == 1 {
+                    actions.push(Action { time: end, phase: TRANSFER_END, positive, unrolled: u });
+                }
             }
-            Event::Delete { at, .. } => actions.push(Action { time: at, phase: DELETE, unrolled: u }),
+            Event::Delete { at, .. } => actions.push(Action { time: at, phase: DELETE, positive: 1, unrolled: u }),
         }
     }
-    actions.sort_unstable_by_key(|a| (a.time, a.phase, a.unrolled));
+    actions.sort_unstable_by_key(|a| (a.time, a.phase, a.positive, a.unrolled));
 
     let initial = match (&s.initial, cyclic) {
         (Some(st), true) => State::from_cyclic(inst, st),
@@ -272,7 +285,7 @@ pub fn check(inst: &Instance, s: &Schedule) -> Report {
     let mut running: Vec<u32> = Vec::new();
     let mut snapshots: Vec<(Vec<bool>, Vec<bool>)> = Vec::new();
     let (win_lo, win_hi) = if cyclic { (period, Ticks(2 * period.0)) } else { (Ticks(i64::MIN), Ticks(i64::MAX)) };
-    let mut peak = (Bytes(state.gpu_bytes().0), if cyclic { Ticks::ZERO } else { Ticks::ZERO });
+    let mut peak = (state.gpu_bytes(), Ticks::ZERO);
     let cap = inst.machine.gpu_capacity.0 as i128;
     let cpu_cap = inst.machine.cpu_capacity.map(|c| c.0 as i128);
     let rel = |t: Ticks| if cyclic { Ticks(t.0 - period.0) } else { t };
@@ -286,34 +299,39 @@ pub fn check(inst: &Instance, s: &Schedule) -> Report {
         while j < actions.len() && actions[j].time == now {
             j += 1;
         }
-        let mut allocated = false;
+        let mut exceeded_now = false;
+        let mut cpu_exceeded_now = false;
         for a in &actions[i..j] {
-            if cyclic && a.phase >= TRANSFER_START {
+            if cyclic && a.phase >= FIRST_ALLOCATION {
                 while snapshots.len() < 2 && now >= Ticks(period.0 * (snapshots.len() as i64 + 1)) {
                     snapshots.push(state.boundary());
                 }
             }
             let c = copies[a.unrolled as usize];
-            // Which copy's breaches belong to the reported period (see module doc
-            // of models/MODEL.md §2.6): copy 1, except the ends of its transfers
-            // that cross 2P, which copy 0's crossing transfers stand for.
+            // Which copy's breaches belong to the reported period (models/MODEL.md
+            // §2.6): copy 1, except the ends of its transfers that cross 2P, which
+            // copy 0's crossing transfers stand for.
+            let is_end = a.phase == TRANSFER_END;
             let report = !cyclic
-                || match (c.period, a.phase) {
-                    (1, TRANSFER_END) => a.time <= win_hi,
-                    (1, _) => true,
-                    (0, TRANSFER_END) => a.time > win_lo,
+                || match (c.period, is_end) {
+                    (1, true) => a.time <= win_hi,
+                    (1, false) => true,
+                    (0, true) => a.time > win_lo,
                     _ => false,
                 };
             let event = c.event;
             let at = rel(a.time);
-            let breaches: Vec<Breach>;
+            let mut breaches: Vec<Breach>;
             let mut op_of = None;
+            let mut allocated = false;
             match (c.ev, a.phase) {
                 (Event::Compute { op, end, .. }, OP_START) => {
                     op_of = Some(op);
                     breaches = state.op_start(inst, op, a.time, end, &uses);
-                    running.push(a.unrolled);
                     allocated = true;
+                    if a.positive == 1 {
+                        running.push(a.unrolled);
+                    }
                 }
                 (Event::Compute { op, .. }, _) => {
                     op_of = Some(op);
@@ -348,44 +366,60 @@ pub fn check(inst: &Instance, s: &Schedule) -> Report {
                     breaches = state.delete(tensor, a.time, &uses);
                 }
             }
+            // Rule memory: measured after every allocation (before a zero-duration
+            // event's own release), once the instant's releases are done.
+            if allocated && now >= win_lo && now < win_hi {
+                let used = state.gpu_used;
+                if used > peak.0 .0 as i128 {
+                    peak = (Bytes(used as u64), rel(now));
+                }
+                if used > cap && !exceeded_now {
+                    exceeded_now = true;
+                    let resident: Vec<TensorId> = state
+                        .tensors
+                        .iter()
+                        .enumerate()
+                        .filter(|(_, t)| t.on_gpu())
+                        .map(|(k, _)| TensorId(k as u32))
+                        .collect();
+                    let mut run: Vec<EventId> = running.iter().map(|u| copies[*u as usize].event).collect();
+                    if a.positive == 0 && a.phase == OP_START {
+                        run.push(event);
+                    }
+                    run.sort();
+                    violations.push(Violation::MemoryExceeded {
+                        at: rel(now),
+                        used: Bytes(used as u64),
+                        capacity: inst.machine.gpu_capacity,
+                        resident,
+                        running: run,
+                    });
+                }
+                if let Some(cc) = cpu_cap {
+                    if state.cpu_used > cc && !cpu_exceeded_now {
+                        cpu_exceeded_now = true;
+                        violations.push(Violation::CpuMemoryExceeded {
+                            at: rel(now),
+                            used: Bytes(state.cpu_used as u64),
+                            capacity: Bytes(cc as u64),
+                        });
+                    }
+                }
+            }
+            // A zero-duration event ends in the same action, right after its start.
+            if a.positive == 0 {
+                match c.ev {
+                    Event::Compute { op, .. } => breaches.extend(state.op_end(inst, op, a.time, &uses)),
+                    Event::Transfer { dir, tensor, delete, .. } => {
+                        let fl = flights[a.unrolled as usize].take().unwrap_or(InFlight { version: None });
+                        breaches.extend(state.transfer_end(dir, tensor, fl, delete && dir == Direction::Offload, a.time, &uses));
+                    }
+                    Event::Delete { .. } => {}
+                }
+            }
             if report {
                 for b in breaches {
                     violations.push(to_violation(b, event, at, op_of));
-                }
-            }
-        }
-        // Rule memory: measured after the instant's releases and allocations.
-        let in_window = now >= win_lo && now < win_hi;
-        if in_window {
-            let used = state.gpu_used;
-            if used > peak.0 .0 as i128 {
-                peak = (Bytes(used as u64), rel(now));
-            }
-            if allocated && used > cap {
-                let resident: Vec<TensorId> = state
-                    .tensors
-                    .iter()
-                    .enumerate()
-                    .filter(|(_, t)| t.on_gpu())
-                    .map(|(k, _)| TensorId(k as u32))
-                    .collect();
-                let mut run: Vec<EventId> = running.iter().map(|u| copies[*u as usize].event).collect();
-                run.sort();
-                violations.push(Violation::MemoryExceeded {
-                    at: rel(now),
-                    used: Bytes(used as u64),
-                    capacity: inst.machine.gpu_capacity,
-                    resident,
-                    running: run,
-                });
-            }
-            if let Some(cc) = cpu_cap {
-                if allocated && state.cpu_used > cc {
-                    violations.push(Violation::CpuMemoryExceeded {
-                        at: rel(now),
-                        used: Bytes(state.cpu_used as u64),
-                        capacity: Bytes(cc as u64),
-                    });
                 }
             }
         }
