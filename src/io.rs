@@ -60,7 +60,11 @@ fn typed<T: DeserializeOwned>(file: &str, v: serde_json::Value) -> Result<T, Inp
         let path = e.path().to_string();
         InputError::Field {
             file: file.to_string(),
-            field: if path == "." { "(top level)".into() } else { path },
+            field: if path == "." {
+                "(top level)".into()
+            } else {
+                path
+            },
             message: e.into_inner().to_string(),
         }
     })

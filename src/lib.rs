@@ -4,16 +4,17 @@
 //! → certified checker (`check`) → exact solvers, bounds, heuristics → reports → CLI.
 //! Dependencies flow one way; the checker imports no solver or heuristic code.
 
-pub mod check;
-pub mod family;
-pub mod io;
-pub mod model;
-pub mod schedule;
-pub mod semantics;
-pub mod units;
 pub mod bound;
+pub mod check;
 pub mod cli;
 pub mod exact;
+pub mod family;
 pub mod heuristic;
+pub mod io;
+pub mod model;
 pub mod report;
+pub mod schedule;
+pub mod semantics;
+pub mod simulate;
 pub mod trace;
+pub mod units;

@@ -46,7 +46,8 @@ impl LowerBound {
     /// ⌈value⌉ as an integer number of ticks (saturating at i64::MAX).
     pub fn ceil_ticks(&self) -> i64 {
         let c = self.value.ceil().to_integer();
-        c.to_i64().unwrap_or(if c.is_negative() { i64::MIN } else { i64::MAX })
+        c.to_i64()
+            .unwrap_or(if c.is_negative() { i64::MIN } else { i64::MAX })
     }
     pub fn from_ticks(t: i64, source: &str, strength: Strength) -> LowerBound {
         LowerBound {
@@ -60,9 +61,15 @@ impl LowerBound {
         if self.value.denom() == &BigInt::from(1) {
             return self.value.numer().to_string();
         }
-        let scaled = (&self.value * BigRational::from_integer(BigInt::from(1000))).floor().to_integer();
+        let scaled = (&self.value * BigRational::from_integer(BigInt::from(1000)))
+            .floor()
+            .to_integer();
         let s = scaled.to_string();
-        let (neg, digits) = if let Some(d) = s.strip_prefix('-') { (true, d.to_string()) } else { (false, s) };
+        let (neg, digits) = if let Some(d) = s.strip_prefix('-') {
+            (true, d.to_string())
+        } else {
+            (false, s)
+        };
         let digits = format!("{digits:0>4}");
         let (i, f) = digits.split_at(digits.len() - 3);
         format!("{}{}.{}…", if neg { "-" } else { "" }, i, f)
@@ -78,7 +85,10 @@ pub enum BoundError {
     #[error("bound {bound} does not apply to family {family}")]
     NotApplicable { bound: &'static str, family: String },
     #[error("bound {bound}: {message}")]
-    Failed { bound: &'static str, message: String },
+    Failed {
+        bound: &'static str,
+        message: String,
+    },
 }
 
 /// A lower-bound method.

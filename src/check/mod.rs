@@ -173,10 +173,18 @@ pub fn check(inst: &Instance, s: &Schedule) -> Report {
             Event::Compute { op, start, end } => {
                 let d = inst.op(op).duration;
                 if end - start != d {
-                    violations.push(Violation::WrongDuration { event, op, start, end, duration: d });
+                    violations.push(Violation::WrongDuration {
+                        event,
+                        op,
+                        start,
+                        end,
+                        duration: d,
+                    });
                 }
             }
-            Event::Transfer { tensor, start, end, .. } => {
+            Event::Transfer {
+                tensor, start, end, ..
+            } => {
                 let bytes = inst.tensor(tensor).size;
                 let bw = inst.machine.bandwidth;
                 if !bw.allows(bytes, end - start) {
@@ -198,24 +206,45 @@ pub fn check(inst: &Instance, s: &Schedule) -> Report {
                 _ => e.start() >= period,
             };
             if out {
-                violations.push(Violation::OutsidePeriod { event, start: e.start(), end: e.end(), period });
+                violations.push(Violation::OutsidePeriod {
+                    event,
+                    start: e.start(),
+                    end: e.end(),
+                    period,
+                });
             }
         }
     }
 
     // --- the unrolled event list -------------------------------------------
-    let mut copies: Vec<Copy> = Vec::with_capacity(if cyclic { 2 * s.events.len() + 8 } else { s.events.len() });
+    let mut copies: Vec<Copy> = Vec::with_capacity(if cyclic {
+        2 * s.events.len() + 8
+    } else {
+        s.events.len()
+    });
     for (i, e) in s.events.iter().enumerate() {
         let event = EventId(i as u32);
         if cyclic {
             for k in 0..2i8 {
-                copies.push(Copy { event, period: k, ev: e.shifted(Ticks(period.0 * k as i64)) });
+                copies.push(Copy {
+                    event,
+                    period: k,
+                    ev: e.shifted(Ticks(period.0 * k as i64)),
+                });
             }
             if e.end() > period {
-                copies.push(Copy { event, period: -1, ev: e.shifted(Ticks(-period.0)) });
+                copies.push(Copy {
+                    event,
+                    period: -1,
+                    ev: e.shifted(Ticks(-period.0)),
+                });
             }
         } else {
-            copies.push(Copy { event, period: 0, ev: *e });
+            copies.push(Copy {
+                event,
+                period: 0,
+                ev: *e,
+            });
         }
     }
 
@@ -237,13 +266,39 @@ pub fn check(inst: &Instance, s: &Schedule) -> Report {
     let runs: Vec<(usize, OpId)> = runs.into_iter().map(|(i, o, _, _)| (i, o)).collect();
     for b in order::check_order(inst, &runs) {
         violations.push(match b {
-            order::OrderBreach::OutOfOrder { device, position, expected, found, found_index } => {
-                Violation::OutOfOrder { device, position, expected, found, event: EventId(found_index as u32) }
-            }
-            order::OrderBreach::Missing { device, position, expected } => Violation::MissingOp { device, position, expected },
-            order::OrderBreach::Extra { device, position, found, found_index } => {
-                Violation::ExtraOp { device, position, found, event: EventId(found_index as u32) }
-            }
+            order::OrderBreach::OutOfOrder {
+                device,
+                position,
+                expected,
+                found,
+                found_index,
+            } => Violation::OutOfOrder {
+                device,
+                position,
+                expected,
+                found,
+                event: EventId(found_index as u32),
+            },
+            order::OrderBreach::Missing {
+                device,
+                position,
+                expected,
+            } => Violation::MissingOp {
+                device,
+                position,
+                expected,
+            },
+            order::OrderBreach::Extra {
+                device,
+                position,
+                found,
+                found_index,
+            } => Violation::ExtraOp {
+                device,
+                position,
+                found,
+                event: EventId(found_index as u32),
+            },
             order::OrderBreach::NeverRan { op } => Violation::NeverRan { op },
         });
     }
@@ -256,18 +311,43 @@ pub fn check(inst: &Instance, s: &Schedule) -> Report {
         let positive = u8::from(c.ev.end() > c.ev.start());
         match c.ev {
             Event::Compute { start, end, .. } => {
-                actions.push(Action { time: start, phase: OP_START, positive, unrolled: u });
+                actions.push(Action {
+                    time: start,
+                    phase: OP_START,
+                    positive,
+                    unrolled: u,
+                });
                 if positive == 1 {
-                    actions.push(Action { time: end, phase: OP_END, positive, unrolled: u });
+                    actions.push(Action {
+                        time: end,
+                        phase: OP_END,
+                        positive,
+                        unrolled: u,
+                    });
                 }
             }
             Event::Transfer { start, end, .. } => {
-                actions.push(Action { time: start, phase: TRANSFER_START, positive, unrolled: u });
+                actions.push(Action {
+                    time: start,
+                    phase: TRANSFER_START,
+                    positive,
+                    unrolled: u,
+                });
                 if positive == 1 {
-                    actions.push(Action { time: end, phase: TRANSFER_END, positive, unrolled: u });
+                    actions.push(Action {
+                        time: end,
+                        phase: TRANSFER_END,
+                        positive,
+                        unrolled: u,
+                    });
                 }
             }
-            Event::Delete { at, .. } => actions.push(Action { time: at, phase: DELETE, positive: 1, unrolled: u }),
+            Event::Delete { at, .. } => actions.push(Action {
+                time: at,
+                phase: DELETE,
+                positive: 1,
+                unrolled: u,
+            }),
         }
     }
     actions.sort_unstable_by_key(|a| (a.time, a.phase, a.positive, a.unrolled));
@@ -280,11 +360,19 @@ pub fn check(inst: &Instance, s: &Schedule) -> Report {
     let mut state = initial;
     let mut flights: Vec<Option<InFlight>> = vec![None; copies.len()];
     // For NotSteady: did a crossing transfer read the latest value, per period copy?
-    let mut reads_latest: Vec<[Option<bool>; 2]> = if cyclic { vec![[None, None]; s.events.len()] } else { vec![] };
+    let mut reads_latest: Vec<[Option<bool>; 2]> = if cyclic {
+        vec![[None, None]; s.events.len()]
+    } else {
+        vec![]
+    };
     // Running ops (unrolled index) for memory witnesses.
     let mut running: Vec<u32> = Vec::new();
     let mut snapshots: Vec<(Vec<bool>, Vec<bool>)> = Vec::new();
-    let (win_lo, win_hi) = if cyclic { (period, Ticks(2 * period.0)) } else { (Ticks(i64::MIN), Ticks(i64::MAX)) };
+    let (win_lo, win_hi) = if cyclic {
+        (period, Ticks(2 * period.0))
+    } else {
+        (Ticks(i64::MIN), Ticks(i64::MAX))
+    };
     let mut peak = (state.gpu_bytes(), Ticks::ZERO);
     let cap = inst.machine.gpu_capacity.0 as i128;
     let cpu_cap = inst.machine.cpu_capacity.map(|c| c.0 as i128);
@@ -340,7 +428,16 @@ pub fn check(inst: &Instance, s: &Schedule) -> Report {
                         running.swap_remove(p);
                     }
                 }
-                (Event::Transfer { dir, tensor, end, start, .. }, TRANSFER_START) => {
+                (
+                    Event::Transfer {
+                        dir,
+                        tensor,
+                        end,
+                        start,
+                        ..
+                    },
+                    TRANSFER_START,
+                ) => {
                     if dir == Direction::Offload && state.offload_is_redundant(tensor) && report {
                         warnings.push(Warning::RedundantOffload {
                             event,
@@ -352,15 +449,33 @@ pub fn check(inst: &Instance, s: &Schedule) -> Report {
                     let (fl, b) = state.transfer_start(inst, dir, tensor, end);
                     if cyclic && c.period >= 0 && s.events[event.ix()].end() > period {
                         let ts = state.tensor(tensor);
-                        reads_latest[event.ix()][c.period as usize] = Some(fl.version == Some(ts.latest) && ts.exists);
+                        reads_latest[event.ix()][c.period as usize] =
+                            Some(fl.version == Some(ts.latest) && ts.exists);
                     }
                     flights[a.unrolled as usize] = Some(fl);
                     breaches = b;
                     allocated = true;
                 }
-                (Event::Transfer { dir, tensor, delete, .. }, _) => {
-                    let fl = flights[a.unrolled as usize].take().unwrap_or(InFlight { version: None });
-                    breaches = state.transfer_end(dir, tensor, fl, delete && dir == Direction::Offload, a.time, &uses);
+                (
+                    Event::Transfer {
+                        dir,
+                        tensor,
+                        delete,
+                        ..
+                    },
+                    _,
+                ) => {
+                    let fl = flights[a.unrolled as usize]
+                        .take()
+                        .unwrap_or(InFlight { version: None });
+                    breaches = state.transfer_end(
+                        dir,
+                        tensor,
+                        fl,
+                        delete && dir == Direction::Offload,
+                        a.time,
+                        &uses,
+                    );
                 }
                 (Event::Delete { tensor, .. }, _) => {
                     breaches = state.delete(tensor, a.time, &uses);
@@ -382,7 +497,8 @@ pub fn check(inst: &Instance, s: &Schedule) -> Report {
                         .filter(|(_, t)| t.on_gpu())
                         .map(|(k, _)| TensorId(k as u32))
                         .collect();
-                    let mut run: Vec<EventId> = running.iter().map(|u| copies[*u as usize].event).collect();
+                    let mut run: Vec<EventId> =
+                        running.iter().map(|u| copies[*u as usize].event).collect();
                     if a.positive == 0 && a.phase == OP_START {
                         run.push(event);
                     }
@@ -409,10 +525,26 @@ pub fn check(inst: &Instance, s: &Schedule) -> Report {
             // A zero-duration event ends in the same action, right after its start.
             if a.positive == 0 {
                 match c.ev {
-                    Event::Compute { op, .. } => breaches.extend(state.op_end(inst, op, a.time, &uses)),
-                    Event::Transfer { dir, tensor, delete, .. } => {
-                        let fl = flights[a.unrolled as usize].take().unwrap_or(InFlight { version: None });
-                        breaches.extend(state.transfer_end(dir, tensor, fl, delete && dir == Direction::Offload, a.time, &uses));
+                    Event::Compute { op, .. } => {
+                        breaches.extend(state.op_end(inst, op, a.time, &uses))
+                    }
+                    Event::Transfer {
+                        dir,
+                        tensor,
+                        delete,
+                        ..
+                    } => {
+                        let fl = flights[a.unrolled as usize]
+                            .take()
+                            .unwrap_or(InFlight { version: None });
+                        breaches.extend(state.transfer_end(
+                            dir,
+                            tensor,
+                            fl,
+                            delete && dir == Direction::Offload,
+                            a.time,
+                            &uses,
+                        ));
                     }
                     Event::Delete { .. } => {}
                 }
@@ -450,7 +582,10 @@ pub fn check(inst: &Instance, s: &Schedule) -> Report {
             if let [Some(a), Some(b)] = r {
                 if a != b {
                     if let Event::Transfer { tensor, .. } = s.events[k] {
-                        violations.push(Violation::NotSteady { event: EventId(k as u32), tensor });
+                        violations.push(Violation::NotSteady {
+                            event: EventId(k as u32),
+                            tensor,
+                        });
                     }
                 }
             }
@@ -474,18 +609,25 @@ pub fn check(inst: &Instance, s: &Schedule) -> Report {
                 .events
                 .iter()
                 .filter_map(|e| match e {
-                    Event::Transfer { dir, start, end, .. } if inst.machine.channel(*dir) == ch => Some((*start, *end)),
+                    Event::Transfer {
+                        dir, start, end, ..
+                    } if inst.machine.channel(*dir) == ch => Some((*start, *end)),
                     _ => None,
                 })
                 .collect();
-            ChannelBusy { channel: ch, busy: union_length(iv, circle) }
+            ChannelBusy {
+                channel: ch,
+                busy: union_length(iv, circle),
+            }
         })
         .collect();
     let compute: Vec<(Ticks, Ticks)> = s
         .events
         .iter()
         .filter_map(|e| match e {
-            Event::Compute { op, start, end } if inst.op(*op).device == Device::Gpu => Some((*start, *end)),
+            Event::Compute { op, start, end } if inst.op(*op).device == Device::Gpu => {
+                Some((*start, *end))
+            }
             _ => None,
         })
         .collect();
@@ -519,16 +661,56 @@ pub fn check(inst: &Instance, s: &Schedule) -> Report {
 fn to_violation(b: Breach, event: EventId, at: Ticks, op: Option<OpId>) -> Violation {
     let op = op.unwrap_or(OpId(0));
     match b {
-        Breach::InputNotResident { tensor, ready_at } => Violation::InputNotResident { event, at, op, tensor, ready_at },
-        Breach::InputStale { tensor, held, latest } => Violation::InputStale { event, at, op, tensor, held, latest },
-        Breach::CpuInputMissing { tensor, held, latest } => Violation::CpuInputMissing { event, at, op, tensor, held, latest },
-        Breach::ProducesResident { tensor } => Violation::ProducesResident { event, at, op, tensor },
+        Breach::InputNotResident { tensor, ready_at } => Violation::InputNotResident {
+            event,
+            at,
+            op,
+            tensor,
+            ready_at,
+        },
+        Breach::InputStale {
+            tensor,
+            held,
+            latest,
+        } => Violation::InputStale {
+            event,
+            at,
+            op,
+            tensor,
+            held,
+            latest,
+        },
+        Breach::CpuInputMissing {
+            tensor,
+            held,
+            latest,
+        } => Violation::CpuInputMissing {
+            event,
+            at,
+            op,
+            tensor,
+            held,
+            latest,
+        },
+        Breach::ProducesResident { tensor } => Violation::ProducesResident {
+            event,
+            at,
+            op,
+            tensor,
+        },
         Breach::NotTransferable { tensor } => Violation::NotTransferable { event, at, tensor },
         Breach::OffloadAbsent { tensor } => Violation::OffloadAbsent { event, at, tensor },
-        Breach::PrefetchWithoutCpuCopy { tensor } => Violation::PrefetchWithoutCpuCopy { event, at, tensor },
+        Breach::PrefetchWithoutCpuCopy { tensor } => {
+            Violation::PrefetchWithoutCpuCopy { event, at, tensor }
+        }
         Breach::PrefetchResident { tensor } => Violation::PrefetchResident { event, at, tensor },
         Breach::DeleteAbsent { tensor } => Violation::DeleteAbsent { event, at, tensor },
-        Breach::DataLoss { tensor, gpu, cpu, latest } => Violation::DataLoss {
+        Breach::DataLoss {
+            tensor,
+            gpu,
+            cpu,
+            latest,
+        } => Violation::DataLoss {
             event,
             at,
             tensor,
@@ -558,7 +740,11 @@ fn uses(inst: &Instance, copies: &[Copy], cyclic: bool) -> Uses {
         // what it produces, so a tie is between different ops).
         v.sort_unstable_by_key(|(t, read)| (*t, !*read));
     }
-    let always = if cyclic { inst.persistent() } else { vec![false; inst.tensors.len()] };
+    let always = if cyclic {
+        inst.persistent()
+    } else {
+        vec![false; inst.tensors.len()]
+    };
     Uses { per_tensor, always }
 }
 
@@ -567,7 +753,8 @@ fn uses(inst: &Instance, copies: &[Copy], cyclic: bool) -> Uses {
 /// one that crosses the period end is also tried one period earlier.
 fn overlaps(inst: &Instance, s: &Schedule, out: &mut Vec<Violation>) {
     let period = s.period;
-    let mut groups: std::collections::BTreeMap<(u8, u8), Vec<(Ticks, Ticks, EventId)>> = Default::default();
+    let mut groups: std::collections::BTreeMap<(u8, u8), Vec<(Ticks, Ticks, EventId)>> =
+        Default::default();
     for (i, e) in s.events.iter().enumerate() {
         let id = EventId(i as u32);
         let key = match e {

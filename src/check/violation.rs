@@ -15,52 +15,165 @@ use serde::{Deserialize, Serialize};
 #[non_exhaustive]
 pub enum Violation {
     /// Rule *resources*: two ops overlap on one compute stream.
-    ComputeOverlap { device: Device, first: EventId, second: EventId, first_end: Ticks, second_start: Ticks },
+    ComputeOverlap {
+        device: Device,
+        first: EventId,
+        second: EventId,
+        first_end: Ticks,
+        second_start: Ticks,
+    },
     /// Rule *resources*: two transfers overlap on one channel.
-    ChannelOverlap { channel: Channel, first: EventId, second: EventId, first_end: Ticks, second_start: Ticks },
+    ChannelOverlap {
+        channel: Channel,
+        first: EventId,
+        second: EventId,
+        first_end: Ticks,
+        second_start: Ticks,
+    },
     /// Rule *duration*: an op does not last its duration.
-    WrongDuration { event: EventId, op: OpId, start: Ticks, end: Ticks, duration: Ticks },
+    WrongDuration {
+        event: EventId,
+        op: OpId,
+        start: Ticks,
+        end: Ticks,
+        duration: Ticks,
+    },
     /// Rule *bandwidth*: a transfer is shorter than size/β.
-    TransferTooFast { event: EventId, tensor: TensorId, bytes: Bytes, took: Ticks, needs_at_least: Ticks, bandwidth: Bandwidth },
+    TransferTooFast {
+        event: EventId,
+        tensor: TensorId,
+        bytes: Bytes,
+        took: Ticks,
+        needs_at_least: Ticks,
+        bandwidth: Bandwidth,
+    },
     /// Rule *completeness* (cyclic): an event lies outside [0, P).
-    OutsidePeriod { event: EventId, start: Ticks, end: Ticks, period: Ticks },
+    OutsidePeriod {
+        event: EventId,
+        start: Ticks,
+        end: Ticks,
+        period: Ticks,
+    },
     /// Rule *dependencies*: the tensor may not cross the link.
-    NotTransferable { event: EventId, at: Ticks, tensor: TensorId },
+    NotTransferable {
+        event: EventId,
+        at: Ticks,
+        tensor: TensorId,
+    },
     /// Rule *dependencies*: an input is not on the GPU when the op starts.
-    InputNotResident { event: EventId, at: Ticks, op: OpId, tensor: TensorId, ready_at: Option<Ticks> },
+    InputNotResident {
+        event: EventId,
+        at: Ticks,
+        op: OpId,
+        tensor: TensorId,
+        ready_at: Option<Ticks>,
+    },
     /// Rule *dependencies*: an input is on the GPU in an outdated version.
-    InputStale { event: EventId, at: Ticks, op: OpId, tensor: TensorId, held: Option<Version>, latest: Version },
+    InputStale {
+        event: EventId,
+        at: Ticks,
+        op: OpId,
+        tensor: TensorId,
+        held: Option<Version>,
+        latest: Version,
+    },
     /// Rule *dependencies*: a CPU op's input has no current CPU copy.
-    CpuInputMissing { event: EventId, at: Ticks, op: OpId, tensor: TensorId, held: Option<Version>, latest: Version },
+    CpuInputMissing {
+        event: EventId,
+        at: Ticks,
+        op: OpId,
+        tensor: TensorId,
+        held: Option<Version>,
+        latest: Version,
+    },
     /// Rule *dependencies*: an op produces a tensor that still has a GPU copy.
-    ProducesResident { event: EventId, at: Ticks, op: OpId, tensor: TensorId },
+    ProducesResident {
+        event: EventId,
+        at: Ticks,
+        op: OpId,
+        tensor: TensorId,
+    },
     /// Rule *dependencies*: an offload starts before the tensor exists on the GPU.
-    OffloadAbsent { event: EventId, at: Ticks, tensor: TensorId },
+    OffloadAbsent {
+        event: EventId,
+        at: Ticks,
+        tensor: TensorId,
+    },
     /// Rule *dependencies*: a prefetch has no CPU copy to read.
-    PrefetchWithoutCpuCopy { event: EventId, at: Ticks, tensor: TensorId },
+    PrefetchWithoutCpuCopy {
+        event: EventId,
+        at: Ticks,
+        tensor: TensorId,
+    },
     /// Rule *dependencies*: a prefetch of a tensor already on (or coming to) the GPU.
-    PrefetchResident { event: EventId, at: Ticks, tensor: TensorId },
+    PrefetchResident {
+        event: EventId,
+        at: Ticks,
+        tensor: TensorId,
+    },
     /// Rule *dependencies*: a delete of a tensor with no GPU copy.
-    DeleteAbsent { event: EventId, at: Ticks, tensor: TensorId },
+    DeleteAbsent {
+        event: EventId,
+        at: Ticks,
+        tensor: TensorId,
+    },
     /// Rule *no data loss*: the GPU copy is released while still needed and no
     /// CPU copy holds the latest version.
-    DataLoss { event: EventId, at: Ticks, tensor: TensorId, gpu_version: Option<Version>, cpu_version: Option<Version>, latest: Version },
+    DataLoss {
+        event: EventId,
+        at: Ticks,
+        tensor: TensorId,
+        gpu_version: Option<Version>,
+        cpu_version: Option<Version>,
+        latest: Version,
+    },
     /// Rule *memory*: GPU usage above capacity at instant `at` (after the
     /// releases and allocations of `at`).
-    MemoryExceeded { at: Ticks, used: Bytes, capacity: Bytes, resident: Vec<TensorId>, running: Vec<EventId> },
+    MemoryExceeded {
+        at: Ticks,
+        used: Bytes,
+        capacity: Bytes,
+        resident: Vec<TensorId>,
+        running: Vec<EventId>,
+    },
     /// Rule *memory*: CPU usage above the optional CPU capacity.
-    CpuMemoryExceeded { at: Ticks, used: Bytes, capacity: Bytes },
+    CpuMemoryExceeded {
+        at: Ticks,
+        used: Bytes,
+        capacity: Bytes,
+    },
     /// Rule *completeness*: the op at `position` of the device's order is not the expected one.
-    OutOfOrder { device: Device, position: usize, expected: OpId, found: OpId, event: EventId },
+    OutOfOrder {
+        device: Device,
+        position: usize,
+        expected: OpId,
+        found: OpId,
+        event: EventId,
+    },
     /// Rule *completeness*: the order stops short; `expected` never runs.
-    MissingOp { device: Device, position: usize, expected: OpId },
+    MissingOp {
+        device: Device,
+        position: usize,
+        expected: OpId,
+    },
     /// Rule *completeness*: more ops run than the order has.
-    ExtraOp { device: Device, position: usize, found: OpId, event: EventId },
+    ExtraOp {
+        device: Device,
+        position: usize,
+        found: OpId,
+        event: EventId,
+    },
     /// Rule *completeness* (free order): a required op never runs.
     NeverRan { op: OpId },
     /// Rule *completeness* (cyclic): the state at the end of the period differs
     /// from the state at its start.
-    StateMismatch { tensor: TensorId, start_gpu: bool, start_cpu: bool, end_gpu: bool, end_cpu: bool },
+    StateMismatch {
+        tensor: TensorId,
+        start_gpu: bool,
+        start_cpu: bool,
+        end_gpu: bool,
+        end_cpu: bool,
+    },
     /// Rule *completeness* (cyclic): a transfer crossing the boundary reads a
     /// current value in one period and a stale one in the next: no steady state.
     NotSteady { event: EventId, tensor: TensorId },
@@ -73,7 +186,12 @@ pub enum Violation {
 pub enum Warning {
     /// An offload whose CPU copy was already current (the discount rule makes it
     /// unnecessary): it costs `bytes` of link traffic and `ticks` of channel time.
-    RedundantOffload { event: EventId, tensor: TensorId, bytes: Bytes, ticks: Ticks },
+    RedundantOffload {
+        event: EventId,
+        tensor: TensorId,
+        bytes: Bytes,
+        ticks: Ticks,
+    },
 }
 
 impl Violation {
@@ -95,9 +213,13 @@ impl Violation {
             | DeleteAbsent { .. } => "dependencies",
             DataLoss { .. } => "no-data-loss",
             MemoryExceeded { .. } | CpuMemoryExceeded { .. } => "memory",
-            OutsidePeriod { .. } | OutOfOrder { .. } | MissingOp { .. } | ExtraOp { .. } | NeverRan { .. } | StateMismatch { .. } | NotSteady { .. } => {
-                "completeness"
-            }
+            OutsidePeriod { .. }
+            | OutOfOrder { .. }
+            | MissingOp { .. }
+            | ExtraOp { .. }
+            | NeverRan { .. }
+            | StateMismatch { .. }
+            | NotSteady { .. } => "completeness",
         }
     }
 
@@ -117,7 +239,9 @@ impl Violation {
     pub fn at(&self) -> Ticks {
         use Violation::*;
         match self {
-            ComputeOverlap { second_start, .. } | ChannelOverlap { second_start, .. } => *second_start,
+            ComputeOverlap { second_start, .. } | ChannelOverlap { second_start, .. } => {
+                *second_start
+            }
             WrongDuration { start, .. } | OutsidePeriod { start, .. } => *start,
             NotTransferable { at, .. }
             | InputNotResident { at, .. }
@@ -131,7 +255,13 @@ impl Violation {
             | DataLoss { at, .. }
             | MemoryExceeded { at, .. }
             | CpuMemoryExceeded { at, .. } => *at,
-            TransferTooFast { .. } | OutOfOrder { .. } | MissingOp { .. } | ExtraOp { .. } | NeverRan { .. } | StateMismatch { .. } | NotSteady { .. } => Ticks(-1),
+            TransferTooFast { .. }
+            | OutOfOrder { .. }
+            | MissingOp { .. }
+            | ExtraOp { .. }
+            | NeverRan { .. }
+            | StateMismatch { .. }
+            | NotSteady { .. } => Ticks(-1),
         }
     }
 
@@ -144,10 +274,9 @@ impl Violation {
         let ev = |e: &EventId| s.events.get(e.ix());
         let p = s.period.unwrap_or(Ticks(0));
         // A time in the period matches an event time directly or one period on.
-        let same_time = |a: Ticks, b: Ticks| a == b || (p.0 > 0 && (a.0 - b.0).rem_euclid(p.0) == 0);
-        let is_transfer_of = |e: &EventId, t: &TensorId, dir: Option<Direction>| {
-            matches!(ev(e), Some(Event::Transfer { tensor, dir: d, .. }) if tensor == t && dir.is_none_or(|x| x == *d))
-        };
+        let same_time =
+            |a: Ticks, b: Ticks| a == b || (p.0 > 0 && (a.0 - b.0).rem_euclid(p.0) == 0);
+        let is_transfer_of = |e: &EventId, t: &TensorId, dir: Option<Direction>| matches!(ev(e), Some(Event::Transfer { tensor, dir: d, .. }) if tensor == t && dir.is_none_or(|x| x == *d));
         match self {
             ComputeOverlap { first, second, .. } | ChannelOverlap { first, second, .. } => {
                 match (ev(first), ev(second)) {
@@ -156,51 +285,118 @@ impl Violation {
                             a.start().0 + shift < b.end().0 && b.start().0 < a.end().0 + shift
                         };
                         (first != second || a.end().0 - a.start().0 > p.0)
-                            && (overl(a, b, 0) || (p.0 > 0 && (overl(a, b, p.0) || overl(a, b, -p.0))))
+                            && (overl(a, b, 0)
+                                || (p.0 > 0 && (overl(a, b, p.0) || overl(a, b, -p.0))))
                     }
                     _ => false,
                 }
             }
-            WrongDuration { event, op, start, end, duration } => matches!(ev(event),
+            WrongDuration {
+                event,
+                op,
+                start,
+                end,
+                duration,
+            } => matches!(ev(event),
                 Some(Event::Compute { op: o, start: s0, end: e0 }) if o == op && s0 == start && e0 == end
                     && inst.op(*op).duration == *duration && *e0 - *s0 != *duration),
-            TransferTooFast { event, tensor, bytes, took, bandwidth, .. } => matches!(ev(event),
+            TransferTooFast {
+                event,
+                tensor,
+                bytes,
+                took,
+                bandwidth,
+                ..
+            } => matches!(ev(event),
                 Some(Event::Transfer { tensor: t, start, end, .. }) if t == tensor && *end - *start == *took
                     && inst.tensor(*t).size == *bytes && *bandwidth == inst.machine.bandwidth
                     && !bandwidth.allows(*bytes, *took)),
-            OutsidePeriod { event, start, end, period } => {
+            OutsidePeriod {
+                event,
+                start,
+                end,
+                period,
+            } => {
                 matches!(ev(event), Some(e) if e.start() == *start && e.end() == *end)
                     && Some(*period) == s.period
-                    && (start.0 >= period.0 || (matches!(ev(event), Some(Event::Compute { .. })) && end.0 > period.0))
+                    && (start.0 >= period.0
+                        || (matches!(ev(event), Some(Event::Compute { .. })) && end.0 > period.0))
             }
-            NotTransferable { event, tensor, .. } => is_transfer_of(event, tensor, None) && !inst.tensor(*tensor).transferable,
-            InputNotResident { event, op, tensor, at, .. }
-            | InputStale { event, op, tensor, at, .. }
-            | CpuInputMissing { event, op, tensor, at, .. } => matches!(ev(event),
+            NotTransferable { event, tensor, .. } => {
+                is_transfer_of(event, tensor, None) && !inst.tensor(*tensor).transferable
+            }
+            InputNotResident {
+                event,
+                op,
+                tensor,
+                at,
+                ..
+            }
+            | InputStale {
+                event,
+                op,
+                tensor,
+                at,
+                ..
+            }
+            | CpuInputMissing {
+                event,
+                op,
+                tensor,
+                at,
+                ..
+            } => matches!(ev(event),
                 Some(Event::Compute { op: o, start, .. }) if o == op && same_time(*start, *at) && inst.op(*op).reads.contains(tensor)),
-            ProducesResident { event, op, tensor, .. } => matches!(ev(event),
+            ProducesResident {
+                event, op, tensor, ..
+            } => matches!(ev(event),
                 Some(Event::Compute { op: o, .. }) if o == op && inst.op(*op).produces.contains(tensor)),
-            OffloadAbsent { event, tensor, .. } => is_transfer_of(event, tensor, Some(Direction::Offload)),
-            PrefetchWithoutCpuCopy { event, tensor, .. } | PrefetchResident { event, tensor, .. } => {
+            OffloadAbsent { event, tensor, .. } => {
+                is_transfer_of(event, tensor, Some(Direction::Offload))
+            }
+            PrefetchWithoutCpuCopy { event, tensor, .. }
+            | PrefetchResident { event, tensor, .. } => {
                 is_transfer_of(event, tensor, Some(Direction::Prefetch))
             }
-            DeleteAbsent { event, tensor, .. } => matches!(ev(event), Some(Event::Delete { tensor: t, .. }) if t == tensor),
-            DataLoss { event, tensor, latest, cpu_version, .. } => {
+            DeleteAbsent { event, tensor, .. } => {
+                matches!(ev(event), Some(Event::Delete { tensor: t, .. }) if t == tensor)
+            }
+            DataLoss {
+                event,
+                tensor,
+                latest,
+                cpu_version,
+                ..
+            } => {
                 *cpu_version != Some(*latest)
                     && match ev(event) {
                         Some(Event::Delete { tensor: t, .. }) => t == tensor,
-                        Some(Event::Transfer { tensor: t, delete: true, .. }) => t == tensor,
+                        Some(Event::Transfer {
+                            tensor: t,
+                            delete: true,
+                            ..
+                        }) => t == tensor,
                         Some(Event::Compute { op, .. }) => {
-                            inst.op(*op).frees.contains(tensor) || inst.op(*op).consumes.contains(tensor)
+                            inst.op(*op).frees.contains(tensor)
+                                || inst.op(*op).consumes.contains(tensor)
                         }
                         _ => false,
                     }
             }
-            MemoryExceeded { used, capacity, resident, running, .. } => {
+            MemoryExceeded {
+                used,
+                capacity,
+                resident,
+                running,
+                ..
+            } => {
                 // The listed copies and the running ops' scratch must add up to at
                 // least `used` worth of memory minus in-flight prefetches, which
                 // are listed among `resident` too; so the sum is exactly `used`.
-                let mut sum: u128 = resident.iter().map(|t| inst.tensor(*t).size.0 as u128).sum();
+                let mut sum: u128 = resident
+                    .iter()
+                    .map(|t| inst.tensor(*t).size.0 as u128)
+                    .sum();
                 for e in running {
                     if let Some(Event::Compute { op, .. }) = ev(e) {
                         sum += inst.op(*op).temp.0 as u128;
@@ -208,22 +404,47 @@ impl Violation {
                 }
                 used > capacity && *capacity == inst.machine.gpu_capacity && sum == used.0 as u128
             }
-            CpuMemoryExceeded { used, capacity, .. } => used > capacity && Some(*capacity) == inst.machine.cpu_capacity,
+            CpuMemoryExceeded { used, capacity, .. } => {
+                used > capacity && Some(*capacity) == inst.machine.cpu_capacity
+            }
             OutOfOrder { found, event, .. } | ExtraOp { found, event, .. } => {
                 matches!(ev(event), Some(Event::Compute { op, .. }) if op == found)
             }
             MissingOp { expected, .. } => {
-                let ran = s.events.iter().filter(|e| matches!(e, Event::Compute { op, .. } if op == expected)).count();
+                let ran = s
+                    .events
+                    .iter()
+                    .filter(|e| matches!(e, Event::Compute { op, .. } if op == expected))
+                    .count();
                 let want = match &inst.order {
-                    crate::model::ComputeOrder::Fixed(v) => v.iter().filter(|o| *o == expected).count(),
+                    crate::model::ComputeOrder::Fixed(v) => {
+                        v.iter().filter(|o| *o == expected).count()
+                    }
                     crate::model::ComputeOrder::Free => 1,
                 };
-                ran < want || s.events.iter().filter(|e| matches!(e, Event::Compute { .. })).count() < want
+                ran < want
+                    || s.events
+                        .iter()
+                        .filter(|e| matches!(e, Event::Compute { .. }))
+                        .count()
+                        < want
             }
-            NeverRan { op } => !s.events.iter().any(|e| matches!(e, Event::Compute { op: o, .. } if o == op)),
-            StateMismatch { start_gpu, start_cpu, end_gpu, end_cpu, tensor } => {
+            NeverRan { op } => !s
+                .events
+                .iter()
+                .any(|e| matches!(e, Event::Compute { op: o, .. } if o == op)),
+            StateMismatch {
+                start_gpu,
+                start_cpu,
+                end_gpu,
+                end_cpu,
+                tensor,
+            } => {
                 (start_gpu != end_gpu || start_cpu != end_cpu)
-                    && s.initial.as_ref().is_some_and(|st| st.gpu.contains(tensor) == *start_gpu && st.cpu.contains(tensor) == *start_cpu)
+                    && s.initial.as_ref().is_some_and(|st| {
+                        st.gpu.contains(tensor) == *start_gpu
+                            && st.cpu.contains(tensor) == *start_cpu
+                    })
             }
             NotSteady { event, tensor } => is_transfer_of(event, tensor, None),
         }

@@ -46,11 +46,23 @@ pub fn run(a: CheckArgs) -> anyhow::Result<ExitCode> {
             schedule_file_sha256: sha256_bytes(stext.as_bytes()),
             verdict: if report.valid { "valid" } else { "invalid" },
             report: &report,
-            explanations: report.violations.iter().map(|v| v.describe(&inst)).collect(),
+            explanations: report
+                .violations
+                .iter()
+                .map(|v| v.describe(&inst))
+                .collect(),
         };
         println!("{}", serde_json::to_string_pretty(&v)?);
     } else {
-        print!("{}", render_text(&inst, &report, &a.instance.display().to_string(), &a.schedule.display().to_string()));
+        print!(
+            "{}",
+            render_text(
+                &inst,
+                &report,
+                &a.instance.display().to_string(),
+                &a.schedule.display().to_string()
+            )
+        );
     }
     Ok(super::verdict_code(report.valid))
 }
@@ -59,13 +71,26 @@ pub fn run(a: CheckArgs) -> anyhow::Result<ExitCode> {
 pub fn render_text(inst: &Instance, r: &Report, ifile: &str, sfile: &str) -> String {
     use std::fmt::Write;
     let mut s = String::new();
-    let _ = writeln!(s, "instance {} ({}), schedule {}", ifile, inst.family, sfile);
+    let _ = writeln!(
+        s,
+        "instance {} ({}), schedule {}",
+        ifile, inst.family, sfile
+    );
     let _ = writeln!(
         s,
         "verdict: {}",
-        if r.valid { "valid (the exact replay passed)" } else { "INVALID" }
+        if r.valid {
+            "valid (the exact replay passed)"
+        } else {
+            "INVALID"
+        }
     );
-    let _ = writeln!(s, "{}: {} ticks", if r.cyclic { "period" } else { "makespan" }, r.makespan);
+    let _ = writeln!(
+        s,
+        "{}: {} ticks",
+        if r.cyclic { "period" } else { "makespan" },
+        r.makespan
+    );
     let _ = writeln!(
         s,
         "peak GPU memory: {} B at t={} (capacity {} B)",
@@ -87,6 +112,10 @@ pub fn render_text(inst: &Instance, r: &Report, ifile: &str, sfile: &str) -> Str
             let _ = writeln!(s, "  {}", w.describe(inst));
         }
     }
-    let _ = writeln!(s, "sha256 instance {} schedule {}", r.instance_sha256, r.schedule_sha256);
+    let _ = writeln!(
+        s,
+        "sha256 instance {} schedule {}",
+        r.instance_sha256, r.schedule_sha256
+    );
     s
 }

@@ -24,7 +24,10 @@ pub fn run(a: ExamplesArgs) -> anyhow::Result<ExitCode> {
         .collect();
     files.sort();
     let mut all_as_expected = true;
-    println!("{:<48} {:<9} {:>10} {:>10}  first violation", "schedule", "verdict", "makespan", "peak B");
+    println!(
+        "{:<48} {:<9} {:>10} {:>10}  first violation",
+        "schedule", "verdict", "makespan", "peak B"
+    );
     for f in files {
         let name = f.file_name().unwrap().to_string_lossy().to_string();
         let stem = name.split('.').next().unwrap_or("");
@@ -40,7 +43,10 @@ pub fn run(a: ExamplesArgs) -> anyhow::Result<ExitCode> {
             if r.valid { "valid" } else { "invalid" },
             r.makespan.0,
             r.peak_memory.0,
-            r.violations.first().map(|v| v.describe(&inst)).unwrap_or_default()
+            r.violations
+                .first()
+                .map(|v| v.describe(&inst))
+                .unwrap_or_default()
         );
     }
     Ok(super::verdict_code(all_as_expected))

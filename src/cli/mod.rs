@@ -12,7 +12,11 @@ use clap::{Parser, Subcommand};
 use std::process::ExitCode;
 
 #[derive(Parser, Debug)]
-#[command(name = "offcert", version, about = "Provable GPU-memory offloading schedules")]
+#[command(
+    name = "offcert",
+    version,
+    about = "Provable GPU-memory offloading schedules"
+)]
 pub struct Cli {
     #[command(subcommand)]
     pub command: Command,

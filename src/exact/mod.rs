@@ -77,9 +77,16 @@ pub enum ExactError {
     #[error("{method:?}: this instance is outside the method's scope: {reason}")]
     Unsupported { method: Method, reason: String },
     #[error("{method:?}: the time horizon ({horizon} slots) is too large (limit {limit})")]
-    HorizonTooLarge { method: Method, horizon: i64, limit: i64 },
+    HorizonTooLarge {
+        method: Method,
+        horizon: i64,
+        limit: i64,
+    },
     #[error("{method:?}: solver failure: {message}")]
     Backend { method: Method, message: String },
     #[error("{method:?}: returned a schedule the checker rejects: {violations:?}")]
-    CheckerRejected { method: Method, violations: Vec<String> },
+    CheckerRejected {
+        method: Method,
+        violations: Vec<String>,
+    },
 }

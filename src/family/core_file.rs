@@ -74,20 +74,21 @@ impl CoreFile {
             .enumerate()
             .map(|(i, o)| (o.name.as_str(), OpId(i as u32)))
             .collect();
-        let resolve = |i: usize, list: &str, names: &[String]| -> Result<Vec<TensorId>, ModelError> {
-            names
-                .iter()
-                .enumerate()
-                .map(|(j, n)| {
-                    tmap.get(n.as_str())
-                        .copied()
-                        .ok_or_else(|| ModelError::UnknownName {
-                            field: format!("ops[{i}].{list}[{j}]"),
-                            name: n.clone(),
-                        })
-                })
-                .collect()
-        };
+        let resolve =
+            |i: usize, list: &str, names: &[String]| -> Result<Vec<TensorId>, ModelError> {
+                names
+                    .iter()
+                    .enumerate()
+                    .map(|(j, n)| {
+                        tmap.get(n.as_str())
+                            .copied()
+                            .ok_or_else(|| ModelError::UnknownName {
+                                field: format!("ops[{i}].{list}[{j}]"),
+                                name: n.clone(),
+                            })
+                    })
+                    .collect()
+            };
         let mut ops = Vec::with_capacity(self.ops.len());
         for (i, o) in self.ops.iter().enumerate() {
             ops.push(Op {

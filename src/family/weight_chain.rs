@@ -155,8 +155,16 @@ impl WeightChain {
                 name: format!("B{i}"),
                 duration: Ticks(self.layers[i - 1].u_b),
                 reads,
-                produces: if i >= 2 { vec![self.d_id(i - 1)] } else { vec![] },
-                consumes: if i >= 2 { vec![self.a_id(i - 1)] } else { vec![] },
+                produces: if i >= 2 {
+                    vec![self.d_id(i - 1)]
+                } else {
+                    vec![]
+                },
+                consumes: if i >= 2 {
+                    vec![self.a_id(i - 1)]
+                } else {
+                    vec![]
+                },
                 frees: vec![self.d_id(i)],
                 modifies: vec![self.w_id(i)],
                 temp: Bytes(self.layers[i - 1].w),

@@ -16,13 +16,23 @@ use crate::schedule::Schedule;
 #[non_exhaustive]
 pub enum HeuristicError {
     #[error("heuristic {heuristic} does not apply to family {family}")]
-    NotApplicable { heuristic: &'static str, family: String },
+    NotApplicable {
+        heuristic: &'static str,
+        family: String,
+    },
     /// No schedule (e.g. the memory is below what any op needs).
     #[error("heuristic {heuristic} found no schedule: {reason}")]
-    NoSchedule { heuristic: &'static str, reason: String },
+    NoSchedule {
+        heuristic: &'static str,
+        reason: String,
+    },
     /// A bug: the heuristic's schedule fails the checker.
     #[error("heuristic {heuristic} built a schedule the checker rejects: {first}")]
-    Invalid { heuristic: &'static str, first: String, report: Box<Report> },
+    Invalid {
+        heuristic: &'static str,
+        first: String,
+        report: Box<Report>,
+    },
 }
 
 /// A heuristic builds a schedule; [`run`] checks it.
@@ -42,17 +52,29 @@ pub struct HeuristicRun {
 }
 
 /// Run `h` and pass its schedule through the checker.
-pub fn run(h: &dyn Heuristic, file: &InstanceFile, inst: &Instance) -> Result<HeuristicRun, HeuristicError> {
+pub fn run(
+    h: &dyn Heuristic,
+    file: &InstanceFile,
+    inst: &Instance,
+) -> Result<HeuristicRun, HeuristicError> {
     let schedule = h.schedule(file, inst)?;
     let report = check(inst, &schedule);
     if !report.valid {
         return Err(HeuristicError::Invalid {
             heuristic: h.name(),
-            first: report.violations.first().map(|v| v.describe(inst)).unwrap_or_default(),
+            first: report
+                .violations
+                .first()
+                .map(|v| v.describe(inst))
+                .unwrap_or_default(),
             report: Box::new(report),
         });
     }
-    Ok(HeuristicRun { name: h.name(), schedule, report })
+    Ok(HeuristicRun {
+        name: h.name(),
+        schedule,
+        report,
+    })
 }
 
 /// Every heuristic, both families.

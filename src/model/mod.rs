@@ -334,10 +334,12 @@ impl Instance {
                     name: t.name.clone(),
                 });
             }
-            total = total.checked_add(t.size).ok_or_else(|| ModelError::Overflow {
-                field: format!("tensors[{i}].size"),
-                message: "total tensor size exceeds 2^64-1 bytes".into(),
-            })?;
+            total = total
+                .checked_add(t.size)
+                .ok_or_else(|| ModelError::Overflow {
+                    field: format!("tensors[{i}].size"),
+                    message: "total tensor size exceeds 2^64-1 bytes".into(),
+                })?;
         }
         let mut seen = HashMap::new();
         let mut time = Ticks::ZERO;
@@ -354,14 +356,18 @@ impl Instance {
             if op.duration.0 < 0 {
                 return Err(invalid(format!("ops[{i}].duration"), "must be >= 0"));
             }
-            time = time.checked_add(op.duration).ok_or_else(|| ModelError::Overflow {
-                field: format!("ops[{i}].duration"),
-                message: "total duration exceeds 2^63-1 ticks".into(),
-            })?;
-            total = total.checked_add(op.temp).ok_or_else(|| ModelError::Overflow {
-                field: format!("ops[{i}].temp"),
-                message: "total memory exceeds 2^64-1 bytes".into(),
-            })?;
+            time = time
+                .checked_add(op.duration)
+                .ok_or_else(|| ModelError::Overflow {
+                    field: format!("ops[{i}].duration"),
+                    message: "total duration exceeds 2^63-1 ticks".into(),
+                })?;
+            total = total
+                .checked_add(op.temp)
+                .ok_or_else(|| ModelError::Overflow {
+                    field: format!("ops[{i}].temp"),
+                    message: "total memory exceeds 2^64-1 bytes".into(),
+                })?;
             for (list, name) in [
                 (&op.reads, "reads"),
                 (&op.produces, "produces"),
@@ -407,12 +413,12 @@ impl Instance {
             // Repeated ops would overflow too if the total is huge.
             let mut sum = Ticks::ZERO;
             for (k, o) in seq.iter().enumerate() {
-                sum = sum
-                    .checked_add(self.op(*o).duration)
-                    .ok_or_else(|| ModelError::Overflow {
-                        field: format!("order[{k}]"),
-                        message: "total duration exceeds 2^63-1 ticks".into(),
-                    })?;
+                sum =
+                    sum.checked_add(self.op(*o).duration)
+                        .ok_or_else(|| ModelError::Overflow {
+                            field: format!("order[{k}]"),
+                            message: "total duration exceeds 2^63-1 ticks".into(),
+                        })?;
             }
         }
         let bw = self.machine.bandwidth;

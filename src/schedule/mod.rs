@@ -40,7 +40,10 @@ pub enum Event {
         delete: bool,
     },
     /// Release the GPU copy at this instant.
-    Delete { tensor: TensorId, at: Ticks },
+    Delete {
+        tensor: TensorId,
+        at: Ticks,
+    },
 }
 
 impl Event {
@@ -107,7 +110,11 @@ impl Schedule {
     }
     /// The last end time of any event (the makespan of a one-shot schedule).
     pub fn last_end(&self) -> Ticks {
-        self.events.iter().map(|e| e.end()).max().unwrap_or(Ticks::ZERO)
+        self.events
+            .iter()
+            .map(|e| e.end())
+            .max()
+            .unwrap_or(Ticks::ZERO)
     }
 }
 
@@ -210,10 +217,7 @@ impl ScheduleFile {
         match (cyclic, self.period) {
             (true, None) => return Err(bad("period".into(), "a cyclic instance needs a period")),
             (false, Some(_)) => {
-                return Err(bad(
-                    "period".into(),
-                    "a one-shot instance takes no period",
-                ))
+                return Err(bad("period".into(), "a one-shot instance takes no period"))
             }
             (true, Some(p)) if p <= 0 => return Err(bad("period".into(), "must be > 0")),
             _ => {}
@@ -252,14 +256,13 @@ impl ScheduleFile {
             };
             let ev = match e {
                 EventFile::Compute { op, start, end } => {
-                    let id = omap
-                        .get(op.as_str())
-                        .copied()
-                        .ok_or_else(|| ScheduleError::UnknownName {
+                    let id = omap.get(op.as_str()).copied().ok_or_else(|| {
+                        ScheduleError::UnknownName {
                             field: f("op"),
                             what: "operation",
                             name: op.clone(),
-                        })?;
+                        }
+                    })?;
                     let start = nonneg("start", *start)?;
                     let end = match end {
                         Some(e) => nonneg("end", *e)?,
@@ -290,7 +293,11 @@ impl ScheduleFile {
                     }
                     ev
                 }
-                EventFile::Prefetch { tensor: t, start, end } => {
+                EventFile::Prefetch {
+                    tensor: t,
+                    start,
+                    end,
+                } => {
                     if end < start {
                         return Err(bad(f("end"), "ends before it starts"));
                     }

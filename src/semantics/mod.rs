@@ -28,7 +28,10 @@ pub enum GpuCopy {
     Absent,
     /// Memory held, value not there yet: an op producing it runs, or a prefetch
     /// carrying `version` is in flight; ready at `ready`.
-    Pending { ready: Ticks, version: Option<Version> },
+    Pending {
+        ready: Ticks,
+        version: Option<Version>,
+    },
     Present(Version),
 }
 
@@ -64,11 +67,22 @@ impl TensorState {
 pub enum Breach {
     /// An input is not on the device (GPU for GPU ops). `ready_at` is when a
     /// pending copy (transfer or producing op) will be ready.
-    InputNotResident { tensor: TensorId, ready_at: Option<Ticks> },
+    InputNotResident {
+        tensor: TensorId,
+        ready_at: Option<Ticks>,
+    },
     /// An input is there but in an outdated version.
-    InputStale { tensor: TensorId, held: Option<Version>, latest: Version },
+    InputStale {
+        tensor: TensorId,
+        held: Option<Version>,
+        latest: Version,
+    },
     /// A CPU op's input has no current CPU copy.
-    CpuInputMissing { tensor: TensorId, held: Option<Version>, latest: Version },
+    CpuInputMissing {
+        tensor: TensorId,
+        held: Option<Version>,
+        latest: Version,
+    },
     /// An op produces a tensor whose GPU copy still exists.
     ProducesResident { tensor: TensorId },
     /// The tensor may not cross the link.
@@ -83,7 +97,12 @@ pub enum Breach {
     DeleteAbsent { tensor: TensorId },
     /// The GPU copy is released while still needed, and no CPU copy holds its
     /// latest version.
-    DataLoss { tensor: TensorId, gpu: Option<Version>, cpu: Option<Version>, latest: Version },
+    DataLoss {
+        tensor: TensorId,
+        gpu: Option<Version>,
+        cpu: Option<Version>,
+        latest: Version,
+    },
 }
 
 /// What the replay knows of the future: is `t` read again after `at`?
@@ -298,7 +317,13 @@ impl State {
 
     /// An op ends at `at`: outputs become ready, modified tensors get a new
     /// version, temporaries and freed tensors are released.
-    pub fn op_end(&mut self, inst: &Instance, op: OpId, at: Ticks, look: &dyn Lookahead) -> Vec<Breach> {
+    pub fn op_end(
+        &mut self,
+        inst: &Instance,
+        op: OpId,
+        at: Ticks,
+        look: &dyn Lookahead,
+    ) -> Vec<Breach> {
         let o = inst.op(op);
         let mut out = Vec::new();
         for &t in &o.produces {

@@ -10,11 +10,26 @@ use serde::{Deserialize, Serialize};
 pub enum OrderBreach {
     /// At `position` of the device's sequence, `expected` should run but `found` did
     /// (`found_index` is the index into the given runs).
-    OutOfOrder { device: Device, position: usize, expected: OpId, found: OpId, found_index: usize },
+    OutOfOrder {
+        device: Device,
+        position: usize,
+        expected: OpId,
+        found: OpId,
+        found_index: usize,
+    },
     /// The sequence ended early: `expected` (and what follows) never ran.
-    Missing { device: Device, position: usize, expected: OpId },
+    Missing {
+        device: Device,
+        position: usize,
+        expected: OpId,
+    },
     /// More runs than the order has.
-    Extra { device: Device, position: usize, found: OpId, found_index: usize },
+    Extra {
+        device: Device,
+        position: usize,
+        found: OpId,
+        found_index: usize,
+    },
     /// Free order: a required op never ran.
     NeverRan { op: OpId },
 }
