@@ -503,9 +503,15 @@ pub fn check(inst: &Instance, s: &Schedule) -> Report {
                         .filter(|(_, t)| t.on_gpu())
                         .map(|(k, _)| TensorId(k as u32))
                         .collect();
-                    let mut run: Vec<EventId> =
-                        running.iter().map(|u| copies[*u as usize].event).collect();
-                    if a.positive == 0 && a.phase == OP_START {
+                    // GPU ops only: their scratch is what counts against the GPU.
+                    let on_gpu = |e: &Event| matches!(e, Event::Compute { op, .. } if inst.op(*op).device == Device::Gpu);
+                    let mut run: Vec<EventId> = running
+                        .iter()
+                        .map(|u| copies[*u as usize])
+                        .filter(|c| on_gpu(&c.ev))
+                        .map(|c| c.event)
+                        .collect();
+                    if a.positive == 0 && a.phase == OP_START && on_gpu(&c.ev) {
                         run.push(event);
                     }
                     run.sort();
