@@ -116,8 +116,11 @@ const OP_END: u8 = 1;
 const DELETE: u8 = 2;
 const OP_START: u8 = 3;
 const TRANSFER_START: u8 = 4;
-/// Allocation phases start here (snapshots of cyclic boundaries are taken before).
-const FIRST_ALLOCATION: u8 = OP_START;
+/// A cyclic boundary's state is read before this phase: after the completions
+/// of the period that ends (transfer and op ends at P belong to it), before the
+/// deletes and starts of the period that begins (a delete at time 0 belongs to
+/// the next period, as it does to the first one, which starts from S₀).
+const PERIOD_STARTS: u8 = DELETE;
 
 /// One action of the unrolled replay.
 #[derive(Clone, Copy, Debug)]
@@ -395,8 +398,8 @@ pub fn check(inst: &Instance, s: &Schedule) -> Report {
             snapshots.push(state.boundary());
         }
         for a in &actions[i..j] {
-            // A boundary at this very instant: after its releases, before its allocations.
-            if cyclic && a.phase >= FIRST_ALLOCATION {
+            // A boundary at this very instant: after the ending period's completions.
+            if cyclic && a.phase >= PERIOD_STARTS {
                 while snapshots.len() < 2 && now >= Ticks(period.0 * (snapshots.len() as i64 + 1)) {
                     snapshots.push(state.boundary());
                 }
@@ -933,5 +936,17 @@ mod tests {
             "{:?}",
             r.warnings
         );
+    }
+
+    /// A delete at time 0 belongs to the period that begins: the state at the
+    /// end of a period is read before it (reported by the SMT helper: it was
+    /// once read after it, and every such schedule failed R8).
+    #[test]
+    fn a_delete_at_time_zero_belongs_to_the_next_period() {
+        let r = run(
+            r#"{"gpu":["a0","w1","w2"],"cpu":["w2"]}"#,
+            r#",{"type":"offload","tensor":"w2","start":4,"end":5,"delete":false},{"type":"delete","tensor":"w2","at":0},{"type":"prefetch","tensor":"w2","start":0,"end":1}"#,
+        );
+        assert!(r.valid, "{:?}", r.violations);
     }
 }
