@@ -59,6 +59,8 @@ pub(crate) struct Gap {
     after: usize,
     /// Does the gap wrap into the next period (cyclic only)?
     wraps: bool,
+    /// The offload (version) whose CPU copy this eviction relies on.
+    version: Option<usize>,
 }
 
 /// The offload of one version of a tensor (one per version: proofs/SMT.md §2).
@@ -437,6 +439,7 @@ impl Encoding {
             before,
             after,
             wraps,
+            version: None,
         });
         g
     }
@@ -497,6 +500,7 @@ impl Encoding {
                 format!("(<= {} {})", gp.d, gp.a),
                 format!("(<= {} {})", plus(&gp.a, tau), s(r[j])),
             ];
+            self.gaps[g].version = v;
             if let Some(v) = v {
                 // R6: the CPU copy must be current when the GPU copy is released.
                 c.push(format!("(<= {} {})", plus(&self.offloads[v].o, tau), gp.d));
@@ -567,7 +571,21 @@ impl Encoding {
                     gp.d.clone()
                 };
                 c.push(format!("(<= {} {d})", plus(&ov.o, tau)));
+                if wraps {
+                    // The checker's boundary snapshots see a Delete event at time 0
+                    // at P but not at 2P (proofs/SMT.md §3): a release exactly at the
+                    // boundary must be the end of the offload itself (delete flag).
+                    c.push(format!(
+                        "(or (distinct {} C) (= {} {}))",
+                        gp.d,
+                        plus(&ov.o, tau),
+                        gp.d
+                    ));
+                }
                 per_version[vi].push(gp.e.clone());
+                self.gaps[g].version = Some(vers[vi]);
+            } else if wraps {
+                c.push(format!("(distinct {} C)", gp.d));
             }
             self.asserts.push(format!("(=> {} {})", gp.e, and(&c)));
             plan.gaps.push(g);
@@ -885,7 +903,21 @@ impl Encoding {
                 end: Ticks(st + self.dur[k]),
             });
         }
-        for of in &self.offloads {
+        // A release exactly at the period boundary is the offload's own delete flag.
+        let mut flagged = vec![false; self.offloads.len()];
+        let mut skip = vec![false; self.gaps.len()];
+        if let Some(p) = p {
+            for (gi, g) in self.gaps.iter().enumerate() {
+                if let (true, Some(v)) = (g.wraps && on(&g.e), g.version) {
+                    let of = &self.offloads[v];
+                    if get(&g.d)? == p && on(&of.f) && get(&of.o)? + of.tau == p {
+                        flagged[v] = true;
+                        skip[gi] = true;
+                    }
+                }
+            }
+        }
+        for (v, of) in self.offloads.iter().enumerate() {
             if on(&of.f) {
                 let o = norm(get(&of.o)?);
                 events.push(Event::Transfer {
@@ -893,17 +925,19 @@ impl Encoding {
                     tensor: of.tensor,
                     start: Ticks(o),
                     end: Ticks(o + of.tau),
-                    delete: false,
+                    delete: flagged[v],
                 });
             }
         }
-        for g in &self.gaps {
+        for (gi, g) in self.gaps.iter().enumerate() {
             if on(&g.e) {
                 let (d, a) = (norm(get(&g.d)?), norm(get(&g.a)?));
-                events.push(Event::Delete {
-                    tensor: g.tensor,
-                    at: Ticks(d),
-                });
+                if !skip[gi] {
+                    events.push(Event::Delete {
+                        tensor: g.tensor,
+                        at: Ticks(d),
+                    });
+                }
                 events.push(Event::Transfer {
                     dir: Direction::Prefetch,
                     tensor: g.tensor,
