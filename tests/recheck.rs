@@ -60,6 +60,7 @@ fn agree_on_random_activation_schedules_and_their_mutations() {
     QuickCheck::new()
         .tests(cases(300))
         .max_tests(cases(3000))
+        .min_tests_passed(cases(100))
         .quickcheck(prop as fn(_, _, _, _, _, _) -> TestResult);
 }
 
@@ -93,5 +94,6 @@ fn agree_on_random_weight_schedules_and_their_mutations() {
     QuickCheck::new()
         .tests(cases(300))
         .max_tests(cases(3000))
+        .min_tests_passed(cases(100))
         .quickcheck(prop as fn(_, _, _, _) -> TestResult);
 }

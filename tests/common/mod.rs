@@ -414,12 +414,27 @@ pub fn delete_without_cpu_copy(
     let cyclic = s.period.is_some();
     let mut cands = Vec::new();
     for e in &s.events {
-        let Event::Compute { op, end, .. } = *e else {
+        let Event::Compute { op, start, end } = *e else {
             continue;
         };
+        // A delete is a release: at the instant a zero-length op runs it comes
+        // before the op, and would find nothing to delete.
+        if end == start {
+            continue;
+        }
         let o = inst.op(op);
         let targets: Vec<TensorId> = if cyclic {
-            o.modifies.clone()
+            // Only weights that move: a resident weight deleted in the first
+            // (warm-up) period is simply absent in the reported one.
+            o.modifies
+                .iter()
+                .copied()
+                .filter(|t| {
+                    s.events.iter().any(|f| {
+                        matches!(f, Event::Transfer { dir: Direction::Prefetch, tensor, .. } if tensor == t)
+                    })
+                })
+                .collect()
         } else {
             o.produces
                 .iter()
