@@ -17,6 +17,17 @@ fn agree_on_every_bundled_file() {
         "instances/regressions",
     ] {
         for (i, s) in pairs(&repo().join(dir)) {
+            for f in [&i, &s] {
+                let v: serde_json::Value =
+                    serde_json::from_str(&std::fs::read_to_string(f).unwrap()).unwrap();
+                assert!(
+                    v.get("note")
+                        .and_then(|n| n.as_str())
+                        .is_some_and(|n| n.len() > 20),
+                    "{} has no note",
+                    f.display()
+                );
+            }
             let (inst, sched) = load(&i, &s);
             let r = agree(&inst, &sched);
             let name = s.file_name().unwrap().to_string_lossy().to_string();
@@ -24,7 +35,7 @@ fn agree_on_every_bundled_file() {
             n += 1;
         }
     }
-    assert!(n >= 30, "only {n} bundled schedules");
+    assert!(n >= 27, "only {n} bundled schedules");
 }
 
 #[test]
