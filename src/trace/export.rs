@@ -231,7 +231,7 @@ pub fn write_chrome_trace<W: Write>(
     };
     let wr = |e: std::io::Error| TraceError::Write {
         file: file.into(),
-        source: e,
+        error: e,
     };
     let mut w = std::io::BufWriter::new(w);
     let meta = ExportMeta {

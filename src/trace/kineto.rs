@@ -32,14 +32,14 @@ pub fn load(path: &Path) -> Result<Trace, TraceError> {
     let file = path.display().to_string();
     let f = std::fs::File::open(path).map_err(|source| TraceError::Read {
         file: file.clone(),
-        source,
+        error: source,
     })?;
     let mut r = std::io::BufReader::with_capacity(1 << 16, f);
     let gz = {
         use std::io::BufRead;
         let head = r.fill_buf().map_err(|source| TraceError::Read {
             file: file.clone(),
-            source,
+            error: source,
         })?;
         head.starts_with(&[0x1f, 0x8b])
     };
@@ -256,7 +256,7 @@ impl<R: Read> Scanner<R> {
                     } else {
                         TraceError::Read {
                             file: self.file.clone(),
-                            source: e,
+                            error: e,
                         }
                     })
                 }

@@ -143,7 +143,7 @@ impl Mapping {
         let file = path.display().to_string();
         let text = std::fs::read_to_string(path).map_err(|source| TraceError::Read {
             file: file.clone(),
-            source,
+            error: source,
         })?;
         Mapping::parse(&file, &text)
     }

@@ -38,12 +38,9 @@ use std::path::Path;
 #[derive(Debug, thiserror::Error)]
 #[non_exhaustive]
 pub enum TraceError {
-    #[error("{file}: cannot read: {source}")]
-    Read {
-        file: String,
-        #[source]
-        source: std::io::Error,
-    },
+    // The io::Error is in the message, not a `source` (anyhow's `{:#}` would print it twice).
+    #[error("{file}: cannot read: {error}")]
+    Read { file: String, error: std::io::Error },
     #[error("{file}: corrupt or truncated gzip stream near decompressed byte {offset}: {message}")]
     Gzip {
         file: String,
@@ -66,12 +63,8 @@ pub enum TraceError {
     Sqlite { file: String, message: String },
     #[error("{file}: {message}")]
     Format { file: String, message: String },
-    #[error("{file}: cannot write: {source}")]
-    Write {
-        file: String,
-        #[source]
-        source: std::io::Error,
-    },
+    #[error("{file}: cannot write: {error}")]
+    Write { file: String, error: std::io::Error },
 }
 
 /// Which importer produced the trace.
@@ -331,7 +324,7 @@ pub fn load(path: &Path) -> Result<Trace, TraceError> {
     let n = {
         let mut f = std::fs::File::open(path).map_err(|source| TraceError::Read {
             file: file.clone(),
-            source,
+            error: source,
         })?;
         let mut n = 0;
         while n < head.len() {
@@ -341,7 +334,7 @@ pub fn load(path: &Path) -> Result<Trace, TraceError> {
                 Err(source) => {
                     return Err(TraceError::Read {
                         file: file.clone(),
-                        source,
+                        error: source,
                     })
                 }
             }
