@@ -79,7 +79,10 @@ fn generate(path: &std::path::Path, target: u64) -> std::io::Result<(u64, u64)> 
 
 fn main() {
     // `cargo bench` passes `--bench`; ignore arguments.
-    let mb: u64 = std::env::var("OFFCERT_TRACE_BENCH_MB").ok().and_then(|v| v.parse().ok()).unwrap_or(1024);
+    let mb: u64 = std::env::var("OFFCERT_TRACE_BENCH_MB")
+        .ok()
+        .and_then(|v| v.parse().ok())
+        .unwrap_or(1024);
     let dir = std::env::temp_dir().join(format!("offcert-trace-bench-{}", std::process::id()));
     std::fs::create_dir_all(&dir).expect("temp dir");
     let path = dir.join("synthetic.pt.trace.json");
@@ -91,15 +94,38 @@ fn main() {
     let trace = offcert::trace::load(&path).expect("import");
     let import = t1.elapsed();
     let t2 = Instant::now();
-    let opts = Options { budget: Some(Bytes(2_000_000_000)), link: Some(LinkRate::from_gbps("12").unwrap()), ..Options::default() };
+    let opts = Options {
+        budget: Some(Bytes(2_000_000_000)),
+        link: Some(LinkRate::from_gbps("12").unwrap()),
+        ..Options::default()
+    };
     let a = audit_trace(&trace, &opts);
     let audit = t2.elapsed();
     let hwm = vm_hwm_kib();
     assert_eq!(trace.total_events, events, "every generated event is read");
-    println!("trace_import: {:.1} MB, {} events (generated in {:.1} s)", bytes as f64 / 1e6, events, gen.as_secs_f64());
-    println!("  import  {:>7.2} s  ({:.0} MB/s)", import.as_secs_f64(), bytes as f64 / 1e6 / import.as_secs_f64());
-    println!("  audit   {:>7.2} s  ({} kernels, {} copies, {} violations)", audit.as_secs_f64(), trace.kernels().count(), trace.copies().count(), a.violations());
+    println!(
+        "trace_import: {:.1} MB, {} events (generated in {:.1} s)",
+        bytes as f64 / 1e6,
+        events,
+        gen.as_secs_f64()
+    );
+    println!(
+        "  import  {:>7.2} s  ({:.0} MB/s)",
+        import.as_secs_f64(),
+        bytes as f64 / 1e6 / import.as_secs_f64()
+    );
+    println!(
+        "  audit   {:>7.2} s  ({} kernels, {} copies, {} violations)",
+        audit.as_secs_f64(),
+        trace.kernels().count(),
+        trace.copies().count(),
+        a.violations()
+    );
     println!("  total   {:>7.2} s", (import + audit).as_secs_f64());
-    println!("  peak RSS (VmHWM) {} MiB (before import: {} MiB)", hwm.map_or(0, |k| k / 1024), hwm_before.map_or(0, |k| k / 1024));
+    println!(
+        "  peak RSS (VmHWM) {} MiB (before import: {} MiB)",
+        hwm.map_or(0, |k| k / 1024),
+        hwm_before.map_or(0, |k| k / 1024)
+    );
     let _ = std::fs::remove_dir_all(&dir);
 }

@@ -3,7 +3,8 @@
 use libfuzzer_sys::fuzz_target;
 
 fuzz_target!(|data: &[u8]| {
-    let path = std::env::temp_dir().join(format!("offcert-fuzz-nsys-{}.sqlite", std::process::id()));
+    let path =
+        std::env::temp_dir().join(format!("offcert-fuzz-nsys-{}.sqlite", std::process::id()));
     if std::fs::write(&path, data).is_ok() {
         if let Ok(t) = offcert::trace::nsys::load(&path) {
             let _ = offcert::trace::audit::audit_trace(&t, &Default::default());
