@@ -23,7 +23,10 @@ const NVTX: &str = "NVTX_EVENTS";
 pub fn load(path: &Path) -> Result<Trace, TraceError> {
     let file = path.display().to_string();
     if let Err(source) = std::fs::metadata(path) {
-        return Err(TraceError::Read { file, error: source });
+        return Err(TraceError::Read {
+            file,
+            error: source,
+        });
     }
     let conn = Connection::open_with_flags(
         path,
