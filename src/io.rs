@@ -12,12 +12,8 @@ use std::path::Path;
 #[derive(Debug, thiserror::Error)]
 #[non_exhaustive]
 pub enum InputError {
-    #[error("{file}: cannot read: {source}")]
-    Read {
-        file: String,
-        #[source]
-        source: std::io::Error,
-    },
+    #[error("{file}: cannot read: {error}")]
+    Read { file: String, error: std::io::Error },
     #[error("{file}:{line}:{column}: malformed JSON: {message}")]
     Json {
         file: String,
@@ -121,9 +117,9 @@ pub fn parse_instance(file: &str, text: &str) -> Result<(InstanceFile, Instance)
 }
 
 pub fn read_text(path: &Path) -> Result<String, InputError> {
-    std::fs::read_to_string(path).map_err(|source| InputError::Read {
+    std::fs::read_to_string(path).map_err(|error| InputError::Read {
         file: path.display().to_string(),
-        source,
+        error,
     })
 }
 

@@ -1,9 +1,351 @@
-//! `offcert audit` (issue 5; being written).
+//! `offcert audit TRACE [--instance I --mapping M [--plan S]] [--budget B] [--link-gbps G]`:
+//! audit a runtime trace (Kineto JSON, plain or gzip, or Nsight Systems SQLite).
+//! Exit 0 clean, 1 rule violations found, 2 bad input.
+
+use crate::check::Report;
+use crate::io;
+use crate::model::{Duplex, Instance};
+use crate::trace::audit::{audit_mapped, audit_trace, LinkRate, MappedAudit, Options, TraceAudit};
+use crate::trace::mapping::Mapping;
+use crate::trace::plan::{compare, PlanComparison};
+use crate::trace::{self, Nanos};
+use crate::units::Bytes;
+use anyhow::{bail, Context};
+use serde::Serialize;
+use std::fmt::Write as _;
+use std::path::PathBuf;
 use std::process::ExitCode;
+
+#[derive(clap::ValueEnum, Clone, Copy, Debug)]
+pub enum DuplexArg {
+    Full,
+    Half,
+}
+
 #[derive(clap::Args, Debug)]
 pub struct AuditArgs {
-    pub trace: std::path::PathBuf,
+    /// Trace file: Kineto/PyTorch profiler JSON (plain or .gz) or Nsight Systems SQLite.
+    pub trace: PathBuf,
+    /// Instance the run was planned under (default budget, link and duplex come from it).
+    #[arg(long)]
+    pub instance: Option<PathBuf>,
+    /// Mapping file (trace names → ops and tensors); needs --instance.
+    #[arg(long)]
+    pub mapping: Option<PathBuf>,
+    /// Planned schedule to compare with the run; needs --instance and --mapping.
+    #[arg(long)]
+    pub plan: Option<PathBuf>,
+    /// Device-memory budget in bytes (default: the instance's GPU capacity).
+    #[arg(long)]
+    pub budget: Option<u64>,
+    /// Declared host↔device link rate in GB/s (10^9 B/s), a decimal; default: the instance's β.
+    #[arg(long)]
+    pub link_gbps: Option<String>,
+    /// Copy channels: full (one per direction) or half duplex; default: the instance's.
+    #[arg(long, value_enum)]
+    pub duplex: Option<DuplexArg>,
+    /// Audit only this GPU.
+    #[arg(long)]
+    pub device: Option<i64>,
+    /// Write the reconstructed schedule (mapped audits) to this file.
+    #[arg(long)]
+    pub write_schedule: Option<PathBuf>,
+    /// Print the machine-readable result.
+    #[arg(long)]
+    pub json: bool,
 }
-pub fn run(_a: AuditArgs) -> anyhow::Result<ExitCode> {
-    anyhow::bail!("`audit` is not implemented yet")
+
+#[derive(Serialize)]
+struct Out<'a> {
+    verdict: &'static str,
+    trace: &'a TraceAudit,
+    counts: &'a std::collections::BTreeMap<String, u64>,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    mapped: Option<&'a MappedAudit>,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    mapped_verdict: Option<&'static str>,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    explanations: Option<Vec<String>>,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    plan: Option<&'a PlanComparison>,
+}
+
+pub fn run(a: AuditArgs) -> anyhow::Result<ExitCode> {
+    if a.mapping.is_some() && a.instance.is_none() {
+        bail!("--mapping needs --instance (the mapping names the instance's ops and tensors)");
+    }
+    if a.plan.is_some() && (a.instance.is_none() || a.mapping.is_none()) {
+        bail!("--plan needs --instance and --mapping");
+    }
+    let tr = trace::load(&a.trace)?;
+    let inst: Option<Instance> = match &a.instance {
+        Some(p) => Some(io::load_instance(p)?.1),
+        None => None,
+    };
+    let mapping = match &a.mapping {
+        Some(p) => Some(Mapping::load(p)?),
+        None => None,
+    };
+    let tick_ns = mapping
+        .as_ref()
+        .and_then(|m| m.tick_ns)
+        .or(tr.meta.as_ref().map(|m| m.tick_ns))
+        .unwrap_or(1000);
+    let link = match &a.link_gbps {
+        Some(t) => Some(LinkRate::from_gbps(t).with_context(|| format!("--link-gbps {t}"))?),
+        None => inst
+            .as_ref()
+            .map(|i| LinkRate::from_model(i.machine.bandwidth, tick_ns)),
+    };
+    let opts = Options {
+        budget: a
+            .budget
+            .map(Bytes)
+            .or(inst.as_ref().map(|i| i.machine.gpu_capacity)),
+        link,
+        duplex: match a.duplex {
+            Some(DuplexArg::Full) => Duplex::FullDuplex,
+            Some(DuplexArg::Half) => Duplex::HalfDuplex,
+            None => inst
+                .as_ref()
+                .map_or(Duplex::FullDuplex, |i| i.machine.duplex),
+        },
+        device: a.device,
+    };
+    let ta = audit_trace(&tr, &opts);
+    let mapped = match (&inst, &mapping) {
+        (Some(i), Some(m)) => Some(audit_mapped(
+            &tr,
+            m,
+            i,
+            &a.mapping.as_ref().unwrap().display().to_string(),
+        )?),
+        _ => None,
+    };
+    if let (Some(path), Some(m)) = (&a.write_schedule, &mapped) {
+        let rec = m
+            .reconstruction
+            .as_ref()
+            .expect("mapped audits keep their reconstruction");
+        let text = serde_json::to_string_pretty(&rec.file)?;
+        std::fs::write(path, text + "\n")
+            .with_context(|| format!("{}: cannot write", path.display()))?;
+    }
+    let plan = match (&a.plan, &inst, &mapped) {
+        (Some(p), Some(i), Some(m)) => {
+            let planned = io::load_schedule(p, i)?;
+            Some(compare(i, &planned, &m.schedule))
+        }
+        _ => None,
+    };
+    let clean = ta.violations() == 0 && mapped.as_ref().is_none_or(|m| m.report.valid);
+    if a.json {
+        let out = Out {
+            verdict: if clean { "clean" } else { "violations" },
+            trace: &ta,
+            counts: &tr.counts,
+            mapped: mapped.as_ref(),
+            mapped_verdict: mapped
+                .as_ref()
+                .map(|m| if m.report.valid { "valid" } else { "invalid" }),
+            explanations: match (&mapped, &inst) {
+                (Some(m), Some(i)) => {
+                    Some(m.report.violations.iter().map(|v| v.describe(i)).collect())
+                }
+                _ => None,
+            },
+            plan: plan.as_ref(),
+        };
+        println!("{}", serde_json::to_string_pretty(&out)?);
+    } else {
+        print!(
+            "{}",
+            render(
+                &tr,
+                &ta,
+                inst.as_ref(),
+                mapped.as_ref(),
+                plan.as_ref(),
+                clean
+            )
+        );
+    }
+    Ok(super::verdict_code(clean))
+}
+
+fn t(n: Nanos) -> String {
+    // Nanoseconds shown as milliseconds with six decimals (exact).
+    let sign = if n.0 < 0 { "-" } else { "" };
+    let a = n.0.unsigned_abs();
+    format!("{sign}{}.{:06} ms", a / 1_000_000, a % 1_000_000)
+}
+
+fn render(
+    tr: &trace::Trace,
+    ta: &TraceAudit,
+    inst: Option<&Instance>,
+    mapped: Option<&MappedAudit>,
+    plan: Option<&PlanComparison>,
+    clean: bool,
+) -> String {
+    let mut s = String::new();
+    let _ = writeln!(
+        s,
+        "trace {} ({:?}): {} events, timestamp resolution {} ns",
+        tr.file, tr.format, tr.total_events, tr.resolution.0
+    );
+    let cats: Vec<String> = tr.counts.iter().map(|(k, v)| format!("{k} {v}")).collect();
+    let _ = writeln!(s, "  by category: {}", cats.join(", "));
+    let origin = tr.gpu.first().map(|g| g.start).unwrap_or(Nanos(0));
+    for d in &ta.devices {
+        let _ = writeln!(
+            s,
+            "GPU {}: {} kernels on streams {:?}",
+            d.device, d.kernels, d.streams_with_kernels
+        );
+        let _ = writeln!(s, "  compute busy {}, idle between first and last kernel {}, idle while host<->device copies in flight {}", t(d.compute_busy), t(d.compute_idle), t(d.idle_while_copying));
+        for c in &d.directions {
+            let _ = writeln!(
+                s,
+                "  {:<5} {:>6} copies {:>14} B  busy {}  achieved {} GB/s  overlapped with compute {} ({}%)  zero-duration {}",
+                c.kind.label(),
+                c.copies,
+                c.bytes,
+                t(c.busy),
+                c.achieved_gbps.as_deref().unwrap_or("-"),
+                t(c.overlapped_with_compute),
+                c.overlapped_percent.as_deref().unwrap_or("-"),
+                c.zero_duration
+            );
+        }
+        if let Some(m) = &d.memory {
+            let _ = writeln!(
+                s,
+                "  device memory: {} events, baseline {} B ({}), peak {} B at {} (+{} from the first GPU event)",
+                m.events,
+                m.baseline,
+                if m.baseline_known { "from Total Allocated" } else { "inferred, a lower bound" },
+                m.peak,
+                m.peak_at.0,
+                t(Nanos(m.peak_at.0 - origin.0))
+            );
+        }
+    }
+    if ta.findings.is_empty() {
+        let _ = writeln!(s, "trace-only rules: no violation");
+    } else {
+        for (rule, n) in &ta.finding_counts {
+            let _ = writeln!(s, "trace-only rule {rule}: {n} violation(s)");
+        }
+        for f in &ta.findings {
+            let _ = writeln!(s, "  {}", serde_json::to_string(f).unwrap_or_default());
+        }
+    }
+    for n in &ta.notes {
+        let _ = writeln!(s, "note: {}", serde_json::to_string(n).unwrap_or_default());
+    }
+    if let (Some(m), Some(i)) = (mapped, inst) {
+        let _ = writeln!(
+            s,
+            "mapped audit ({} ns per tick, origin {} ns): matched {:?}",
+            m.tick_ns, m.origin_ns, m.matched
+        );
+        for n in &m.mapping_notes {
+            let _ = writeln!(
+                s,
+                "  mapping note: {}",
+                serde_json::to_string(n).unwrap_or_default()
+            );
+        }
+        s.push_str(&indent(&super::check::render_text(
+            i,
+            &m.report,
+            "(instance)",
+            "(reconstructed from the trace)",
+        )));
+        for r in &m.races {
+            let _ = writeln!(
+                s,
+                "  race: {} starts at {} but the prefetch of {} ends at {}",
+                r.op, r.start, r.tensor, r.prefetch_ends
+            );
+        }
+        for d in &m.deletes_without_cpu_copy {
+            let _ = writeln!(
+                s,
+                "  delete without a current CPU copy: {} at {}",
+                d.tensor, d.at
+            );
+        }
+        for e in &m.offloads_never_prefetched {
+            let _ = writeln!(
+                s,
+                "  warning: events[{}] offloads a tensor that is never prefetched",
+                e.0
+            );
+        }
+        for e in &m.prefetches_never_used {
+            let _ = writeln!(
+                s,
+                "  warning: events[{}] prefetches a tensor no op reads afterwards",
+                e.0
+            );
+        }
+    }
+    if let Some(p) = plan {
+        s.push_str(&render_plan(p));
+    }
+    let _ = writeln!(s, "verdict: {}", if clean { "clean" } else { "VIOLATIONS" });
+    s
+}
+
+fn render_plan(p: &PlanComparison) -> String {
+    let mut s = String::new();
+    let _ = writeln!(
+        s,
+        "plan against actual: planned makespan {} ticks (plan {}), measured {} ticks (run {})",
+        p.planned_makespan,
+        verdict(&p.planned),
+        p.actual_makespan,
+        verdict(&p.actual)
+    );
+    let _ = writeln!(
+        s,
+        "  {:<9} {:<20} {:>4} {:>10} {:>10} {:>8} {:>8}",
+        "kind", "name", "occ", "plan.start", "act.start", "Δstart", "Δdur"
+    );
+    for d in &p.deviations {
+        let o = |v: Option<i64>| v.map_or("-".to_string(), |x| x.to_string());
+        let _ = writeln!(
+            s,
+            "  {:<9} {:<20} {:>4} {:>10} {:>10} {:>8} {:>8}",
+            d.kind,
+            d.name,
+            d.occurrence,
+            d.planned_start.0,
+            o(d.actual_start.map(|x| x.0)),
+            o(d.start_delta),
+            o(d.duration_delta)
+        );
+    }
+    if p.unplanned > 0 {
+        let _ = writeln!(
+            s,
+            "  {} event(s) in the run have no planned counterpart",
+            p.unplanned
+        );
+    }
+    s
+}
+
+fn verdict(r: &Report) -> &'static str {
+    if r.valid {
+        "valid"
+    } else {
+        "INVALID"
+    }
+}
+
+fn indent(text: &str) -> String {
+    text.lines().map(|l| format!("  {l}\n")).collect()
 }

@@ -1,0 +1,510 @@
+//! Export a schedule as a Chrome-trace JSON (opens in Perfetto and chrome://tracing),
+//! shaped like a Kineto trace so that `offcert audit` reads it back.
+//!
+//! Owns: the track layout and the memory timeline's sampling. One track per
+//! resource: the GPU compute stream (tid 7), the copy channels (tid 20 for the
+//! shared link or device→host, 21 for host→device), deletes (tid 30), the CPU
+//! compute stream (pid 100), and a memory counter track. The memory values come
+//! from replaying the schedule through [`crate::semantics::State`] in the
+//! checker's same-instant order (releases before allocations; models/MODEL.md
+//! §2.4), never from a private copy of the rules.
+//! Must not import: solvers, heuristics, bounds.
+
+use super::mapping::{Mapping, Role, Rule, Source};
+use super::{ExportMeta, Nanos, TraceError};
+use crate::model::{Channel, Device, Direction, Instance, Mode, TensorId};
+use crate::schedule::{CyclicStateFile, Event, Schedule};
+use crate::semantics::{InFlight, Lookahead, State};
+use crate::units::Ticks;
+use serde_json::json;
+use std::io::Write;
+
+/// GPU compute stream id in exported traces.
+pub const COMPUTE_STREAM: i64 = 7;
+/// Deletes track.
+pub const DELETE_STREAM: i64 = 30;
+/// Host process id (CPU ops).
+pub const HOST_PID: i64 = 100;
+
+pub fn channel_stream(ch: Channel) -> i64 {
+    match ch {
+        Channel::Link | Channel::DeviceToHost => 20,
+        Channel::HostToDevice => 21,
+    }
+}
+
+#[derive(Clone, Copy, Debug)]
+pub struct ExportOptions {
+    /// Nanoseconds per tick (default 1000: one tick is one microsecond).
+    pub tick_ns: i64,
+    /// Trace time of model time 0, in nanoseconds.
+    pub origin_ns: i64,
+}
+
+impl Default for ExportOptions {
+    fn default() -> ExportOptions {
+        ExportOptions {
+            tick_ns: 1000,
+            origin_ns: 0,
+        }
+    }
+}
+
+/// What was written.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct ExportSummary {
+    pub events: u64,
+    pub memory_samples: u64,
+    pub peak_memory: i128,
+}
+
+/// Release order convention at one instant (the checker's, models/MODEL.md §2.4).
+const TRANSFER_END: u8 = 0;
+const OP_END: u8 = 1;
+const DELETE: u8 = 2;
+const TRANSFER_START: u8 = 3;
+const OP_START: u8 = 4;
+
+/// The memory timeline does not report breaches, so nothing is "needed later".
+struct NoLookahead;
+impl Lookahead for NoLookahead {
+    fn needed_after(&self, _t: TensorId, _at: Ticks) -> bool {
+        false
+    }
+}
+
+/// GPU memory in use after each instant, replayed through [`State`]: `(time,
+/// bytes)` with the first sample at time 0 (or the first event, if earlier). For
+/// cyclic schedules, the steady state: periods −1, 0 and 1 are replayed and the
+/// samples of period 1 are shifted back to `[0, P)`.
+pub fn memory_timeline(inst: &Instance, s: &Schedule) -> Vec<(Ticks, i128)> {
+    let cyclic = inst.mode == Mode::Cyclic && s.period.is_some();
+    let p = s.period.unwrap_or(Ticks::ZERO);
+    let mut copies: Vec<Event> = Vec::new();
+    for e in &s.events {
+        if cyclic {
+            copies.push(*e);
+            copies.push(e.shifted(p));
+            if e.end() > p {
+                copies.push(e.shifted(Ticks(-p.0)));
+            }
+        } else {
+            copies.push(*e);
+        }
+    }
+    let mut actions: Vec<(Ticks, u8, usize)> = Vec::new();
+    for (i, e) in copies.iter().enumerate() {
+        match *e {
+            Event::Compute { start, end, .. } => {
+                actions.push((start, OP_START, i));
+                actions.push((end, OP_END, i));
+            }
+            Event::Transfer { start, end, .. } => {
+                actions.push((start, TRANSFER_START, i));
+                actions.push((end, TRANSFER_END, i));
+            }
+            Event::Delete { at, .. } => actions.push((at, DELETE, i)),
+        }
+    }
+    actions.sort_unstable();
+    let mut state = match (&s.initial, cyclic) {
+        (Some(st), true) => State::from_cyclic(inst, st),
+        _ => State::initial(inst),
+    };
+    let look = NoLookahead;
+    let mut flights: Vec<InFlight> = vec![InFlight { version: None }; copies.len()];
+    let mut samples: Vec<(Ticks, i128)> = Vec::new();
+    let first = actions.first().map(|a| a.0).unwrap_or(Ticks::ZERO);
+    samples.push((first.min(Ticks::ZERO), state.gpu_used));
+    let mut k = 0;
+    while k < actions.len() {
+        let now = actions[k].0;
+        while k < actions.len() && actions[k].0 == now {
+            let (_, phase, i) = actions[k];
+            match (copies[i], phase) {
+                (Event::Compute { op, end, .. }, OP_START) => {
+                    state.op_start(inst, op, now, end, &look);
+                }
+                (Event::Compute { op, .. }, _) => {
+                    state.op_end(inst, op, now, &look);
+                }
+                (
+                    Event::Transfer {
+                        dir, tensor, end, ..
+                    },
+                    TRANSFER_START,
+                ) => {
+                    flights[i] = state.transfer_start(inst, dir, tensor, end).0;
+                }
+                (
+                    Event::Transfer {
+                        dir,
+                        tensor,
+                        delete,
+                        ..
+                    },
+                    _,
+                ) => {
+                    state.transfer_end(
+                        dir,
+                        tensor,
+                        flights[i],
+                        delete && dir == Direction::Offload,
+                        now,
+                        &look,
+                    );
+                }
+                (Event::Delete { tensor, .. }, _) => {
+                    state.delete(tensor, now, &look);
+                }
+            }
+            k += 1;
+        }
+        samples.push((now, state.gpu_used));
+    }
+    if !cyclic {
+        return samples;
+    }
+    let at_p = samples
+        .iter()
+        .rev()
+        .find(|(t, _)| *t <= p)
+        .map(|x| x.1)
+        .unwrap_or(0);
+    let mut out = vec![(Ticks::ZERO, at_p)];
+    out.extend(
+        samples
+            .iter()
+            .filter(|(t, _)| *t > p && t.0 < 2 * p.0)
+            .map(|(t, v)| (Ticks(t.0 - p.0), *v)),
+    );
+    out
+}
+
+/// The mapping that reads an exported trace back (also in
+/// `instances/traces/export.mapping.json`).
+pub fn export_mapping() -> Mapping {
+    let rule = |pattern: &str, role: Role, delete: Option<bool>| Rule {
+        pattern: pattern.into(),
+        role,
+        name: "$1".into(),
+        source: Source::AnyRange,
+        delete,
+    };
+    Mapping {
+        note: Some("Reads traces written by `offcert export-trace`.".into()),
+        tick_ns: None,
+        origin_ns: None,
+        period: None,
+        initial: None,
+        rules: vec![
+            rule("compute:*", Role::Compute, None),
+            rule("offload:*", Role::Offload, Some(true)),
+            rule("offload-keep:*", Role::Offload, Some(false)),
+            rule("prefetch:*", Role::Prefetch, None),
+            rule("delete:*", Role::Delete, None),
+        ],
+    }
+}
+
+/// Write the Chrome trace of `s` to `w`. `file` names the output in errors.
+pub fn write_chrome_trace<W: Write>(
+    w: W,
+    file: &str,
+    inst: &Instance,
+    s: &Schedule,
+    opts: ExportOptions,
+) -> Result<ExportSummary, TraceError> {
+    if opts.tick_ns <= 0 {
+        return Err(TraceError::Format {
+            file: file.into(),
+            message: "tick_ns must be > 0".into(),
+        });
+    }
+    let overflow = || TraceError::Format {
+        file: file.into(),
+        message: "a time in nanoseconds overflows 64 bits (lower --tick-ns)".into(),
+    };
+    let at = |t: Ticks| -> Result<Nanos, TraceError> {
+        let v = (t.0 as i128) * (opts.tick_ns as i128) + opts.origin_ns as i128;
+        i64::try_from(v).map(Nanos).map_err(|_| overflow())
+    };
+    let wr = |e: std::io::Error| TraceError::Write {
+        file: file.into(),
+        error: e,
+    };
+    let mut w = std::io::BufWriter::new(w);
+    let meta = ExportMeta {
+        instance: inst.name.clone(),
+        tick_ns: opts.tick_ns,
+        origin_ns: opts.origin_ns,
+        period: s.period.map(|p| p.0),
+        initial: s.initial.as_ref().map(|st| CyclicStateFile {
+            gpu: st
+                .gpu
+                .iter()
+                .map(|t| inst.tensor(*t).name.clone())
+                .collect(),
+            cpu: st
+                .cpu
+                .iter()
+                .map(|t| inst.tensor(*t).name.clone())
+                .collect(),
+        }),
+    };
+    let head = json!({
+        "schemaVersion": 1,
+        "deviceProperties": [{"id": 0, "name": format!("offcert model GPU ({} B)", inst.machine.gpu_capacity.0)}],
+        "offcert": meta,
+    });
+    let head = serde_json::to_string(&head).map_err(|e| TraceError::Format {
+        file: file.into(),
+        message: e.to_string(),
+    })?;
+    // Open the object, keep its fields, and append traceEvents.
+    write!(w, "{},\n\"traceEvents\": [\n", &head[..head.len() - 1]).map_err(wr)?;
+    let mut n = 0u64;
+    let mut emit = |w: &mut std::io::BufWriter<W>, v: &Ev| -> Result<(), TraceError> {
+        if n > 0 {
+            w.write_all(b",\n").map_err(wr)?;
+        }
+        serde_json::to_writer(&mut *w, v).map_err(|e| TraceError::Format {
+            file: file.into(),
+            message: e.to_string(),
+        })?;
+        n += 1;
+        Ok(())
+    };
+    let meta_ev = |pid: i64, tid: i64, what: &'static str, name: String| Ev {
+        ph: "M",
+        name: what.into(),
+        pid,
+        tid,
+        args: json!({ "name": name }),
+        ..Ev::default()
+    };
+    emit(
+        &mut w,
+        &meta_ev(0, 0, "process_name", format!("GPU 0: {}", inst.name)),
+    )?;
+    emit(
+        &mut w,
+        &meta_ev(
+            0,
+            COMPUTE_STREAM,
+            "thread_name",
+            "compute (GPU stream)".into(),
+        ),
+    )?;
+    for ch in inst.machine.channels() {
+        emit(
+            &mut w,
+            &meta_ev(
+                0,
+                channel_stream(ch),
+                "thread_name",
+                format!("channel {}", ch.name()),
+            ),
+        )?;
+    }
+    emit(
+        &mut w,
+        &meta_ev(0, DELETE_STREAM, "thread_name", "deletes".into()),
+    )?;
+    emit(&mut w, &meta_ev(HOST_PID, 0, "process_name", "CPU".into()))?;
+    emit(
+        &mut w,
+        &meta_ev(HOST_PID, 1, "thread_name", "compute (CPU)".into()),
+    )?;
+
+    let span = |cat: &'static str,
+                name: String,
+                pid: i64,
+                tid: i64,
+                ts: Nanos,
+                te: Nanos,
+                args: serde_json::Value| Ev {
+        ph: "X",
+        cat: Some(cat),
+        name,
+        pid,
+        tid,
+        ts: Some(ts.as_micros_text()),
+        dur: Some(Nanos(te.0 - ts.0).as_micros_text()),
+        args,
+        ..Ev::default()
+    };
+    let mut events: Vec<&Event> = s.events.iter().collect();
+    events.sort_by_key(|e| (e.start(), e.end()));
+    let mut corr = 0u64;
+    for e in events {
+        corr += 1;
+        match *e {
+            Event::Compute { op, start, end } => {
+                let o = inst.op(op);
+                let (ts, te) = (at(start)?, at(end)?);
+                let label = format!("compute:{}", o.name);
+                match o.device {
+                    Device::Gpu => {
+                        emit(
+                            &mut w,
+                            &span(
+                                "gpu_user_annotation",
+                                label,
+                                0,
+                                COMPUTE_STREAM,
+                                ts,
+                                te,
+                                serde_json::Value::Null,
+                            ),
+                        )?;
+                        let args =
+                            json!({"device": 0, "stream": COMPUTE_STREAM, "correlation": corr});
+                        emit(
+                            &mut w,
+                            &span("kernel", o.name.clone(), 0, COMPUTE_STREAM, ts, te, args),
+                        )?;
+                    }
+                    Device::Cpu => emit(
+                        &mut w,
+                        &span(
+                            "user_annotation",
+                            label,
+                            HOST_PID,
+                            1,
+                            ts,
+                            te,
+                            serde_json::Value::Null,
+                        ),
+                    )?,
+                }
+            }
+            Event::Transfer {
+                dir,
+                tensor,
+                start,
+                end,
+                delete,
+            } => {
+                let t = inst.tensor(tensor);
+                let (ts, te) = (at(start)?, at(end)?);
+                let tid = channel_stream(inst.machine.channel(dir));
+                let (label, copy) = match dir {
+                    Direction::Offload if delete => (
+                        format!("offload:{}", t.name),
+                        "Memcpy DtoH (Device -> Pinned)",
+                    ),
+                    Direction::Offload => (
+                        format!("offload-keep:{}", t.name),
+                        "Memcpy DtoH (Device -> Pinned)",
+                    ),
+                    Direction::Prefetch => (
+                        format!("prefetch:{}", t.name),
+                        "Memcpy HtoD (Pinned -> Device)",
+                    ),
+                };
+                emit(
+                    &mut w,
+                    &span(
+                        "gpu_user_annotation",
+                        label,
+                        0,
+                        tid,
+                        ts,
+                        te,
+                        serde_json::Value::Null,
+                    ),
+                )?;
+                let args =
+                    json!({"device": 0, "stream": tid, "correlation": corr, "bytes": t.size.0});
+                emit(
+                    &mut w,
+                    &span("gpu_memcpy", copy.into(), 0, tid, ts, te, args),
+                )?;
+            }
+            Event::Delete { tensor, at: t } => {
+                let ts = at(t)?;
+                let label = format!("delete:{}", inst.tensor(tensor).name);
+                emit(
+                    &mut w,
+                    &span(
+                        "gpu_user_annotation",
+                        label,
+                        0,
+                        DELETE_STREAM,
+                        ts,
+                        ts,
+                        serde_json::Value::Null,
+                    ),
+                )?;
+            }
+        }
+    }
+    // The memory counter track, and the same values as Kineto `[memory]` events
+    // (deltas with the running total) so that the audit reads them back.
+    let timeline = memory_timeline(inst, s);
+    let mut prev: i128 = 0;
+    let mut peak: i128 = 0;
+    for (t, v) in &timeline {
+        let ts = at(*t)?.as_micros_text();
+        peak = peak.max(*v);
+        let counter = Ev {
+            ph: "C",
+            name: "GPU memory".into(),
+            ts: Some(ts.clone()),
+            args: json!({ "allocated": *v as i64 }),
+            ..Ev::default()
+        };
+        emit(&mut w, &counter)?;
+        if *v != prev {
+            let args = json!({"Device Type": super::CUDA_DEVICE_TYPE, "Device Id": 0, "Bytes": (*v - prev) as i64, "Total Allocated": *v as i64});
+            let mem = Ev {
+                ph: "i",
+                s: Some("t"),
+                cat: Some("cpu_instant_event"),
+                name: "[memory]".into(),
+                ts: Some(ts),
+                args,
+                ..Ev::default()
+            };
+            emit(&mut w, &mem)?;
+        }
+        prev = *v;
+    }
+    w.write_all(b"\n]}\n").map_err(wr)?;
+    w.flush().map_err(wr)?;
+    Ok(ExportSummary {
+        events: n,
+        memory_samples: timeline.len() as u64,
+        peak_memory: peak,
+    })
+}
+
+/// One Chrome-trace event as written. Times are decimal microseconds written as
+/// raw JSON numbers, exactly (never through `f64`).
+#[derive(serde::Serialize, Default)]
+struct Ev {
+    ph: &'static str,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    cat: Option<&'static str>,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    s: Option<&'static str>,
+    name: String,
+    pid: i64,
+    tid: i64,
+    #[serde(skip_serializing_if = "Option::is_none", serialize_with = "raw_number")]
+    ts: Option<String>,
+    #[serde(skip_serializing_if = "Option::is_none", serialize_with = "raw_number")]
+    dur: Option<String>,
+    #[serde(skip_serializing_if = "serde_json::Value::is_null")]
+    args: serde_json::Value,
+}
+
+fn raw_number<S: serde::Serializer>(v: &Option<String>, s: S) -> Result<S::Ok, S::Error> {
+    use serde::Serialize;
+    let text = v.as_deref().unwrap_or("0");
+    match serde_json::value::RawValue::from_string(text.to_string()) {
+        Ok(raw) => raw.serialize(s),
+        Err(e) => Err(serde::ser::Error::custom(e)),
+    }
+}
