@@ -99,6 +99,16 @@ pub struct NoSelection {
 /// Algorithm 1. `discount`: a second choice for the same layer costs |w_k| (one
 /// transfer) instead of 2|w_k|.
 pub fn select(chain: &WeightChain, discount: bool) -> Result<Selection, NoSelection> {
+    select_within(chain, chain.gpu_memory, discount)
+}
+
+/// Algorithm 1 for a memory budget `budget` (≤ M_GPU: Greedy also tries budgets
+/// that keep room for transfers in flight, which the selection does not see).
+pub fn select_within(
+    chain: &WeightChain,
+    budget: u64,
+    discount: bool,
+) -> Result<Selection, NoSelection> {
     let l = chain.l();
     let mem = op_memory(chain).ok_or(NoSelection {
         step: 0,
@@ -106,7 +116,7 @@ pub fn select(chain: &WeightChain, discount: bool) -> Result<Selection, NoSelect
     })?;
     let w: Vec<u128> = chain.layers.iter().map(|ly| ly.w as u128).collect();
     let total: i128 = w.iter().map(|x| *x as i128).sum();
-    let cap = chain.gpu_memory as i128;
+    let cap = budget as i128;
     let mut excess: Vec<i128> = (0..2 * l)
         .map(|idx| total - w[layer(l, idx) - 1] as i128 + mem[idx] as i128 - cap)
         .collect();
