@@ -34,7 +34,7 @@ fn main() {
             filter.push(a.clone());
         }
     }
-    println!("| instance | Σu | LP bound (cert.) | §6 MILP | Greedy | L2L | Greedy* | paper ILP / Greedy / L2L / Greedy* | times: LP, MILP, Greedy, L2L, Greedy* |");
+    println!("| instance | Σu | LP bound (cert.) | §6 MILP | Greedy | L2L | Greedy* | paper ILP / Greedy / L2L / Greedy* | times: LP, MILP, Greedy, Greedy*, L2L |");
     println!("|---|---|---|---|---|---|---|---|---|");
     for row in table1::TABLE1.iter() {
         let name = row.name();

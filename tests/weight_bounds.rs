@@ -152,3 +152,35 @@ fn the_milp_as_printed_exceeds_a_valid_period() {
     .compute(&c1)
     .is_err());
 }
+
+/// Any dual vector, even garbage, yields a bound no larger than a valid period:
+/// the solver's floats only choose y.
+#[test]
+fn any_dual_vector_gives_a_valid_bound() {
+    use offcert::bound::weight::certify::certified_bound;
+    use offcert::bound::weight::model::build;
+    let c = chain(&[(1, 1, 10, 0), (1, 1, 10, 0)], 20, 1);
+    let best = rat(best_heuristic(&c));
+    let m = build(&c, Variant::Corrected).unwrap();
+    let check = |y: Vec<f64>| -> bool {
+        match certified_bound(&m, &y) {
+            Ok(b) => b <= best,
+            Err(_) => true,
+        }
+    };
+    assert!(check(vec![]), "y = 0");
+    let mut g = quickcheck::Gen::new(100);
+    for _ in 0..200 {
+        let y: Vec<f64> = (0..m.rows.len())
+            .map(|_| {
+                let v = <i16 as quickcheck::Arbitrary>::arbitrary(&mut g) as f64 / 1000.0;
+                if <bool as quickcheck::Arbitrary>::arbitrary(&mut g) {
+                    v
+                } else {
+                    0.0
+                }
+            })
+            .collect();
+        assert!(check(y));
+    }
+}

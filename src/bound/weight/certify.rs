@@ -71,8 +71,7 @@ pub fn certified_bound(m: &Milp, y: &[f64]) -> Result<BigRational, Unbounded> {
         d
     };
     // Repair columns that are unbounded in the direction their d points to.
-    for j in 0..m.cols.len() {
-        let col = &m.cols[j];
+    for (j, col) in m.cols.iter().enumerate() {
         let d = reduced(j, &y);
         let below = d.is_negative() && col.hi.is_none();
         if !below {
@@ -86,8 +85,9 @@ pub fn certified_bound(m: &Milp, y: &[f64]) -> Result<BigRational, Unbounded> {
                 push += t;
             }
         }
-        // d = cost − push − rest ≥ 0 after scaling: f = (cost − rest)/push, rest = push − cost + d... :
-        let rest = &col.cost - &d - &push; // = Σ of the non-positive contributions
+        // d = cost − push − rest, with rest the non-positive contributions; after
+        // scaling the pushing rows by f = (cost − rest)/push, d = 0.
+        let rest = &col.cost - &d - &push;
         let room = &col.cost - &rest;
         if !room.is_positive() || push.is_zero() {
             // Even with those rows dropped d_j < 0: drop every row of this column.
