@@ -7,6 +7,8 @@
 //! number is reported; the reported makespan is the checker's.
 //! Backend types (good_lp, highs, z3) never leave their submodule.
 
+pub mod milp;
+
 use crate::schedule::Schedule;
 use crate::units::Ticks;
 use std::sync::atomic::AtomicBool;
