@@ -69,7 +69,10 @@ pub fn run(a: SolveArgs) -> anyhow::Result<ExitCode> {
     let mut scale = 1u64;
     if a.rescale {
         let (r, k) = rescale(&inst).with_context(|| {
-            format!("{}: rescaling the time unit overflows 64 bits", a.instance.display())
+            format!(
+                "{}: rescaling the time unit overflows 64 bits",
+                a.instance.display()
+            )
         })?;
         let horizon = r.total_compute().0;
         if horizon > milp::MAX_HORIZON {
@@ -122,7 +125,11 @@ pub fn run(a: SolveArgs) -> anyhow::Result<ExitCode> {
 }
 
 fn print_verdict(a: &SolveArgs, inst: &Instance, v: &Verdict, scale: u64) -> anyhow::Result<()> {
-    let what = if inst.mode == Mode::Cyclic { "period" } else { "makespan" };
+    let what = if inst.mode == Mode::Cyclic {
+        "period"
+    } else {
+        "makespan"
+    };
     if a.json {
         let j = serde_json::json!({
             "instance": a.instance.display().to_string(),
@@ -146,7 +153,11 @@ fn print_verdict(a: &SolveArgs, inst: &Instance, v: &Verdict, scale: u64) -> any
         Some(t) => t.to_string(),
     };
     println!("status:   {}", v.label.words());
-    println!("{what}: {}{}", if what == "period" { "  " } else { "" }, show(v.makespan));
+    println!(
+        "{what}: {}{}",
+        if what == "period" { "  " } else { "" },
+        show(v.makespan)
+    );
     println!("bound:    {}", show(v.bound));
     println!("time:     {:.2} s", v.elapsed.as_secs_f64());
     for m in &v.methods {
@@ -184,12 +195,22 @@ fn smt_refutation(inst: &Instance, below: Ticks, path: &Path) -> Option<Result<(
 
 /// Run an external solver on a file, if installed: its first output line.
 fn run_external(cmd: &str, args: &[&str], file: &Path) -> Option<String> {
-    let out = std::process::Command::new(cmd).args(args).arg(file).output().ok()?;
+    let out = std::process::Command::new(cmd)
+        .args(args)
+        .arg(file)
+        .output()
+        .ok()?;
     let s = String::from_utf8_lossy(&out.stdout);
     Some(s.lines().next().unwrap_or("").trim().to_string())
 }
 
-fn write_certificate(dir: &Path, inst_path: &Path, text: &str, inst: &Instance, v: &Verdict) -> anyhow::Result<()> {
+fn write_certificate(
+    dir: &Path,
+    inst_path: &Path,
+    text: &str,
+    inst: &Instance,
+    v: &Verdict,
+) -> anyhow::Result<()> {
     std::fs::create_dir_all(dir).with_context(|| format!("{}: cannot create", dir.display()))?;
     let mut readme = format!(
         "offcert certificate for {} (file sha256 {})\nstatus: {}\n",
@@ -202,15 +223,24 @@ fn write_certificate(dir: &Path, inst_path: &Path, text: &str, inst: &Instance, 
         std::fs::write(dir.join("README.txt"), readme)?;
         return Ok(());
     };
-    let s = v.schedule.as_ref().expect("a makespan comes with its schedule");
+    let s = v
+        .schedule
+        .as_ref()
+        .expect("a makespan comes with its schedule");
     let f = ScheduleFile::from_schedule(s, inst);
-    std::fs::write(dir.join("schedule.json"), serde_json::to_string_pretty(&f)? + "\n")?;
+    std::fs::write(
+        dir.join("schedule.json"),
+        serde_json::to_string_pretty(&f)? + "\n",
+    )?;
     let rep = v.report.as_ref().expect("a schedule comes with its report");
     let verdict = serde_json::json!({
         "verdict": if rep.valid { "valid" } else { "invalid" },
         "report": rep,
     });
-    std::fs::write(dir.join("verdict.json"), serde_json::to_string_pretty(&verdict)? + "\n")?;
+    std::fs::write(
+        dir.join("verdict.json"),
+        serde_json::to_string_pretty(&verdict)? + "\n",
+    )?;
     std::fs::write(dir.join("instance.json"), text)?;
     readme.push_str(&format!(
         "schedule.json: the schedule, makespan/period {m}; re-check: offcert check instance.json schedule.json\nverdict.json: the checker's report on it\n"
@@ -231,7 +261,9 @@ fn write_certificate(dir: &Path, inst_path: &Path, text: &str, inst: &Instance, 
             }
         }
         Some(Err(e)) => readme.push_str(&format!("refutation.smt2: not written: {e}\n")),
-        None => readme.push_str("refutation.smt2: not written: the SMT method is not in this build\n"),
+        None => {
+            readme.push_str("refutation.smt2: not written: the SMT method is not in this build\n")
+        }
     }
     let lp = dir.join("milp-refute.lp");
     match milp::write_lp(inst, below, false, &lp) {

@@ -243,7 +243,9 @@ pub fn label(inst: &Instance, results: Vec<MethodResult>, limits: &Limits) -> Ve
             }
         } else {
             let b = bound.unwrap_or(Ticks(0));
-            label = Label::Feasible { gap: Ticks(m.0 - b.0) };
+            label = Label::Feasible {
+                gap: Ticks(m.0 - b.0),
+            };
         }
         if !disagreements.is_empty() && label == Label::OptimalCrossChecked {
             // Never call a contested optimum cross-checked.
@@ -254,11 +256,22 @@ pub fn label(inst: &Instance, results: Vec<MethodResult>, limits: &Limits) -> Ve
         if !ran.is_empty() && ran.iter().all(|r| r.status == Some(Status::Infeasible)) {
             label = Label::Infeasible;
             for r in &ran {
-                let why: Vec<&String> = r.notes.iter().filter(|n| n.starts_with("infeasible")).collect();
+                let why: Vec<&String> = r
+                    .notes
+                    .iter()
+                    .filter(|n| n.starts_with("infeasible"))
+                    .collect();
                 evidence.push(format!(
                     "{:?}: {}",
                     r.method,
-                    if why.is_empty() { "proves no schedule exists".to_string() } else { why.iter().map(|s| s.as_str()).collect::<Vec<_>>().join("; ") }
+                    if why.is_empty() {
+                        "proves no schedule exists".to_string()
+                    } else {
+                        why.iter()
+                            .map(|s| s.as_str())
+                            .collect::<Vec<_>>()
+                            .join("; ")
+                    }
                 ));
             }
         }

@@ -9,6 +9,7 @@
 
 pub mod crosscheck;
 pub mod milp;
+pub mod reduction;
 
 use crate::schedule::Schedule;
 use crate::units::Ticks;
@@ -104,7 +105,11 @@ pub fn rescale(inst: &crate::model::Instance) -> Option<(crate::model::Instance,
     use num_integer::Integer;
     let bw = inst.machine.bandwidth;
     let mut g: u128 = 0;
-    for t in inst.tensors.iter().filter(|t| t.transferable && t.size.0 > 0) {
+    for t in inst
+        .tensors
+        .iter()
+        .filter(|t| t.transferable && t.size.0 > 0)
+    {
         g = g.gcd(&((t.size.0 as u128) * (bw.ticks as u128)));
     }
     let b = bw.bytes as u128;

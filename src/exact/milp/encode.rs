@@ -9,23 +9,44 @@ use super::structure::{Anchor, Base, Release, Structure, UPos};
 use std::collections::BTreeMap;
 
 /// Time-indexed start variables of one event kind: `vars[u - lo]` is 1 iff it
-/// starts at (unrolled) instant `u`.
+/// starts at (unrolled) instant `u`; `cums[u - lo]` is the continuous column
+/// Σ_{u' ≤ u} vars(u') (equal to it by a linking row), so that every
+/// "started by u" term costs one nonzero.
 #[derive(Clone, Debug)]
 pub struct Starts {
     pub lo: i64,
     pub vars: Vec<Var>,
+    pub cums: Vec<Var>,
 }
 
 impl Starts {
+    pub fn new(lp: &mut Lp, name: &str, lo: i64, hi: i64) -> Starts {
+        let vars: Vec<Var> = (lo..=hi)
+            .map(|u| lp.binary(format!("{name}_{u}")))
+            .collect();
+        let mut cums: Vec<Var> = Vec::with_capacity(vars.len());
+        for (i, v) in vars.iter().enumerate() {
+            let c = lp.continuous(format!("c{name}_{}", lo + i as i64), 0, 1);
+            let mut l = Lin::new();
+            l.add(c, 1);
+            l.add(*v, -1);
+            if i > 0 {
+                l.add(cums[i - 1], -1);
+            }
+            lp.eq(format!("cum_{name}_{}", lo + i as i64), &l, 0);
+            cums.push(c);
+        }
+        Starts { lo, vars, cums }
+    }
     pub fn hi(&self) -> i64 {
         self.lo + self.vars.len() as i64 - 1
     }
-    /// Σ_{u' ≤ u} var(u'): "started by instant u".
+    /// "Started by instant u".
     pub fn cum(&self, u: i64) -> Lin {
         let mut l = Lin::new();
         let last = (u - self.lo).min(self.vars.len() as i64 - 1);
         if last >= 0 {
-            l.add_all(&self.vars[..=last as usize], 1);
+            l.add(self.cums[last as usize], 1);
         }
         l
     }
@@ -85,10 +106,19 @@ impl Encoding {
         for k in 0..n {
             let after: i64 = st.dur[k..].iter().sum();
             let es = before;
-            // Cyclic: compute lies in [0, P] and, by rotation, the first op starts at 0.
-            let ls = if cyc && k == 0 { 0 } else { len - after };
-            let vars = (es..=ls).map(|u| lp.binary(format!("s_{k}_{u}"))).collect();
-            ops.push(Starts { lo: es, vars });
+            // Cyclic: compute lies in [0, P], every event starts in [0, P) (R8;
+            // a zero-duration op too), and, by rotation, the first op starts at 0.
+            let ls = if cyc && k == 0 {
+                0
+            } else if cyc {
+                (len - after).min(len - 1)
+            } else {
+                len - after
+            };
+            if ls < es {
+                return Err(TooShort);
+            }
+            ops.push(Starts::new(&mut lp, &format!("s_{k}"), es, ls));
             before += st.dur[k];
         }
         for k in 0..n {
@@ -141,18 +171,8 @@ impl Encoding {
                     continue;
                 }
                 let z = lp.binary(format!("z_{wi}"));
-                let release = Starts {
-                    lo: rlo,
-                    vars: (rlo..=phi)
-                        .map(|u| lp.binary(format!("r_{wi}_{u}")))
-                        .collect(),
-                };
-                let prefetch = Starts {
-                    lo: rlo,
-                    vars: (rlo..=phi)
-                        .map(|u| lp.binary(format!("p_{wi}_{u}")))
-                        .collect(),
-                };
+                let release = Starts::new(&mut lp, &format!("r_{wi}"), rlo, phi);
+                let prefetch = Starts::new(&mut lp, &format!("p_{wi}"), rlo, phi);
                 let mut l = release.cum(phi);
                 l.add(z, -1);
                 lp.eq(format!("W_release_once_{wi}"), &l, 0);
@@ -201,12 +221,7 @@ impl Encoding {
                 .map(|wi| windows[*wi].as_ref().unwrap().release.hi() - d)
                 .max()
                 .unwrap();
-            let off = Starts {
-                lo: ready_lo,
-                vars: (ready_lo..=ohi)
-                    .map(|u| lp.binary(format!("o_{e}_{u}")))
-                    .collect(),
-            };
+            let off = Starts::new(&mut lp, &format!("o_{e}"), ready_lo, ohi);
             let mut sumz = Lin::new();
             for wi in &live {
                 let wv = windows[*wi].as_ref().unwrap();

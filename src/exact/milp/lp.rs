@@ -86,12 +86,12 @@ pub struct Lp {
 pub enum LpResult {
     /// Proven optimal with zero gap; the column values.
     Optimal(Vec<f64>),
-    /// Stopped (time limit) with an incumbent, and HiGHS's dual bound.
-    Feasible(Vec<f64>, f64),
+    /// Stopped (time limit) with an incumbent.
+    Feasible(Vec<f64>),
     /// Proven infeasible.
     Infeasible,
-    /// Stopped without an incumbent; HiGHS's dual bound if finite.
-    Unknown(Option<f64>),
+    /// Stopped without an incumbent.
+    Unknown,
 }
 
 impl Lp {
@@ -101,6 +101,16 @@ impl Lp {
             lo: 0,
             hi: 1,
             integer: true,
+        });
+        Var(self.cols.len() - 1)
+    }
+    /// A continuous column in [lo, hi].
+    pub fn continuous(&mut self, name: String, lo: i64, hi: i64) -> Var {
+        self.cols.push(Column {
+            name,
+            lo,
+            hi,
+            integer: false,
         });
         Var(self.cols.len() - 1)
     }
@@ -187,10 +197,6 @@ impl Lp {
             .map_err(|e| format!("HiGHS failed: {e:?}"))?;
         use highs::{HighsModelStatus as S, HighsSolutionStatus};
         let has_solution = solved.primal_solution_status() == HighsSolutionStatus::Feasible;
-        let bound = solved
-            .double_info_value(c"mip_dual_bound")
-            .ok()
-            .filter(|b| b.is_finite());
         let cols = || solved.get_solution().columns().to_vec();
         Ok(match solved.status() {
             S::Optimal => {
@@ -199,7 +205,7 @@ impl Lp {
                     return Err("HiGHS reported optimal without a solution".into());
                 }
                 if gap.is_finite() && gap > 0.0 {
-                    LpResult::Feasible(cols(), bound.unwrap_or(f64::NEG_INFINITY))
+                    LpResult::Feasible(cols())
                 } else {
                     LpResult::Optimal(cols())
                 }
@@ -211,9 +217,9 @@ impl Lp {
             | S::ReachedInterrupt
             | S::ReachedMemoryLimit => {
                 if has_solution {
-                    LpResult::Feasible(cols(), bound.unwrap_or(f64::NEG_INFINITY))
+                    LpResult::Feasible(cols())
                 } else {
-                    LpResult::Unknown(bound)
+                    LpResult::Unknown
                 }
             }
             other => return Err(format!("HiGHS status {other:?}")),

@@ -7,13 +7,13 @@
 //! inside `lp`. Every schedule it returns has been replayed by
 //! [`crate::check::check`]; a rejected one is an error, never a result.
 //!
-//! Strategy. One-shot: a feasible schedule from the ASAP simulator gives a
-//! horizon H ≥ the optimum; one MILP minimises the makespan over [0, H] (or,
-//! with no such schedule, over the horizon of `proofs/EXACTNESS.md` §4, whose
-//! infeasibility proves the instance infeasible). Cyclic: feasibility of each
-//! period P is a MILP; feasibility is monotone in P (EXACTNESS §5), so a
-//! galloping then binary search from Σ durations finds the least feasible P,
-//! every smaller P having been refuted.
+//! Strategy. Feasibility of one horizon H (one-shot: every event in [0, H]) or
+//! one period P (cyclic) is a MILP, and it is monotone in H or P (EXACTNESS
+//! §5). From the compute bound, frames are tried galloping upwards, then by
+//! bisection: the least feasible frame is the optimum, every smaller one having
+//! been refuted by HiGHS. One-shot searches are capped by a checked ASAP
+//! schedule; without one (and for cyclic ones) by the structural bound of
+//! EXACTNESS §4, whose refutation proves the instance infeasible.
 
 mod decode;
 mod encode;
@@ -138,7 +138,7 @@ fn memory_witness(inst: &Instance, st: &Structure) -> Option<String> {
 
 fn model_note(enc: &Encoding, what: &str) -> String {
     format!(
-        "{what}: {} binaries, {} rows, {} nonzeros",
+        "{what}: {} columns, {} rows, {} nonzeros",
         enc.lp.num_cols(),
         enc.lp.rows.len(),
         enc.lp.num_nonzeros()
@@ -191,141 +191,76 @@ pub fn solve(inst: &Instance, limits: &Limits) -> Result<Outcome, ExactError> {
         return Ok(outcome(Status::Infeasible, None, None, notes));
     }
     let compute: i64 = st.dur.iter().sum();
-    if !st.cyclic {
-        let heur = heuristic_upper(inst, &st);
-        let (h, from_heuristic) = match &heur {
-            Some((_, m)) => (m.0, true),
-            None => (st.horizon_bound(), false),
-        };
-        check_horizon(h)?;
-        notes.push(format!(
-            "horizon {h} ({})",
-            if from_heuristic {
-                "makespan of a checked ASAP schedule"
-            } else {
-                "structural bound, EXACTNESS §4"
-            }
-        ));
-        let enc = match Encoding::build(&st, h, true) {
-            Ok(e) => e,
-            Err(TooShort) if !from_heuristic => {
-                notes.push("infeasible: no schedule fits the structural horizon".into());
-                return Ok(outcome(Status::Infeasible, None, None, notes));
-            }
-            Err(TooShort) => {
-                return Err(backend("the model rejects the horizon of a valid schedule"))
-            }
-        };
-        notes.push(model_note(&enc, "model"));
-        if limits.progress {
-            eprintln!(
-                "milp: {:>7.1}s  horizon {h}, incumbent {}, bound {compute}",
-                start.elapsed().as_secs_f64(),
-                heur.as_ref()
-                    .map(|h| h.1 .0.to_string())
-                    .unwrap_or("-".into())
-            );
-        }
-        let res = run_lp(&enc.lp, deadline, limits, "makespan model", start)?;
-        let heur_bound = Some(Ticks(compute));
-        return Ok(match res {
-            Some(LpResult::Optimal(x)) => {
-                let (s, m) = checked(inst, decode::decode(&st, &enc, &x))?;
-                outcome(Status::Optimal, Some(s), Some(m), notes)
-            }
-            Some(LpResult::Feasible(x, b)) => {
-                let (s, m) = checked(inst, decode::decode(&st, &enc, &x))?;
-                let (s, _) = match heur {
-                    Some((hs, hm)) if hm < m => (hs, hm),
-                    _ => (s, m),
-                };
-                let bound = Ticks(((b - 1e-6).ceil() as i64).max(compute));
-                outcome(Status::Feasible, Some(s), Some(bound), notes)
-            }
-            Some(LpResult::Infeasible) if !from_heuristic => {
-                notes.push(format!(
-                    "infeasible: HiGHS proves no schedule within the structural horizon {h}"
-                ));
-                outcome(Status::Infeasible, None, None, notes)
-            }
-            Some(LpResult::Infeasible) => {
-                return Err(backend(
-                    "HiGHS calls the horizon of a valid schedule infeasible",
-                ))
-            }
-            Some(LpResult::Unknown(b)) => {
-                let bound = b
-                    .map(|b| Ticks(((b - 1e-6).ceil() as i64).max(compute)))
-                    .or(heur_bound);
-                match heur {
-                    Some((s, _)) => outcome(Status::Feasible, Some(s), bound, notes),
-                    None => outcome(Status::Unknown, None, bound, notes),
-                }
-            }
-            None => {
-                notes.push("stopped (interrupt or time limit) before HiGHS finished".into());
-                match heur {
-                    Some((s, _)) => outcome(Status::Feasible, Some(s), heur_bound, notes),
-                    None => outcome(Status::Unknown, None, heur_bound, notes),
-                }
-            }
-        });
+    // One-shot: a checked ASAP schedule caps the search; otherwise the
+    // structural bound (EXACTNESS §4) does.
+    let mut best: Option<(Schedule, Ticks)> = if st.cyclic {
+        None
+    } else {
+        heuristic_upper(inst, &st)
+    };
+    let pmax = match &best {
+        Some((_, m)) => m.0,
+        None => st.horizon_bound(),
+    };
+    if let Some((_, m)) = &best {
+        notes.push(format!("upper bound {m} from a checked ASAP schedule"));
     }
-
-    // Cyclic: least feasible period by galloping, then bisection.
-    let pmax = st.horizon_bound();
-    let mut lo = compute.max(1); // every P < lo is refuted
-    let mut best: Option<(Schedule, Ticks)> = None;
-    let mut step = 1;
-    let mut p = lo;
-    let mut stopped = false;
+    let what = if st.cyclic { "period" } else { "horizon" };
+    let mut lo = if st.cyclic { compute.max(1) } else { compute }; // every frame < lo is refuted
     let mut sizes = String::new();
-    let try_period =
+    // Some(Some(schedule)): feasible; Some(None): refuted; None: stopped.
+    let try_frame =
         |p: i64, sizes: &mut String| -> Result<Option<Option<(Schedule, Ticks)>>, ExactError> {
             check_horizon(p)?;
             let enc = match Encoding::build(&st, p, false) {
                 Ok(e) => e,
                 Err(TooShort) => return Ok(Some(None)),
             };
-            *sizes = model_note(&enc, &format!("model at P={p}"));
-            let res = run_lp(&enc.lp, deadline, limits, &format!("period {p}"), start)?;
+            *sizes = model_note(&enc, &format!("model at {what} {p}"));
+            let res = run_lp(&enc.lp, deadline, limits, &format!("{what} {p}"), start)?;
             Ok(match res {
-                Some(LpResult::Optimal(x)) | Some(LpResult::Feasible(x, _)) => {
+                Some(LpResult::Optimal(x)) | Some(LpResult::Feasible(x)) => {
                     Some(Some(checked(inst, decode::decode(&st, &enc, &x))?))
                 }
                 Some(LpResult::Infeasible) => Some(None),
-                Some(LpResult::Unknown(_)) | None => None,
+                Some(LpResult::Unknown) | None => None,
             })
         };
-    // Gallop up.
-    loop {
-        let r = try_period(p, &mut sizes)?;
+    let report = |lo: i64, best: &Option<(Schedule, Ticks)>| {
         if limits.progress {
             eprintln!(
-                "milp: {:>7.1}s  period {p}: {}",
+                "milp: {:>7.1}s  incumbent {}, bound {lo}",
                 start.elapsed().as_secs_f64(),
-                match &r {
-                    Some(Some(_)) => "feasible",
-                    Some(None) => "infeasible",
-                    None => "stopped",
-                }
+                best.as_ref()
+                    .map(|b| b.1 .0.to_string())
+                    .unwrap_or("-".into())
             );
         }
-        match r {
+    };
+    let mut stopped = false;
+    // Gallop up from the compute bound until a frame is feasible.
+    let mut step = 1;
+    let mut p = lo;
+    while best.as_ref().is_none_or(|b| lo < b.1 .0) {
+        let cap = best.as_ref().map(|b| b.1 .0 - 1).unwrap_or(pmax);
+        let q = p.min(cap);
+        match try_frame(q, &mut sizes)? {
             Some(Some(found)) => {
-                best = Some(found);
+                if best.as_ref().is_none_or(|b| found.1 < b.1) {
+                    best = Some(found);
+                }
                 break;
             }
             Some(None) => {
-                lo = p + 1;
-                if p >= pmax {
+                lo = q + 1;
+                if best.is_none() && q >= pmax {
                     notes.push(sizes.clone());
                     notes.push(format!(
-                        "infeasible: every period up to the structural bound {pmax} is refuted (EXACTNESS §4)"
+                        "infeasible: every {what} up to the structural bound {pmax} is refuted (EXACTNESS §4)"
                     ));
                     return Ok(outcome(Status::Infeasible, None, None, notes));
                 }
-                p = (p + step).min(pmax);
+                p = q + step;
                 step *= 2;
             }
             None => {
@@ -333,29 +268,39 @@ pub fn solve(inst: &Instance, limits: &Limits) -> Result<Outcome, ExactError> {
                 break;
             }
         }
+        report(lo, &best);
     }
-    // Bisect between lo (refuted below) and the feasible period.
+    // Bisect between lo (everything below refuted) and the best schedule.
     while !stopped {
-        let hi = best.as_ref().unwrap().1 .0;
+        let Some(hi) = best.as_ref().map(|b| b.1 .0) else {
+            break;
+        };
         if lo >= hi {
             break;
         }
         let mid = lo + (hi - lo) / 2;
-        match try_period(mid, &mut sizes)? {
-            Some(Some(found)) => best = Some(found),
+        match try_frame(mid, &mut sizes)? {
+            Some(Some(found)) => {
+                if best.as_ref().is_none_or(|b| found.1 < b.1) {
+                    best = Some(found);
+                }
+                // A feasible frame mid proves the optimum <= mid.
+                if best.as_ref().is_some_and(|b| b.1 .0 > mid) {
+                    return Err(backend("decoded schedule longer than its frame"));
+                }
+            }
             Some(None) => lo = mid + 1,
             None => stopped = true,
         }
-        if limits.progress {
-            eprintln!(
-                "milp: {:>7.1}s  incumbent {}, bound {lo}",
-                start.elapsed().as_secs_f64(),
-                best.as_ref().unwrap().1
-            );
-        }
+        report(lo, &best);
     }
-    notes.push(sizes);
-    notes.push(format!("every period below {lo} refuted by HiGHS"));
+    if !sizes.is_empty() {
+        notes.push(sizes);
+    }
+    notes.push(format!("every {what} below {lo} refuted by HiGHS"));
+    if stopped {
+        notes.push("stopped (interrupt or time limit) before the search closed".into());
+    }
     Ok(match best {
         Some((s, m)) if m.0 <= lo => outcome(Status::Optimal, Some(s), Some(m), notes),
         Some((s, _)) => outcome(Status::Feasible, Some(s), Some(Ticks(lo)), notes),
@@ -383,7 +328,7 @@ pub fn refute(inst: &Instance, below: Ticks, limits: &Limits) -> Result<Refutati
     Ok(
         match run_lp(&enc.lp, deadline, limits, "refutation", start)? {
             Some(LpResult::Infeasible) => Refutation::Refuted,
-            Some(LpResult::Optimal(x)) | Some(LpResult::Feasible(x, _)) => {
+            Some(LpResult::Optimal(x)) | Some(LpResult::Feasible(x)) => {
                 Refutation::Feasible(checked(inst, decode::decode(&st, &enc, &x))?.0)
             }
             _ => Refutation::Unknown,
