@@ -17,7 +17,7 @@ const KNOWN: &[(&str, Option<i64>)] = &[
     ("act_infeasible", None),
     ("weight_fits", Some(6)),
     ("weight_discount", Some(15)),
-    ("weight_discount_lowers", Some(14)),
+    ("weight_discount_lowers", Some(13)),
     ("weight_infeasible", None),
 ];
 

@@ -187,10 +187,9 @@ fn print_verdict(a: &SolveArgs, inst: &Instance, v: &Verdict, scale: u64) -> any
     Ok(())
 }
 
-/// The SMT-LIB2 refutation writer of the SMT method, when this build has it.
+/// The SMT-LIB2 refutation of the SMT method (`exact::smt::write_refutation`).
 fn smt_refutation(inst: &Instance, below: Ticks, path: &Path) -> Option<Result<(), ExactError>> {
-    let _ = (inst, below, path);
-    None
+    Some(crate::exact::smt::write_refutation(inst, below, path))
 }
 
 /// Run an external solver on a file, if installed: its first output line.

@@ -27,7 +27,8 @@ pub type SolveFn = fn(&Instance, &Limits) -> Result<Outcome, ExactError>;
 pub fn solver(m: Method) -> Option<SolveFn> {
     match m {
         Method::Milp => Some(milp::solve),
-        Method::Smt | Method::Search => None,
+        Method::Smt => Some(super::smt::solve),
+        Method::Search => Some(super::search::solve),
     }
 }
 

@@ -23,6 +23,23 @@ pub fn decode(st: &Structure, enc: &Encoding, x: &[f64]) -> Schedule {
             end: Ticks(s + st.dur[k]),
         });
     }
+    // Early frees: a delete while the last reader runs.
+    for (i, q) in enc.frees.iter().enumerate() {
+        let Some(q) = q else { continue };
+        let Some(at) = q.value(x) else { continue };
+        if let super::structure::Base::Initial(Some(super::structure::Release::Freed(f)))
+        | super::structure::Base::Produced(_, Some(super::structure::Release::Freed(f))) =
+            st.base[i]
+        {
+            let end = enc.ops[f].value(x).unwrap_or(enc.ops[f].lo) + st.dur[f];
+            if at < end {
+                events.push(Event::Delete {
+                    tensor: TensorId(i as u32),
+                    at: Ticks(wrap(at)),
+                });
+            }
+        }
+    }
     // Offload per epoch (unrolled start) and evictions per window.
     let mut off_at: Vec<Option<i64>> = vec![None; st.epochs.len()];
     for (e, o) in enc.offloads.iter().enumerate() {

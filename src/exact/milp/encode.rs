@@ -84,6 +84,10 @@ pub struct Encoding {
     pub windows: Vec<Option<WindowVars>>,
     /// Per epoch that needs an offload and has a possible window.
     pub offloads: Vec<Option<Starts>>,
+    /// Per tensor freed at the end of a reader lasting ≥ 2 ticks: when its
+    /// allocation ends (any instant after that reader's start: once its last
+    /// reader has started the tensor is dead, and a delete may free it early).
+    pub frees: Vec<Option<Starts>>,
 }
 
 /// Why no model was built: the frame is too short for the ops alone.
@@ -133,6 +137,38 @@ impl Encoding {
                 l.add_lin(&ops[k - 1].cum(u - st.dur[k - 1]), -1);
                 lp.le(format!("R2_order_{k}_{u}"), &l, 0);
             }
+        }
+        // Early frees (R6 allows deleting a tensor once its last reader has
+        // started; the freeing op's end is only the latest such instant).
+        let mut frees: Vec<Option<Starts>> = vec![None; st.base.len()];
+        for (i, b) in st.base.iter().enumerate() {
+            let f = match *b {
+                Base::Initial(Some(Release::Freed(f)))
+                | Base::Produced(_, Some(Release::Freed(f))) => f,
+                _ => continue,
+            };
+            if st.dur[f] < 2 || st.size[i] == 0 {
+                continue;
+            }
+            let q = Starts::new(
+                &mut lp,
+                &format!("f_{i}"),
+                ops[f].lo + 1,
+                ops[f].hi() + st.dur[f],
+            );
+            let mut l = q.cum(q.hi());
+            lp.eq(format!("R6_free_once_{i}"), &l, 1);
+            for u in q.lo..=q.hi() {
+                // After the reader's start (releases precede starts at an instant) …
+                l = q.cum(u);
+                l.add_lin(&ops[f].cum(u - 1), -1);
+                lp.le(format!("R1_free_after_last_read_{i}_{u}"), &l, 0);
+                // … and by its end at the latest.
+                l = ops[f].cum(u - st.dur[f]);
+                l.add_lin(&q.cum(u), -1);
+                lp.le(format!("R7_freed_by_end_{i}_{u}"), &l, 0);
+            }
+            frees[i] = Some(q);
         }
         // "Op at unrolled position q has started by unrolled instant u".
         let op_cum = |ops: &Vec<Starts>, q: UPos, u: i64| -> Lin {
@@ -302,9 +338,14 @@ impl Encoding {
                     Some(Release::Consumed(c)) => {
                         l.add_lin(&ops[c].cum(s), -sz);
                     }
-                    Some(Release::Freed(f)) => {
-                        l.add_lin(&ops[f].cum(s - st.dur[f]), -sz);
-                    }
+                    Some(Release::Freed(f)) => match &frees[i] {
+                        Some(q) => {
+                            l.add_lin(&q.cum(s), -sz);
+                        }
+                        None => {
+                            l.add_lin(&ops[f].cum(s - st.dur[f]), -sz);
+                        }
+                    },
                 };
                 match *b {
                     Base::None => {}
@@ -403,6 +444,7 @@ impl Encoding {
             ops,
             windows,
             offloads,
+            frees,
         })
     }
 }
