@@ -15,6 +15,7 @@ const KNOWN: &[(&str, Option<i64>)] = &[
     ("act_one_offload", Some(7)),
     ("act_chain3", Some(15)),
     ("act_infeasible", None),
+    ("act_3partition_m1", Some(14)),
     ("weight_fits", Some(6)),
     ("weight_discount", Some(15)),
     ("weight_discount_lowers", Some(13)),
