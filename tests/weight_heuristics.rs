@@ -1,0 +1,33 @@
+//! Every weight heuristic returns a schedule the checker accepts, on random small
+//! chains and on hand-made corner cases.
+
+mod weight_common;
+
+use offcert::heuristic::{run, weight, HeuristicError};
+use quickcheck_macros::quickcheck;
+use weight_common::SmallChain;
+
+#[quickcheck]
+fn every_heuristic_schedule_is_valid(c: SmallChain) -> bool {
+    let file = c.file();
+    let inst = file.compile().expect("random chains compile");
+    for h in weight::heuristics() {
+        match run(h.as_ref(), &file, &inst) {
+            Ok(r) => assert!(r.report.valid),
+            Err(HeuristicError::Invalid { first, report, .. }) => {
+                panic!(
+                    "{} on {:?}: {first}\n{:?}",
+                    h.name(),
+                    c.0,
+                    report.violations
+                )
+            }
+            Err(e) => panic!(
+                "{} found no schedule for a feasible chain {:?}: {e}",
+                h.name(),
+                c.0
+            ),
+        }
+    }
+    true
+}
