@@ -231,63 +231,53 @@ pub fn solve(d: &Discrete, allowed: &[bool]) -> Option<Decision> {
                 );
             }
         }
+        let next = prune(next);
         total_states += next.len();
         if next.is_empty() {
             return None;
         }
         layers.push(next);
     }
-    // ε_G, equations (9) and (10). U^B_j = Σ_{i=j+1..L} ub_i, U^F_j likewise;
-    // R^B_j = ex^B_j + y_j + y_{j+1} − Σ_{i>j+1} x_i, R^F_j = ex^F_j − Σ_{i>j+1} x_i.
+    // ε_G, equations (9) and (10), in one formula:
+    //   ε_G = max(0, Δ_F + Δ_B,
+    //             [Δ_F > 0] max_j (R^B_j + n + Δ_F − S − U^B_j),
+    //             [Δ_B > 0] max_j (R^F_j + |y_{L+1}| + n + Δ_B − S − U^F_j))
+    // with U^B_j = Σ_{i=j+1..L} ub_i (U^F_j likewise), R^B_j = ex^B_j + y_j +
+    // y_{j+1} − Σ_{i>j+1} x_i, R^F_j = ex^F_j − Σ_{i>j+1} x_i. The paper takes the
+    // max over the ops that run before the first prefetch (U_j < Av) only; we take
+    // it over all j: a pending offload constrains every op until it completes, the
+    // extra terms never bind once it has (validity gives R_j + n ≤ S), and the
+    // formula becomes monotone in Δ_F and Δ_B, which the pruning below relies on.
+    // In the four cases of the text it gives: 0; (9); (10); Δ_F + Δ_B.
     let mut suffix_x = vec![0i64; n_layers + 2]; // Σ_{i≥k} x_i
     for k in (0..=n_layers).rev() {
         suffix_x[k] = suffix_x[k + 1] + d.x[k];
     }
-    // For j = L down to 0: U_j and max_{j' ≥ j} (R_j' − U_j').
-    let mut ub_u = vec![0i64; n_layers];
-    let mut uf_u = vec![0i64; n_layers];
-    for j in (0..l).rev() {
-        ub_u[j] = ub_u[j + 1] + d.ub[j + 1];
-        uf_u[j] = uf_u[j + 1] + d.uf[j + 1];
-    }
-    let mut gb = vec![i64::MIN; n_layers + 1];
-    let mut gf = vec![i64::MIN; n_layers + 1];
+    let (mut ub_u, mut uf_u) = (0i64, 0i64);
+    let (mut gb, mut gf) = (i64::MIN / 4, i64::MIN / 4);
     for j in (0..n_layers).rev() {
         let rb = d.ex_b[j] + d.y[j] + d.y[j + 1] - suffix_x[j + 2];
         let rf = d.ex_f[j] - suffix_x[j + 2];
-        gb[j] = gb[j + 1].max(rb - ub_u[j]);
-        gf[j] = gf[j + 1].max(rf - uf_u[j]);
+        gb = gb.max(rb - ub_u);
+        gf = gf.max(rf - uf_u);
+        ub_u += d.ub[j];
+        uf_u += d.uf[j];
     }
-    // The j with U_j < av form a suffix j0..=L (U_j decreases with j).
-    let first_below = |u: &[i64], av: i64| -> usize { u.partition_point(|&v| v >= av) };
     let y_last = d.y[n_layers];
     let last = layers.last().unwrap();
     let mut best: Option<(i64, usize)> = None;
     for (k, st) in last.iter().enumerate() {
-        let eg = match (st.df > 0, st.db > 0) {
-            (false, false) => 0,
-            (true, true) => st.df + st.db,
-            (true, false) => {
-                let av = -st.db;
-                let j0 = first_below(&ub_u, av);
-                let mut e = (st.df - av).max(0);
-                if j0 < n_layers {
-                    e = e.max(gb[j0] + st.n + st.df - s);
-                }
-                e
-            }
-            (false, true) => {
-                let av = -st.df;
-                let j0 = first_below(&uf_u, av);
-                let mut e = (st.db - av).max(0);
-                if j0 < n_layers {
-                    e = e.max(gf[j0] + y_last + st.n + st.db - s);
-                }
-                e
-            }
-        };
+        let mut eg = (st.df + st.db).max(0);
+        if st.df > 0 {
+            eg = eg.max(gb + st.n + st.df - s);
+        }
+        if st.db > 0 {
+            eg = eg.max(gf + y_last + st.n + st.db - s);
+        }
         let total = st.idle + eg;
-        if best.is_none_or(|(b, _)| total < b) {
+        // Ties: offload the least (largest n), as Lemma 2 suggests; every
+        // offload is a whole transfer, and a prefetch, in the real schedule.
+        if best.is_none_or(|(b, bk)| (total, -st.n) < (b, -last[bk].n)) {
             best = Some((total, k));
         }
     }
@@ -306,6 +296,50 @@ pub fn solve(d: &Discrete, allowed: &[bool]) -> Option<Decision> {
         idle,
         states: total_states,
     })
+}
+
+/// Drop dominated states: with the same `n`, a state with `df`, `db` and idle
+/// all ≤ another's is at least as good in every continuation (the transitions
+/// and ε_G are monotone in Δ_F and Δ_B), so only the Pareto front is kept.
+fn prune(mut v: Vec<Node>) -> Vec<Node> {
+    if v.len() < 2 {
+        return v;
+    }
+    v.sort_unstable_by_key(|s| (s.n, s.df, s.db, s.idle));
+    let mut out = Vec::with_capacity(v.len());
+    let mut start = 0;
+    while start < v.len() {
+        let mut end = start + 1;
+        while end < v.len() && v[end].n == v[start].n {
+            end += 1;
+        }
+        let group = &v[start..end];
+        // Sweep by df ascending; a Fenwick tree over the ranks of db answers
+        // "least idle among kept states with db' ≤ db".
+        let mut dbs: Vec<i64> = group.iter().map(|s| s.db).collect();
+        dbs.sort_unstable();
+        dbs.dedup();
+        let mut fen = vec![i64::MAX; dbs.len() + 1];
+        for st in group {
+            let r = dbs.partition_point(|&x| x < st.db) + 1;
+            let mut q = r;
+            let mut least = i64::MAX;
+            while q > 0 {
+                least = least.min(fen[q]);
+                q &= q - 1;
+            }
+            if st.idle < least {
+                out.push(*st);
+                let mut q = r;
+                while q < fen.len() {
+                    fen[q] = fen[q].min(st.idle);
+                    q += q & q.wrapping_neg();
+                }
+            }
+        }
+        start = end;
+    }
+    out
 }
 
 /// DYNPROG's offload set and schedule, with the iterative rounding of |x_i|.
