@@ -372,7 +372,7 @@ pub fn dynprog(
             .filter_map(|i| {
                 let real = c.x_size(i) as u128 * s;
                 let disc = d.x[i].max(0) as u128 * cap;
-                (disc < real).then_some((real - disc, i))
+                (disc < real).then(|| (real - disc, i))
             })
             .min();
         match pick {
