@@ -91,10 +91,12 @@ pub(crate) fn best_of(
 ) -> Result<Schedule, HeuristicError> {
     let mut best: Option<Schedule> = None;
     let mut last_err: Option<SimError> = None;
+    let mut rejected = 0usize;
     for (layers, la) in plans {
         match simulate_plan(c, inst, &layers, la) {
             Ok(s) => {
                 if !admissible(&s) {
+                    rejected += 1;
                     continue;
                 }
                 if best.as_ref().is_none_or(|b| s.last_end() < b.last_end()) {
@@ -104,11 +106,13 @@ pub(crate) fn best_of(
             Err(e) => last_err = Some(e),
         }
     }
-    best.ok_or_else(|| match last_err {
-        Some(e) => no_schedule(name, e),
-        None => HeuristicError::NoSchedule {
+    best.ok_or_else(|| match (rejected, last_err) {
+        (0, Some(e)) => no_schedule(name, e),
+        (n, _) => HeuristicError::NoSchedule {
             heuristic: name,
-            reason: "no parameter setting gives an admissible schedule".into(),
+            reason: format!(
+                "no parameter setting is admissible ({n} schedules rejected: a forward op waits for memory)"
+            ),
         },
     })
 }
