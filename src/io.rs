@@ -31,18 +31,12 @@ pub enum InputError {
         field: String,
         message: String,
     },
-    #[error("{file}: {source}")]
-    Model {
-        file: String,
-        #[source]
-        source: ModelError,
-    },
-    #[error("{file}: {source}")]
-    Schedule {
-        file: String,
-        #[source]
-        source: ScheduleError,
-    },
+    // The inner error is part of this message and deliberately not a `source`:
+    // `{:#}` in main would otherwise print it twice.
+    #[error("{file}: {error}")]
+    Model { file: String, error: ModelError },
+    #[error("{file}: {error}")]
+    Schedule { file: String, error: ScheduleError },
 }
 
 fn json_err(file: &str, e: serde_json::Error) -> InputError {
@@ -119,9 +113,9 @@ pub fn parse_instance_file(file: &str, text: &str) -> Result<InstanceFile, Input
 /// Parse and compile an instance.
 pub fn parse_instance(file: &str, text: &str) -> Result<(InstanceFile, Instance), InputError> {
     let f = parse_instance_file(file, text)?;
-    let inst = f.compile().map_err(|source| InputError::Model {
+    let inst = f.compile().map_err(|error| InputError::Model {
         file: file.to_string(),
-        source,
+        error,
     })?;
     Ok((f, inst))
 }
@@ -156,9 +150,9 @@ pub fn parse_schedule(file: &str, text: &str, inst: &Instance) -> Result<Schedul
         }
     };
     de.end().map_err(|e| json_err(file, e))?;
-    sf.resolve(inst).map_err(|source| InputError::Schedule {
+    sf.resolve(inst).map_err(|error| InputError::Schedule {
         file: file.to_string(),
-        source,
+        error,
     })
 }
 

@@ -12,6 +12,7 @@ pub mod family;
 pub mod heuristic;
 pub mod io;
 pub mod model;
+pub mod recheck;
 pub mod report;
 pub mod schedule;
 pub mod semantics;

@@ -13,7 +13,10 @@
 //! others, then in file order). Memory is measured after every allocation, so the
 //! instantaneous need of a zero-duration op counts too.
 
+mod digest;
 mod violation;
+
+pub use digest::{instance_digest, schedule_digest};
 
 pub use violation::{Violation, Warning};
 
@@ -71,7 +74,8 @@ pub struct Report {
     pub compute_idle: Ticks,
     pub violations: Vec<Violation>,
     pub warnings: Vec<Warning>,
-    /// SHA-256 of the canonical JSON of the compiled instance and the schedule.
+    /// SHA-256 of the canonical encodings of the compiled instance and the
+    /// schedule (models/MODEL.md §6).
     pub instance_sha256: String,
     pub schedule_sha256: String,
     #[serde(skip)]
@@ -83,22 +87,6 @@ impl Report {
     pub fn certificate(&self) -> Option<&Certificate> {
         self.certificate.as_ref()
     }
-}
-
-fn sha256_json<T: Serialize>(x: &T) -> String {
-    struct W(Sha256);
-    impl std::io::Write for W {
-        fn write(&mut self, b: &[u8]) -> std::io::Result<usize> {
-            self.0.update(b);
-            Ok(b.len())
-        }
-        fn flush(&mut self) -> std::io::Result<()> {
-            Ok(())
-        }
-    }
-    let mut w = W(Sha256::new());
-    serde_json::to_writer(&mut w, x).expect("serialising to a hasher cannot fail");
-    hex(&w.0.finalize())
 }
 
 pub(crate) fn hex(b: &[u8]) -> String {
@@ -116,8 +104,11 @@ const OP_END: u8 = 1;
 const DELETE: u8 = 2;
 const OP_START: u8 = 3;
 const TRANSFER_START: u8 = 4;
-/// Allocation phases start here (snapshots of cyclic boundaries are taken before).
-const FIRST_ALLOCATION: u8 = OP_START;
+/// A cyclic boundary's state is read before this phase: after the completions
+/// of the period that ends (transfer and op ends at P belong to it), before the
+/// deletes and starts of the period that begins (a delete at time 0 belongs to
+/// the next period, as it does to the first one, which starts from S₀).
+const PERIOD_STARTS: u8 = DELETE;
 
 /// One action of the unrolled replay.
 #[derive(Clone, Copy, Debug)]
@@ -395,8 +386,8 @@ pub fn check(inst: &Instance, s: &Schedule) -> Report {
             snapshots.push(state.boundary());
         }
         for a in &actions[i..j] {
-            // A boundary at this very instant: after its releases, before its allocations.
-            if cyclic && a.phase >= FIRST_ALLOCATION {
+            // A boundary at this very instant: after the ending period's completions.
+            if cyclic && a.phase >= PERIOD_STARTS {
                 while snapshots.len() < 2 && now >= Ticks(period.0 * (snapshots.len() as i64 + 1)) {
                     snapshots.push(state.boundary());
                 }
@@ -645,8 +636,8 @@ pub fn check(inst: &Instance, s: &Schedule) -> Report {
         .collect();
     let compute_idle = Ticks((makespan.0 - union_length(compute, circle).0).max(0));
 
-    let instance_sha256 = sha256_json(inst);
-    let schedule_sha256 = sha256_json(s);
+    let instance_sha256 = instance_digest(inst);
+    let schedule_sha256 = schedule_digest(s);
     let valid = violations.is_empty();
     let certificate = valid.then(|| Certificate {
         makespan,
@@ -933,5 +924,33 @@ mod tests {
             "{:?}",
             r.warnings
         );
+    }
+
+    /// A delete at time 0 belongs to the period that begins: the state at the
+    /// end of a period is read before it (reported by the SMT helper: it was
+    /// once read after it, and every such schedule failed R8).
+    #[test]
+    fn a_delete_at_time_zero_belongs_to_the_next_period() {
+        let r = run(
+            r#"{"gpu":["a0","w1","w2"],"cpu":["w2"]}"#,
+            r#",{"type":"offload","tensor":"w2","start":4,"end":5,"delete":false},{"type":"delete","tensor":"w2","at":0},{"type":"prefetch","tensor":"w2","start":0,"end":1}"#,
+        );
+        assert!(r.valid, "{:?}", r.violations);
+    }
+
+    /// Digests depend on the compiled objects, not on file formatting, and any
+    /// change of an event changes them.
+    #[test]
+    fn digests_are_canonical() {
+        let (_, a) = parse_instance("a", W2).unwrap();
+        let (_, b) = parse_instance("b", &W2.replace(',', " ,\n  ")).unwrap();
+        assert_eq!(instance_digest(&a), instance_digest(&b));
+        let text =
+            format!(r#"{{"period":6,"initial":{{"gpu":["a0","w1","w2"]}},"events":[{OPS}]}}"#);
+        let s1 = parse_schedule("s", &text, &a).unwrap();
+        let mut s2 = s1.clone();
+        assert_eq!(schedule_digest(&s1), schedule_digest(&s2));
+        s2.events[3] = s2.events[3].shifted(Ticks(1));
+        assert_ne!(schedule_digest(&s1), schedule_digest(&s2));
     }
 }

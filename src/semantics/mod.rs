@@ -333,7 +333,13 @@ impl State {
             }
             ts.exists = true;
             match o.device {
-                Device::Gpu => ts.gpu = GpuCopy::Present(ts.latest),
+                // Only a copy still pending lands (as for a prefetch): one released
+                // while the op ran holds no memory any more, so nothing lands.
+                Device::Gpu => {
+                    if let GpuCopy::Pending { .. } = ts.gpu {
+                        ts.gpu = GpuCopy::Present(ts.latest);
+                    }
+                }
                 Device::Cpu => ts.cpu = Some(ts.latest),
             }
         }

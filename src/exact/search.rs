@@ -1,0 +1,615 @@
+//! Exact method (c): exhaustive state-space search (A* on time) for tiny
+//! one-shot instances, built directly on the shared rules: every successor is
+//! produced by [`crate::semantics::State`]'s transitions (`op_start`, `op_end`,
+//! `transfer_start`, `transfer_end`, `delete`), and a successor is kept only if
+//! those transitions report no [`Breach`](crate::semantics::Breach) and the GPU
+//! memory they account stays within capacity after every allocation.
+//!
+//! Owns: the search, its state key and its structural limits (`proofs/SEARCH.md`).
+//! Must not import: the MILP, the SMT method, heuristics.
+//!
+//! Scope: one-shot, fixed order of GPU ops (each once). Cyclic instances are
+//! refused with [`ExactError::Unsupported`]: the state at time 0 and transfers
+//! crossing the period would have to be searched too (see `proofs/SEARCH.md`).
+
+use crate::exact::{ExactError, Limits, Method, Outcome, Status};
+use crate::model::{ComputeOrder, Device, Direction, Instance, Mode, OpId, TensorId};
+use crate::schedule::{Event, Schedule};
+use crate::semantics::{transfer_ticks, GpuCopy, InFlight, Lookahead, State};
+use crate::units::Ticks;
+use std::cmp::Reverse;
+use std::collections::{BinaryHeap, HashMap};
+use std::rc::Rc;
+use std::sync::atomic::Ordering;
+use std::time::Instant;
+
+/// Stop (status `Unknown`) after expanding this many states.
+pub const MAX_STATES: usize = 3_000_000;
+
+fn unsupported(reason: impl Into<String>) -> ExactError {
+    ExactError::Unsupported {
+        method: Method::Search,
+        reason: reason.into(),
+    }
+}
+
+/// "Needed later" for rule R6: read by an op at a position not yet started.
+struct Future<'a> {
+    reads_at: &'a [Vec<usize>],
+    next: usize,
+}
+
+impl Lookahead for Future<'_> {
+    fn needed_after(&self, t: TensorId, _at: Ticks) -> bool {
+        self.reads_at[t.ix()].iter().any(|&p| p >= self.next)
+    }
+}
+
+#[derive(Clone, Copy, Debug)]
+struct Flight {
+    dir: Direction,
+    tensor: TensorId,
+    end: i64,
+    flight: InFlight,
+}
+
+/// The schedule so far, shared between nodes.
+struct Trail {
+    event: Event,
+    prev: Option<Rc<Trail>>,
+}
+
+#[derive(Clone)]
+struct Node {
+    /// The instant this node stands at, before that instant's completions.
+    time: i64,
+    next: usize,
+    running: Option<(usize, i64)>,
+    flights: Vec<Option<Flight>>,
+    state: State,
+    trail: Option<Rc<Trail>>,
+    /// An op started at `time - 1`: this instant is a decision point even if
+    /// nothing completes (its inputs may be deleted from here on).
+    after_start: bool,
+}
+
+struct Ctx<'a> {
+    inst: &'a Instance,
+    order: Vec<OpId>,
+    dur: Vec<i64>,
+    reads_at: Vec<Vec<usize>>,
+    tau: Vec<i64>,
+    cap: i128,
+    channels: Vec<crate::model::Channel>,
+    /// Remaining compute from position k on.
+    suffix: Vec<i64>,
+}
+
+fn push(trail: &mut Option<Rc<Trail>>, event: Event) {
+    *trail = Some(Rc::new(Trail {
+        event,
+        prev: trail.take(),
+    }));
+}
+
+impl Ctx<'_> {
+    fn future(&self, next: usize) -> Future<'_> {
+        Future {
+            reads_at: &self.reads_at,
+            next,
+        }
+    }
+
+    fn needed(&self, t: TensorId, next: usize) -> bool {
+        self.reads_at[t.ix()].iter().any(|&p| p >= next)
+    }
+
+    fn channel_ix(&self, dir: Direction) -> usize {
+        let c = self.inst.machine.channel(dir);
+        self.channels.iter().position(|x| *x == c).unwrap_or(0)
+    }
+
+    /// The completions at `n.time`: transfer ends, then the op end (§2.4).
+    fn complete(&self, n: &mut Node) -> bool {
+        let now = Ticks(n.time);
+        for ch in 0..n.flights.len() {
+            if let Some(f) = n.flights[ch] {
+                if f.end == n.time {
+                    let b = n.state.transfer_end(
+                        f.dir,
+                        f.tensor,
+                        f.flight,
+                        false,
+                        now,
+                        &self.future(n.next),
+                    );
+                    if !b.is_empty() {
+                        return false;
+                    }
+                    n.flights[ch] = None;
+                }
+            }
+        }
+        if let Some((k, end)) = n.running {
+            if end == n.time {
+                let b = n
+                    .state
+                    .op_end(self.inst, self.order[k], now, &self.future(n.next));
+                if !b.is_empty() {
+                    return false;
+                }
+                n.running = None;
+            }
+        }
+        true
+    }
+
+    fn key(&self, n: &Node) -> Vec<i64> {
+        let mut k = Vec::with_capacity(8 + 5 * n.state.tensors.len());
+        k.push(n.next as i64);
+        k.push(n.after_start as i64);
+        k.push(n.running.map_or(-1, |(_, e)| e - n.time));
+        for f in &n.flights {
+            match f {
+                Some(f) => {
+                    k.extend([f.tensor.0 as i64, f.dir as i64, f.end - n.time]);
+                    k.push(f.flight.version.map_or(-1, |v| v as i64));
+                }
+                None => k.push(-2),
+            }
+        }
+        for ts in &n.state.tensors {
+            match ts.gpu {
+                GpuCopy::Absent => k.push(-1),
+                GpuCopy::Pending { ready, version } => {
+                    k.extend([-2, ready.0 - n.time, version.map_or(-1, |v| v as i64)])
+                }
+                GpuCopy::Present(v) => k.push(v as i64),
+            }
+            k.push(ts.cpu.map_or(-1, |v| v as i64));
+            k.extend([ts.cpu_incoming as i64, ts.latest as i64, ts.exists as i64]);
+        }
+        k
+    }
+
+    /// A lower bound on the makespan reachable from `n` (admissible: the
+    /// remaining compute runs on one stream; started transfers must end).
+    fn estimate(&self, n: &Node) -> i64 {
+        let run = n.running.map_or(0, |(_, e)| e - n.time);
+        let mut f = n.time + run + self.suffix[n.next];
+        for fl in n.flights.iter().flatten() {
+            f = f.max(fl.end);
+        }
+        f
+    }
+}
+
+/// One candidate transfer start.
+#[derive(Clone, Copy)]
+struct Start {
+    dir: Direction,
+    tensor: TensorId,
+}
+
+/// Minimise the makespan of a tiny one-shot instance by exhaustive search.
+pub fn solve(inst: &Instance, limits: &Limits) -> Result<Outcome, ExactError> {
+    let started = Instant::now();
+    if inst.mode == Mode::Cyclic {
+        return Err(unsupported(
+            "cyclic instances (the state at time 0 and boundary-crossing transfers are not searched)",
+        ));
+    }
+    let order = match &inst.order {
+        ComputeOrder::Fixed(v) => v.clone(),
+        ComputeOrder::Free => return Err(unsupported("free compute order")),
+    };
+    let mut seen = vec![false; inst.ops.len()];
+    for o in &order {
+        if std::mem::replace(&mut seen[o.ix()], true) {
+            return Err(unsupported("an op appears twice in the order"));
+        }
+        if inst.op(*o).device != Device::Gpu {
+            return Err(unsupported("an op runs on the CPU"));
+        }
+    }
+    if inst.machine.cpu_capacity.is_some() {
+        return Err(unsupported("a CPU memory capacity"));
+    }
+    let nt = inst.tensors.len();
+    let mut reads_at = vec![vec![]; nt];
+    let mut produced = vec![0usize; nt];
+    for (k, o) in order.iter().enumerate() {
+        let op = inst.op(*o);
+        for t in &op.reads {
+            reads_at[t.ix()].push(k);
+        }
+        for t in &op.produces {
+            produced[t.ix()] += 1;
+        }
+        if !op.modifies.is_empty() && op.modifies.iter().any(|t| inst.tensor(*t).transferable) {
+            return Err(unsupported("a transferable tensor is modified"));
+        }
+    }
+    if produced.iter().any(|&p| p > 1) {
+        return Err(unsupported("a tensor is produced twice"));
+    }
+    let dur: Vec<i64> = order.iter().map(|o| inst.op(*o).duration.0).collect();
+    let mut suffix = vec![0i64; order.len() + 1];
+    for k in (0..order.len()).rev() {
+        suffix[k] = suffix[k + 1] + dur[k];
+    }
+    let ctx = Ctx {
+        inst,
+        order: order.clone(),
+        dur,
+        reads_at,
+        tau: (0..nt)
+            .map(|i| transfer_ticks(inst, TensorId(i as u32)).0)
+            .collect(),
+        cap: inst.machine.gpu_capacity.0 as i128,
+        channels: inst.machine.channels(),
+        suffix,
+    };
+    let root = Node {
+        time: 0,
+        next: 0,
+        running: None,
+        flights: vec![None; ctx.channels.len()],
+        state: State::initial(inst),
+        trail: None,
+        after_start: false,
+    };
+    let mut heap: BinaryHeap<Reverse<(i64, i64, usize)>> = BinaryHeap::new();
+    let mut nodes: Vec<Option<Node>> = vec![];
+    // Done markers: (makespan, trail).
+    let mut done: Vec<(i64, Option<Rc<Trail>>)> = vec![];
+    let mut closed: HashMap<Vec<i64>, i64> = HashMap::new();
+    let mut counter: usize = 0;
+    heap.push(Reverse((ctx.estimate(&root), 0, 0)));
+    nodes.push(Some(root));
+    let mut expanded = 0usize;
+    let mut last_report = Instant::now();
+    let stop = |expanded: usize| {
+        limits.cancel.load(Ordering::Relaxed)
+            || started.elapsed() >= limits.time_limit
+            || expanded >= MAX_STATES
+    };
+    let mut outcome: Option<(i64, Option<Rc<Trail>>)> = None;
+    let mut stopped = false;
+    while let Some(Reverse((f, _, id))) = heap.pop() {
+        if id >= usize::MAX / 2 {
+            let (ms, trail) = done[id - usize::MAX / 2].clone();
+            outcome = Some((ms, trail));
+            let _ = f;
+            break;
+        }
+        let Some(mut n) = nodes[id].take() else {
+            continue;
+        };
+        if stop(expanded) {
+            stopped = true;
+            break;
+        }
+        expanded += 1;
+        if limits.progress && last_report.elapsed().as_secs() >= 2 {
+            last_report = Instant::now();
+            eprintln!(
+                "search: {:>7.2}s  {} states  bound {}",
+                started.elapsed().as_secs_f64(),
+                expanded,
+                f
+            );
+        }
+        if !ctx.complete(&mut n) {
+            continue;
+        }
+        let key = ctx.key(&n);
+        match closed.get(&key) {
+            Some(&t) if t <= n.time => continue,
+            _ => {
+                closed.insert(key, n.time);
+            }
+        }
+        for child in expand(&ctx, &n) {
+            counter += 1;
+            if let Some(ms) = child.1 {
+                done.push((ms, child.0.trail.clone()));
+                heap.push(Reverse((
+                    ms,
+                    -(counter as i64),
+                    usize::MAX / 2 + done.len() - 1,
+                )));
+            } else {
+                let est = ctx.estimate(&child.0);
+                nodes.push(Some(child.0));
+                heap.push(Reverse((est, -(counter as i64), nodes.len() - 1)));
+            }
+        }
+    }
+    let notes = vec![
+        format!("search: {expanded} states expanded"),
+        "structural limits: decisions at time 0, at completions and one tick after each op start; transfers at full bandwidth; one offload per value; dead tensors deleted at once, live ones only when an allocation needs the room (proofs/SEARCH.md)".to_string(),
+    ];
+    let elapsed = started.elapsed();
+    let (status, schedule, bound) = match outcome {
+        Some((ms, trail)) => {
+            let mut events = vec![];
+            let mut cur = trail;
+            while let Some(t) = cur {
+                events.push(t.event);
+                cur = t.prev.clone();
+            }
+            events.reverse();
+            let sched = Schedule::one_shot(events);
+            let report = crate::check::check(inst, &sched);
+            if !report.valid {
+                return Err(ExactError::CheckerRejected {
+                    method: Method::Search,
+                    violations: report.violations.iter().map(|v| format!("{v:?}")).collect(),
+                });
+            }
+            if report.makespan.0 != ms {
+                return Err(ExactError::Backend {
+                    method: Method::Search,
+                    message: format!(
+                        "search makespan {ms} differs from the checker's {}",
+                        report.makespan
+                    ),
+                });
+            }
+            (Status::Optimal, Some(sched), Some(report.makespan))
+        }
+        None if stopped => (Status::Unknown, None, None),
+        None => (Status::Infeasible, None, None),
+    };
+    Ok(Outcome {
+        method: Method::Search,
+        status,
+        schedule,
+        bound,
+        elapsed,
+        notes,
+    })
+}
+
+/// Successors of a node whose completions are done: (child, Some(makespan) if
+/// the child is a finished schedule).
+fn expand(ctx: &Ctx, n: &Node) -> Vec<(Node, Option<i64>)> {
+    let mut out = vec![];
+    let now = Ticks(n.time);
+    let mut base = n.clone();
+    // Dead tensors go at once: a present copy nobody reads again only takes room.
+    for i in 0..base.state.tensors.len() {
+        let t = TensorId(i as u32);
+        if ctx.inst.tensor(t).size.0 > 0
+            && matches!(base.state.tensors[i].gpu, GpuCopy::Present(_))
+            && !ctx.needed(t, base.next)
+        {
+            let b = base.state.delete(t, now, &ctx.future(base.next));
+            if !b.is_empty() {
+                return out;
+            }
+            push(&mut base.trail, Event::Delete { tensor: t, at: now });
+        }
+    }
+    if base.next == ctx.order.len() && base.running.is_none() {
+        let mut ms = n.time;
+        let mut cur = base.trail.clone();
+        while let Some(t) = cur {
+            ms = ms.max(t.event.end().0);
+            cur = t.prev.clone();
+        }
+        out.push((base, Some(ms)));
+        return out;
+    }
+    // Live tensors that could be evicted (current CPU copy, present, not needed by
+    // an op that would start now is checked by the transitions themselves).
+    let evictable: Vec<TensorId> = (0..base.state.tensors.len())
+        .map(|i| TensorId(i as u32))
+        .filter(|t| {
+            let ts = base.state.tensor(*t);
+            ctx.inst.tensor(*t).size.0 > 0
+                && matches!(ts.gpu, GpuCopy::Present(_))
+                && ts.cpu_current()
+        })
+        .collect();
+    // Transfer candidates per free channel.
+    let mut cands: Vec<Vec<Option<Start>>> = vec![];
+    for ch in 0..base.flights.len() {
+        let mut v = vec![None];
+        if base.flights[ch].is_none() {
+            for i in 0..base.state.tensors.len() {
+                let t = TensorId(i as u32);
+                let ten = ctx.inst.tensor(t);
+                if !ten.transferable || ten.size.0 == 0 || !ctx.needed(t, base.next) {
+                    continue;
+                }
+                let ts = base.state.tensor(t);
+                for dir in [Direction::Offload, Direction::Prefetch] {
+                    if ctx.channel_ix(dir) != ch {
+                        continue;
+                    }
+                    let ok = match dir {
+                        // One offload per value: never rewrite a current CPU copy.
+                        Direction::Offload => {
+                            matches!(ts.gpu, GpuCopy::Present(_))
+                                && !ts.cpu_current()
+                                && ts.cpu_incoming == 0
+                        }
+                        Direction::Prefetch => !ts.on_gpu() && ts.cpu_current(),
+                    };
+                    if ok {
+                        v.push(Some(Start { dir, tensor: t }));
+                    }
+                }
+            }
+        }
+        cands.push(v);
+    }
+    // Op starts: none, or a run of consecutive ops (all but the last of duration 0).
+    let mut op_runs: Vec<usize> = vec![0];
+    if base.running.is_none() {
+        let mut k = base.next;
+        while k < ctx.order.len() {
+            op_runs.push(k + 1 - base.next);
+            if ctx.dur[k] > 0 {
+                break;
+            }
+            k += 1;
+        }
+    }
+    // Every combination of transfer choices across channels.
+    let mut combos: Vec<Vec<Option<Start>>> = vec![vec![]];
+    for c in &cands {
+        let mut nx = vec![];
+        for pre in &combos {
+            for x in c {
+                let mut p = pre.clone();
+                p.push(*x);
+                nx.push(p);
+            }
+        }
+        combos = nx;
+    }
+    let m = evictable.len();
+    for &run in &op_runs {
+        for combo in &combos {
+            let allocates = run > 0 || combo.iter().flatten().any(|s| s.dir == Direction::Prefetch);
+            let mut accepted: Vec<u32> = vec![];
+            // Deletes of live tensors only when an allocation here needs the room,
+            // and only minimal sets (a larger set can wait for a later allocation).
+            let mut masks: Vec<u32> = (0..(1u32 << m)).collect();
+            masks.sort_by_key(|x| x.count_ones());
+            for mask in masks {
+                if mask != 0 && !allocates {
+                    break;
+                }
+                if accepted.iter().any(|a| a & mask == *a) {
+                    continue;
+                }
+                if let Some(child) = apply(ctx, &base, run, combo, &evictable, mask) {
+                    accepted.push(mask);
+                    out.push((child, None));
+                }
+            }
+        }
+    }
+    out
+}
+
+/// Apply deletes (`mask` over `evictable`), `run` op starts and the transfer
+/// starts at this instant, in the same-instant order of MODEL.md §2.4; `None` if
+/// a transition breaches a rule or memory exceeds capacity after an allocation.
+fn apply(
+    ctx: &Ctx,
+    base: &Node,
+    run: usize,
+    combo: &[Option<Start>],
+    evictable: &[TensorId],
+    mask: u32,
+) -> Option<Node> {
+    let mut n = base.clone();
+    let now = Ticks(n.time);
+    for (j, t) in evictable.iter().enumerate() {
+        if mask & (1 << j) != 0 {
+            if !n.state.delete(*t, now, &ctx.future(n.next)).is_empty() {
+                return None;
+            }
+            push(
+                &mut n.trail,
+                Event::Delete {
+                    tensor: *t,
+                    at: now,
+                },
+            );
+        }
+    }
+    let mut started_positive = false;
+    for _ in 0..run {
+        let k = n.next;
+        let op = ctx.order[k];
+        let end = n.time + ctx.dur[k];
+        n.next = k + 1;
+        if !n
+            .state
+            .op_start(ctx.inst, op, now, Ticks(end), &ctx.future(n.next))
+            .is_empty()
+        {
+            return None;
+        }
+        if n.state.gpu_used > ctx.cap {
+            return None;
+        }
+        push(
+            &mut n.trail,
+            Event::Compute {
+                op,
+                start: now,
+                end: Ticks(end),
+            },
+        );
+        if ctx.dur[k] == 0 {
+            if !n
+                .state
+                .op_end(ctx.inst, op, now, &ctx.future(n.next))
+                .is_empty()
+            {
+                return None;
+            }
+        } else {
+            n.running = Some((k, end));
+            started_positive = true;
+        }
+    }
+    for (ch, s) in combo.iter().enumerate() {
+        let Some(s) = s else { continue };
+        let end = n.time + ctx.tau[s.tensor.ix()];
+        let (flight, b) = n
+            .state
+            .transfer_start(ctx.inst, s.dir, s.tensor, Ticks(end));
+        if !b.is_empty() || n.state.gpu_used > ctx.cap {
+            return None;
+        }
+        push(
+            &mut n.trail,
+            Event::Transfer {
+                dir: s.dir,
+                tensor: s.tensor,
+                start: now,
+                end: Ticks(end),
+                delete: false,
+            },
+        );
+        n.flights[ch] = Some(Flight {
+            dir: s.dir,
+            tensor: s.tensor,
+            end,
+            flight,
+        });
+    }
+    // The next decision instant.
+    let mut next = i64::MAX;
+    if let Some((_, e)) = n.running {
+        next = next.min(e);
+    }
+    for f in n.flights.iter().flatten() {
+        next = next.min(f.end);
+    }
+    if started_positive {
+        next = next.min(n.time + 1);
+    }
+    if next == i64::MAX {
+        // Nothing runs: unless everything is done, waiting leads nowhere.
+        if n.next == ctx.order.len() {
+            next = n.time;
+        } else {
+            return None;
+        }
+    }
+    if next == n.time && n.next < ctx.order.len() {
+        return None;
+    }
+    n.after_start = started_positive && next == n.time + 1;
+    n.time = next;
+    Some(n)
+}

@@ -1,0 +1,211 @@
+//! Exact method (b): SMT through z3. Integer start times, disjunctive ordering on
+//! the compute stream and on each transfer channel, GPU memory checked at every
+//! allocation instant; minimised by tightening the bound until "C ≤ T*−1" is
+//! unsatisfiable.
+//!
+//! Owns: the SMT encoding (`encode`, z3-free SMT-LIB2 text), the z3 driver (every
+//! z3 call of the crate lives in this file), [`solve`] and [`write_refutation`].
+//! Must not import: the MILP, the search, heuristics. Each schedule found is
+//! decoded into a [`Schedule`](crate::schedule::Schedule) and replayed by
+//! [`crate::check::check`] before its makespan is used.
+//!
+//! The in-process solver reads exactly the text that [`write_refutation`] writes,
+//! so a certificate re-checks the very formula the solver refuted.
+//! Scope and exactness: `models/SMT.md`, `proofs/SMT.md`.
+
+mod encode;
+
+use crate::exact::{ExactError, Limits, Method, Outcome, Status};
+use crate::model::Instance;
+use crate::units::Ticks;
+use encode::Encoding;
+use std::path::Path;
+use std::sync::atomic::{AtomicBool, Ordering};
+use std::time::{Duration, Instant};
+use z3::ast::{Bool, Int};
+use z3::{Config, Context, Params, SatResult, Solver};
+
+fn backend(message: impl Into<String>) -> ExactError {
+    ExactError::Backend {
+        method: Method::Smt,
+        message: message.into(),
+    }
+}
+
+/// Minimise the makespan (one-shot) or period (cyclic) of `inst`.
+///
+/// Returns `Optimal` with `bound = T*` once "C ≤ T*−1" is refuted, `Infeasible`
+/// when no schedule exists at all, `Feasible` (best schedule, no proven bound)
+/// or `Unknown` when the time limit or a cancel stops it first.
+pub fn solve(inst: &Instance, limits: &Limits) -> Result<Outcome, ExactError> {
+    let started = Instant::now();
+    let enc = Encoding::new(inst)?;
+    let mut notes = vec![
+        enc.summary(),
+        "structural limits: one eviction per gap between reads, one offload per value version, transfers at full bandwidth (proofs/SMT.md)".to_string(),
+    ];
+    let mut cfg = Config::new();
+    cfg.set_model_generation(true);
+    let ctx = Context::new(&cfg);
+    let solver = Solver::new(&ctx);
+    solver.from_string(enc.body());
+    if solver.get_assertions().is_empty() {
+        return Err(backend("z3 did not accept the generated SMT-LIB2 text"));
+    }
+    let c = Int::new_const(&ctx, "C");
+    let consts = enc.constants();
+
+    let finished = AtomicBool::new(false);
+    let handle = ctx.handle();
+    let deadline = started + limits.time_limit;
+    let result = std::thread::scope(|sc| {
+        // z3's own timeout covers a check; this watcher also honours Ctrl-C.
+        sc.spawn(|| {
+            while !finished.load(Ordering::Relaxed) {
+                if limits.cancel.load(Ordering::Relaxed) || Instant::now() >= deadline {
+                    handle.interrupt();
+                }
+                std::thread::sleep(Duration::from_millis(20));
+            }
+        });
+        let r = (|| -> Result<(Status, Option<crate::schedule::Schedule>, Option<Ticks>), ExactError> {
+            let mut best: Option<(Ticks, crate::schedule::Schedule)> = None;
+            loop {
+                let now = Instant::now();
+                if now >= deadline || limits.cancel.load(Ordering::Relaxed) {
+                    break;
+                }
+                if let Some((b, _)) = &best {
+                    solver.assert(&c.le(&Int::from_i64(&ctx, b.0 - 1)));
+                }
+                let mut params = Params::new(&ctx);
+                let left = (deadline - now).as_millis().clamp(1, u32::MAX as u128) as u32;
+                params.set_u32("timeout", left);
+                solver.set_params(&params);
+                match solver.check() {
+                    SatResult::Sat => {
+                        let model = solver.get_model().ok_or_else(|| backend("sat without a model"))?;
+                        let ints = |name: &str| {
+                            if !consts.iter().any(|(n, b)| n == name && !b) {
+                                return None;
+                            }
+                            model.eval(&Int::new_const(&ctx, name), true)?.as_i64()
+                        };
+                        let bools = |name: &str| model.eval(&Bool::new_const(&ctx, name), true)?.as_bool();
+                        let sched = enc
+                            .decode(&(ints, bools))
+                            .ok_or_else(|| backend("model lacks a value for a decision constant"))?;
+                        let report = crate::check::check(inst, &sched);
+                        if !report.valid {
+                            return Err(ExactError::CheckerRejected {
+                                method: Method::Smt,
+                                violations: report.violations.iter().map(|v| format!("{v:?}")).collect(),
+                            });
+                        }
+                        let ms = report.makespan;
+                        if best.as_ref().is_some_and(|(b, _)| ms >= *b) {
+                            return Err(backend(format!(
+                                "tightening did not decrease the makespan ({ms} after {})",
+                                best.as_ref().map(|b| b.0 .0).unwrap_or(0)
+                            )));
+                        }
+                        if limits.progress {
+                            eprintln!(
+                                "smt: {:>7.2}s  incumbent {}  (checker-validated)",
+                                started.elapsed().as_secs_f64(),
+                                ms
+                            );
+                        }
+                        best = Some((ms, sched));
+                    }
+                    SatResult::Unsat => {
+                        if limits.progress {
+                            eprintln!(
+                                "smt: {:>7.2}s  refuted C <= {}",
+                                started.elapsed().as_secs_f64(),
+                                best.as_ref().map(|b| b.0 .0 - 1).map_or("∞".into(), |x| x.to_string())
+                            );
+                        }
+                        return Ok(match best {
+                            Some((b, s)) => (Status::Optimal, Some(s), Some(b)),
+                            None => (Status::Infeasible, None, None),
+                        });
+                    }
+                    SatResult::Unknown => break,
+                }
+            }
+            Ok(match best {
+                Some((_, s)) => (Status::Feasible, Some(s), None),
+                None => (Status::Unknown, None, None),
+            })
+        })();
+        finished.store(true, Ordering::Relaxed);
+        r
+    });
+    let (status, schedule, bound) = result?;
+    if status == Status::Unknown || status == Status::Feasible {
+        notes.push(format!(
+            "stopped after {:.1}s ({})",
+            started.elapsed().as_secs_f64(),
+            if limits.cancel.load(Ordering::Relaxed) {
+                "cancelled"
+            } else {
+                "time limit"
+            }
+        ));
+    }
+    Ok(Outcome {
+        method: Method::Smt,
+        status,
+        schedule,
+        bound,
+        elapsed: started.elapsed(),
+        notes,
+    })
+}
+
+/// The certificate text: satisfiable iff a schedule with makespan (period)
+/// ≤ `below` exists within the encoding's scope.
+pub fn refutation_text(inst: &Instance, below: Ticks) -> Result<String, ExactError> {
+    let enc = Encoding::new(inst)?;
+    let json = serde_json::to_vec(inst).map_err(|e| backend(e.to_string()))?;
+    let what = if inst.mode == crate::model::Mode::Cyclic {
+        "period"
+    } else {
+        "makespan"
+    };
+    let mut out = String::new();
+    out.push_str("; offcert SMT certificate (pure integer, QF_LIA)\n");
+    out.push_str(&format!(
+        "; instance: {} (family {})\n",
+        inst.name, inst.family
+    ));
+    out.push_str(&format!(
+        "; instance sha256 (canonical JSON of the compiled instance): {}\n",
+        crate::check::sha256_bytes(&json)
+    ));
+    out.push_str(&format!(
+        "; This formula is satisfiable iff a schedule with {what} C <= {} exists\n",
+        below.0
+    ));
+    out.push_str(
+        "; (encoding: models/SMT.md; why its structural limits lose no optimum: proofs/SMT.md).\n",
+    );
+    out.push_str(&format!(
+        "; `unsat` proves that no schedule has {what} <= {}.\n",
+        below.0
+    ));
+    out.push_str(&format!("; memory unit: {} bytes\n", enc.unit));
+    out.push_str("(set-logic QF_LIA)\n");
+    out.push_str(&enc.body());
+    out.push_str(&format!("(assert (<= C {}))\n", below.0));
+    out.push_str("(check-sat)\n(exit)\n");
+    Ok(out)
+}
+
+/// Write the certificate for "no schedule has makespan (period) ≤ `below`" to
+/// `path`; re-check it with `z3 FILE` or `cvc5 FILE` (expected answer: `unsat`).
+pub fn write_refutation(inst: &Instance, below: Ticks, path: &Path) -> Result<(), ExactError> {
+    let text = refutation_text(inst, below)?;
+    std::fs::write(path, text).map_err(|e| backend(format!("writing {}: {e}", path.display())))
+}

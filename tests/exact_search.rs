@@ -1,0 +1,140 @@
+//! The exhaustive search: optima on tiny one-shot instances, every schedule
+//! accepted by the checker, and agreement with the SMT method.
+
+use offcert::exact::{search, smt, ExactError, Limits, Status};
+use offcert::family::activation_chain::{ActivationChain, ActivationLayer};
+use offcert::family::weight_chain::{WeightChain, WeightLayer};
+use offcert::family::BandwidthFile;
+use offcert::model::Instance;
+use quickcheck::{Arbitrary, Gen, QuickCheck, TestResult};
+
+fn act(layers: &[(i64, i64, u64)], x_last: u64, mem: u64, beta: u64) -> Instance {
+    ActivationChain {
+        name: "t".into(),
+        note: None,
+        layers: layers
+            .iter()
+            .map(|&(u_f, u_b, x)| ActivationLayer {
+                u_f,
+                u_b,
+                x,
+                y: 0,
+                ex_f: 0,
+                ex_b: 0,
+            })
+            .collect(),
+        x_last,
+        y_last: 0,
+        gpu_memory: mem,
+        bandwidth: BandwidthFile::PerTick(beta),
+    }
+    .compile()
+    .unwrap()
+}
+
+fn solve(inst: &Instance) -> (Status, Option<i64>) {
+    let out = search::solve(inst, &Limits::default()).expect("search runs");
+    if let Some(s) = &out.schedule {
+        let r = offcert::check::check(inst, s);
+        assert!(r.valid, "checker rejects: {:?}\n{s:?}", r.violations);
+        assert_eq!(out.bound, Some(r.makespan));
+        return (out.status, Some(r.makespan.0));
+    }
+    (out.status, None)
+}
+
+#[test]
+fn enough_memory_is_pure_compute() {
+    let inst = act(&[(2, 3, 4), (2, 3, 4), (2, 3, 4)], 4, 100, 2);
+    assert_eq!(solve(&inst), (Status::Optimal, Some(15)));
+}
+
+#[test]
+fn slow_link_uses_an_early_delete() {
+    // See tests/exact_smt.rs: 15 is reached only by deleting x3 while B2 runs.
+    let inst = act(&[(2, 3, 4), (2, 3, 4), (2, 3, 4)], 4, 12, 1);
+    assert_eq!(solve(&inst), (Status::Optimal, Some(15)));
+}
+
+#[test]
+fn infeasible_memory() {
+    let inst = act(&[(1, 1, 4), (1, 1, 4)], 4, 7, 1);
+    assert_eq!(solve(&inst), (Status::Infeasible, None));
+}
+
+#[test]
+fn cyclic_is_refused() {
+    let inst = WeightChain {
+        name: "w".into(),
+        note: None,
+        layers: vec![WeightLayer {
+            u_f: 1,
+            u_b: 1,
+            w: 1,
+            a: 1,
+        }],
+        a0: 1,
+        gpu_memory: 10,
+        bandwidth: BandwidthFile::PerTick(1),
+    }
+    .compile()
+    .unwrap();
+    assert!(matches!(
+        search::solve(&inst, &Limits::default()),
+        Err(ExactError::Unsupported { .. })
+    ));
+}
+
+/// A random tiny activation chain (2–3 layers, small sizes and durations).
+#[derive(Clone, Debug)]
+struct Tiny(Instance);
+
+impl Arbitrary for Tiny {
+    fn arbitrary(g: &mut Gen) -> Tiny {
+        let n = 2 + usize::arbitrary(g) % 2;
+        let small = |g: &mut Gen, lo: u64, hi: u64| lo + u64::arbitrary(g) % (hi - lo + 1);
+        let layers: Vec<(i64, i64, u64)> = (0..n)
+            .map(|_| (small(g, 1, 3) as i64, small(g, 1, 4) as i64, small(g, 1, 4)))
+            .collect();
+        let x_last = small(g, 1, 4);
+        let total: u64 = layers.iter().map(|l| l.2).sum::<u64>() + x_last;
+        let mem = small(g, total / 2, total + 1);
+        let beta = small(g, 1, 3);
+        Tiny(act(&layers, x_last, mem, beta))
+    }
+}
+
+fn agree(t: Tiny) -> TestResult {
+    let inst = t.0;
+    let a = search::solve(&inst, &Limits::default()).unwrap();
+    let b = smt::solve(&inst, &Limits::default()).unwrap();
+    for o in [&a, &b] {
+        if let Some(s) = &o.schedule {
+            let r = offcert::check::check(&inst, s);
+            if !r.valid {
+                return TestResult::error(format!(
+                    "{:?} schedule rejected: {:?}",
+                    o.method, r.violations
+                ));
+            }
+        }
+    }
+    if a.status != b.status || a.bound != b.bound {
+        return TestResult::error(format!(
+            "search {:?} {:?} vs smt {:?} {:?} on {}",
+            a.status,
+            a.bound,
+            b.status,
+            b.bound,
+            serde_json::to_string(&inst).unwrap()
+        ));
+    }
+    TestResult::passed()
+}
+
+#[test]
+fn search_and_smt_agree_on_random_activation_chains() {
+    QuickCheck::new()
+        .tests(25)
+        .quickcheck(agree as fn(Tiny) -> TestResult);
+}

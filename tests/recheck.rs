@@ -1,0 +1,110 @@
+//! The independent re-check (`offcert::recheck`) and the certified checker give
+//! the same verdict, the same broken rules, the same kinds of violation, the same
+//! peak memory and the same redundant offloads: on every bundled file, and on
+//! random valid schedules of both families and random mutations of them.
+
+mod common;
+
+use common::*;
+use quickcheck::{QuickCheck, TestResult};
+
+#[test]
+fn agree_on_every_bundled_file() {
+    let mut n = 0;
+    for dir in [
+        "instances/examples",
+        "instances/fixtures",
+        "instances/regressions",
+    ] {
+        for (i, s) in pairs(&repo().join(dir)) {
+            for f in [&i, &s] {
+                let v: serde_json::Value =
+                    serde_json::from_str(&std::fs::read_to_string(f).unwrap()).unwrap();
+                assert!(
+                    v.get("note")
+                        .and_then(|n| n.as_str())
+                        .is_some_and(|n| n.len() > 20),
+                    "{} has no note",
+                    f.display()
+                );
+            }
+            let (inst, sched) = load(&i, &s);
+            let r = agree(&inst, &sched);
+            let name = s.file_name().unwrap().to_string_lossy().to_string();
+            assert_eq!(r.valid, !name.contains(".invalid."), "{name}");
+            n += 1;
+        }
+    }
+    assert!(n >= 27, "only {n} bundled schedules");
+}
+
+#[test]
+fn agree_on_random_activation_schedules_and_their_mutations() {
+    fn prop(
+        spec: Vec<(u8, u8, u8, u8)>,
+        bw: u8,
+        slack: u8,
+        mask: u16,
+        la: u8,
+        muts: Vec<(u8, usize, i8)>,
+    ) -> TestResult {
+        if spec.is_empty() {
+            return TestResult::discard();
+        }
+        let c = activation_chain(&spec, bw, slack);
+        let Some((inst, s)) = activation_schedule(&c, mask, la) else {
+            return TestResult::discard();
+        };
+        let r = agree(&inst, &s);
+        if !r.valid {
+            return TestResult::failed();
+        }
+        let mut m = s;
+        for (w, i, d) in muts.into_iter().take(3) {
+            if let Some(x) = random_mutation(&m, w, i, d) {
+                m = x;
+                agree(&inst, &m);
+            }
+        }
+        TestResult::passed()
+    }
+    QuickCheck::new()
+        .tests(cases(300))
+        .max_tests(cases(3000))
+        .min_tests_passed(cases(100))
+        .quickcheck(prop as fn(_, _, _, _, _, _) -> TestResult);
+}
+
+#[test]
+fn agree_on_random_weight_schedules_and_their_mutations() {
+    fn prop(
+        spec: Vec<(u8, u8, u8, u8)>,
+        bw: u8,
+        keep: Vec<u8>,
+        muts: Vec<(u8, usize, i8)>,
+    ) -> TestResult {
+        if spec.is_empty() {
+            return TestResult::discard();
+        }
+        let c = weight_chain(&spec, bw);
+        let keep: Vec<Keep> = keep.iter().map(|b| Keep::from_bits(*b)).collect();
+        let (inst, s) = weight_schedule(&c, &keep);
+        let r = agree(&inst, &s);
+        if !r.valid {
+            return TestResult::failed();
+        }
+        let mut m = s;
+        for (w, i, d) in muts.into_iter().take(3) {
+            if let Some(x) = random_mutation(&m, w, i, d) {
+                m = x;
+                agree(&inst, &m);
+            }
+        }
+        TestResult::passed()
+    }
+    QuickCheck::new()
+        .tests(cases(300))
+        .max_tests(cases(3000))
+        .min_tests_passed(cases(100))
+        .quickcheck(prop as fn(_, _, _, _) -> TestResult);
+}
