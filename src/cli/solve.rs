@@ -1,9 +1,285 @@
-//! `offcert solve` (issue 3; being written).
+//! `offcert solve INSTANCE --method milp|smt|search|all --time-limit S
+//! [--schedule-out FILE] [--certificate DIR] [--rescale] [--json]`.
+//!
+//! Runs the exact methods through `exact::crosscheck`, so every number printed
+//! is the checker's. Ctrl-C sets `Limits::cancel`; the best schedule found so
+//! far is still printed (and written).
+
+use crate::check::sha256_bytes;
+use crate::exact::crosscheck::{self, Label, Verdict};
+use crate::exact::{milp, rescale, ExactError, Limits, Method};
+use crate::io;
+use crate::model::{Instance, Mode};
+use crate::schedule::ScheduleFile;
+use crate::units::Ticks;
+use anyhow::Context;
+use std::path::{Path, PathBuf};
 use std::process::ExitCode;
+use std::sync::atomic::Ordering;
+use std::time::Duration;
+
+#[derive(Clone, Copy, Debug, PartialEq, Eq, clap::ValueEnum)]
+pub enum MethodArg {
+    Milp,
+    Smt,
+    Search,
+    All,
+}
+
 #[derive(clap::Args, Debug)]
 pub struct SolveArgs {
-    pub instance: std::path::PathBuf,
+    /// Instance file (JSON, tagged by `family`).
+    pub instance: PathBuf,
+    /// Which exact method(s) to run; `all` runs every method and cross-checks them.
+    #[arg(long, value_enum, default_value = "all")]
+    pub method: MethodArg,
+    /// Seconds allowed per method.
+    #[arg(long, default_value_t = 60.0)]
+    pub time_limit: f64,
+    /// Write the best schedule found here (JSON schedule file).
+    #[arg(long)]
+    pub schedule_out: Option<PathBuf>,
+    /// Write a re-checkable certificate of optimality into this directory.
+    #[arg(long)]
+    pub certificate: Option<PathBuf>,
+    /// Rescale time so that every transfer time |t|/β is whole (EXACTNESS §2);
+    /// the makespan is then also shown in the file's own ticks.
+    #[arg(long)]
+    pub rescale: bool,
+    /// Print the verdict as JSON.
+    #[arg(long)]
+    pub json: bool,
 }
-pub fn run(_a: SolveArgs) -> anyhow::Result<ExitCode> {
-    anyhow::bail!("`solve` is not implemented yet")
+
+fn methods(m: MethodArg) -> Vec<Method> {
+    match m {
+        MethodArg::Milp => vec![Method::Milp],
+        MethodArg::Smt => vec![Method::Smt],
+        MethodArg::Search => vec![Method::Search],
+        MethodArg::All => vec![Method::Milp, Method::Smt, Method::Search],
+    }
+}
+
+pub fn run(a: SolveArgs) -> anyhow::Result<ExitCode> {
+    if !(a.time_limit > 0.0 && a.time_limit.is_finite()) {
+        anyhow::bail!("--time-limit: must be a positive number of seconds");
+    }
+    let text = io::read_text(&a.instance)?;
+    let (_, mut inst) = io::parse_instance(&a.instance.display().to_string(), &text)?;
+    let mut scale = 1u64;
+    if a.rescale {
+        let (r, k) = rescale(&inst).with_context(|| {
+            format!(
+                "{}: rescaling the time unit overflows 64 bits",
+                a.instance.display()
+            )
+        })?;
+        let horizon = r.total_compute().0;
+        if horizon > milp::MAX_HORIZON {
+            anyhow::bail!(
+                "{}: rescaling by K = {k} makes every transfer time whole, but the compute alone then spans {horizon} slots (limit {}); the time-indexed MILP cannot use such a grid — solve without --rescale (transfers then last ⌈|t|/β⌉ ticks) or coarsen the instance",
+                a.instance.display(),
+                milp::MAX_HORIZON
+            );
+        }
+        inst = r;
+        scale = k;
+    } else if inst
+        .tensors
+        .iter()
+        .any(|t| t.transferable && !inst.machine.bandwidth.divides(t.size))
+    {
+        eprintln!(
+            "solve: note: some transfer times |t|/β are not whole ticks; schedules are integral, so such transfers last ⌈|t|/β⌉ ticks (use --rescale for a finer grid)"
+        );
+    }
+    let cancel = std::sync::Arc::new(std::sync::atomic::AtomicBool::new(false));
+    {
+        let c = cancel.clone();
+        // A second handler cannot be installed in one process (tests run several
+        // solves): ignore that error, the first one still sets its own flag.
+        let _ = ctrlc::set_handler(move || {
+            eprintln!("solve: interrupted; returning the best schedule found so far");
+            c.store(true, Ordering::SeqCst);
+        });
+    }
+    let limits = Limits {
+        time_limit: Duration::from_secs_f64(a.time_limit),
+        cancel,
+        progress: true,
+    };
+    let v = crosscheck::run(&inst, &methods(a.method), &limits);
+    print_verdict(&a, &inst, &v, scale)?;
+    if let (Some(path), Some(s)) = (&a.schedule_out, &v.schedule) {
+        let f = ScheduleFile::from_schedule(s, &inst);
+        std::fs::write(path, serde_json::to_string_pretty(&f)? + "\n")
+            .with_context(|| format!("{}: cannot write the schedule", path.display()))?;
+    }
+    if let Some(dir) = &a.certificate {
+        write_certificate(dir, &a.instance, &text, &inst, &v)?;
+    }
+    Ok(match v.label {
+        Label::Infeasible => ExitCode::from(1),
+        _ => ExitCode::SUCCESS,
+    })
+}
+
+fn print_verdict(a: &SolveArgs, inst: &Instance, v: &Verdict, scale: u64) -> anyhow::Result<()> {
+    let what = if inst.mode == Mode::Cyclic {
+        "period"
+    } else {
+        "makespan"
+    };
+    if a.json {
+        let j = serde_json::json!({
+            "instance": a.instance.display().to_string(),
+            "status": v.label.words(),
+            "label": v.label,
+            what: v.makespan,
+            "bound": v.bound,
+            "time_scale": scale,
+            "elapsed_ms": v.elapsed.as_millis(),
+            "methods": v.methods,
+            "evidence": v.evidence,
+            "disagreements": v.disagreements,
+            "checker_valid": v.report.as_ref().map(|r| r.valid),
+        });
+        println!("{}", serde_json::to_string_pretty(&j)?);
+        return Ok(());
+    }
+    let show = |t: Option<Ticks>| match t {
+        None => "-".to_string(),
+        Some(t) if scale > 1 => format!("{t} (= {t}/{scale} in the file's ticks)"),
+        Some(t) => t.to_string(),
+    };
+    println!("status:   {}", v.label.words());
+    println!(
+        "{what}: {}{}",
+        if what == "period" { "  " } else { "" },
+        show(v.makespan)
+    );
+    println!("bound:    {}", show(v.bound));
+    println!("time:     {:.2} s", v.elapsed.as_secs_f64());
+    for m in &v.methods {
+        let claim = match (&m.status, &m.error) {
+            (Some(s), _) => format!("{s:?}").to_lowercase(),
+            (None, Some(e)) => format!("failed: {e}"),
+            (None, None) => "-".into(),
+        };
+        println!(
+            "method:   {:<7} {:<10} {what} {:<6} bound {:<6} {:.2} s",
+            format!("{:?}", m.method).to_lowercase(),
+            claim,
+            m.makespan.map(|t| t.to_string()).unwrap_or("-".into()),
+            m.bound.map(|t| t.to_string()).unwrap_or("-".into()),
+            m.elapsed_ms as f64 / 1000.0
+        );
+    }
+    for e in &v.evidence {
+        println!("evidence: {e}");
+    }
+    for d in &v.disagreements {
+        println!("DISAGREEMENT: {d}");
+    }
+    if let Some(r) = &v.report {
+        println!("checker:  valid (schedule sha256 {})", r.schedule_sha256);
+    }
+    Ok(())
+}
+
+/// The SMT-LIB2 refutation of the SMT method (`exact::smt::write_refutation`).
+fn smt_refutation(inst: &Instance, below: Ticks, path: &Path) -> Option<Result<(), ExactError>> {
+    Some(crate::exact::smt::write_refutation(inst, below, path))
+}
+
+/// Run an external solver on a file, if installed: its first output line.
+fn run_external(cmd: &str, args: &[&str], file: &Path) -> Option<String> {
+    let out = std::process::Command::new(cmd)
+        .args(args)
+        .arg(file)
+        .output()
+        .ok()?;
+    let s = String::from_utf8_lossy(&out.stdout);
+    Some(s.lines().next().unwrap_or("").trim().to_string())
+}
+
+fn write_certificate(
+    dir: &Path,
+    inst_path: &Path,
+    text: &str,
+    inst: &Instance,
+    v: &Verdict,
+) -> anyhow::Result<()> {
+    std::fs::create_dir_all(dir).with_context(|| format!("{}: cannot create", dir.display()))?;
+    let mut readme = format!(
+        "offcert certificate for {} (file sha256 {})\nstatus: {}\n",
+        inst_path.display(),
+        sha256_bytes(text.as_bytes()),
+        v.label.words()
+    );
+    let Some(m) = v.makespan else {
+        readme.push_str("no schedule was found: nothing to certify\n");
+        std::fs::write(dir.join("README.txt"), readme)?;
+        return Ok(());
+    };
+    let s = v
+        .schedule
+        .as_ref()
+        .expect("a makespan comes with its schedule");
+    let f = ScheduleFile::from_schedule(s, inst);
+    std::fs::write(
+        dir.join("schedule.json"),
+        serde_json::to_string_pretty(&f)? + "\n",
+    )?;
+    let rep = v.report.as_ref().expect("a schedule comes with its report");
+    let verdict = serde_json::json!({
+        "verdict": if rep.valid { "valid" } else { "invalid" },
+        "report": rep,
+    });
+    std::fs::write(
+        dir.join("verdict.json"),
+        serde_json::to_string_pretty(&verdict)? + "\n",
+    )?;
+    std::fs::write(dir.join("instance.json"), text)?;
+    readme.push_str(&format!(
+        "schedule.json: the schedule, makespan/period {m}; re-check: offcert check instance.json schedule.json\nverdict.json: the checker's report on it\n"
+    ));
+    let below = Ticks(m.0 - 1);
+    let smt = dir.join("refutation.smt2");
+    match smt_refutation(inst, below, &smt) {
+        Some(Ok(())) => {
+            readme.push_str(&format!(
+                "refutation.smt2: QF_LIA; `unsat` proves no schedule has makespan/period <= {}\n",
+                below.0
+            ));
+            for (cmd, args) in [("z3", vec!["-smt2"]), ("cvc5", vec!["--lang=smt2"])] {
+                if let Some(ans) = run_external(cmd, &args, &smt) {
+                    readme.push_str(&format!("  {cmd} says: {ans}\n"));
+                    eprintln!("solve: {cmd} on refutation.smt2: {ans}");
+                }
+            }
+        }
+        Some(Err(e)) => readme.push_str(&format!("refutation.smt2: not written: {e}\n")),
+        None => {
+            readme.push_str("refutation.smt2: not written: the SMT method is not in this build\n")
+        }
+    }
+    let lp = dir.join("milp-refute.lp");
+    match milp::write_lp(inst, below, false, &lp) {
+        Ok(()) => {
+            readme.push_str(&format!(
+                "milp-refute.lp: the MILP with horizon (period) {}; infeasible <=> no schedule within the structural limits of proofs/EXACTNESS.md; re-check: highs milp-refute.lp\n",
+                below.0
+            ));
+            if inst.mode == Mode::OneShot {
+                let opt = dir.join("milp-optimise.lp");
+                if milp::write_lp(inst, m, true, &opt).is_ok() {
+                    readme.push_str(&format!("milp-optimise.lp: the makespan model with horizon {m}; its optimum is {m}\n"));
+                }
+            }
+        }
+        Err(e) => readme.push_str(&format!("milp-refute.lp: not written: {e}\n")),
+    }
+    std::fs::write(dir.join("README.txt"), readme)?;
+    Ok(())
 }

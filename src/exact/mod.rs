@@ -7,6 +7,10 @@
 //! number is reported; the reported makespan is the checker's.
 //! Backend types (good_lp, highs, z3) never leave their submodule.
 
+pub mod crosscheck;
+pub mod milp;
+pub mod reduction;
+
 use crate::schedule::Schedule;
 use crate::units::Ticks;
 use std::sync::atomic::AtomicBool;
@@ -92,4 +96,32 @@ pub enum ExactError {
         method: Method,
         violations: Vec<String>,
     },
+}
+
+/// Rescale time so that every transfer time |t|/β is a whole number of ticks
+/// (`proofs/EXACTNESS.md` §2): with β = b/τ, each new tick is 1/K old ticks,
+/// K = b / gcd(b, gcd_t(|t|·τ)) over transferable tensors of positive size.
+/// Durations are multiplied by K and β becomes b/(τ·K) bytes per new tick, so
+/// |t|/β′ = |t|·τ·K/b is an integer. Returns the instance and K (1 when the
+/// times are already whole), or `None` on overflow.
+pub fn rescale(inst: &crate::model::Instance) -> Option<(crate::model::Instance, u64)> {
+    use num_integer::Integer;
+    let bw = inst.machine.bandwidth;
+    let mut g: u128 = 0;
+    for t in inst
+        .tensors
+        .iter()
+        .filter(|t| t.transferable && t.size.0 > 0)
+    {
+        g = g.gcd(&((t.size.0 as u128) * (bw.ticks as u128)));
+    }
+    let b = bw.bytes as u128;
+    let k = if g == 0 { 1 } else { b / b.gcd(&g) };
+    let k64 = u64::try_from(k).ok()?;
+    let mut out = inst.clone();
+    for op in &mut out.ops {
+        op.duration = Ticks(op.duration.0.checked_mul(i64::try_from(k64).ok()?)?);
+    }
+    out.machine.bandwidth = crate::units::Bandwidth::new(bw.bytes, bw.ticks.checked_mul(k64)?);
+    Some((out, k64))
 }

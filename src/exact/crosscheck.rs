@@ -1,0 +1,295 @@
+//! Run exact methods, replay every schedule they return with the checker, and
+//! label the result with the project's words for claim strength.
+//!
+//! Owns: [`Verdict`], [`Label`], [`run`]. A number shown to a user comes from
+//! here only after [`crate::check::check`] has accepted its schedule; a method's
+//! own makespan is never used. Must not import: heuristics, bounds.
+//!
+//! Labels:
+//! - `optimal (cross-checked)`: two methods prove the same optimum, or z3 proves
+//!   it (by refuting T*−1) and the MILP independently refutes T*−1;
+//! - `optimal (solver-reported)`: one method proves it;
+//! - `feasible, gap g`: a checked schedule and the best proven bound;
+//! - `infeasible`: every method that ran says so, with its evidence;
+//! - `unknown`: nothing established within the limits.
+
+use super::{milp, ExactError, Limits, Method, Outcome, Status};
+use crate::check::{check, Report};
+use crate::model::Instance;
+use crate::schedule::Schedule;
+use crate::units::Ticks;
+use std::time::Duration;
+
+/// A method's entry point.
+pub type SolveFn = fn(&Instance, &Limits) -> Result<Outcome, ExactError>;
+
+/// The entry point of each method available in this build.
+pub fn solver(m: Method) -> Option<SolveFn> {
+    match m {
+        Method::Milp => Some(milp::solve),
+        Method::Smt => Some(super::smt::solve),
+        Method::Search => Some(super::search::solve),
+    }
+}
+
+/// The label of a cross-checked result.
+#[derive(Clone, Debug, PartialEq, Eq, serde::Serialize)]
+#[serde(rename_all = "snake_case", tag = "label")]
+pub enum Label {
+    OptimalCrossChecked,
+    OptimalSolverReported,
+    Feasible { gap: Ticks },
+    Infeasible,
+    Unknown,
+}
+
+impl Label {
+    /// The words shown to users.
+    pub fn words(&self) -> String {
+        match self {
+            Label::OptimalCrossChecked => "optimal (cross-checked)".into(),
+            Label::OptimalSolverReported => "optimal (solver-reported)".into(),
+            Label::Feasible { gap } => format!("feasible, gap {gap}"),
+            Label::Infeasible => "infeasible".into(),
+            Label::Unknown => "unknown".into(),
+        }
+    }
+}
+
+/// What one method contributed, after the checker saw its schedule.
+#[derive(Clone, Debug, serde::Serialize)]
+pub struct MethodResult {
+    pub method: Method,
+    /// The method's claim; `None` if it failed (see `error`).
+    pub status: Option<Status>,
+    /// The checker's makespan (period) of its schedule.
+    pub makespan: Option<Ticks>,
+    pub bound: Option<Ticks>,
+    pub elapsed_ms: u128,
+    pub notes: Vec<String>,
+    pub error: Option<String>,
+    #[serde(skip)]
+    pub schedule: Option<Schedule>,
+}
+
+#[derive(Clone, Debug)]
+pub struct Verdict {
+    pub label: Label,
+    /// The checker's makespan (period) of `schedule`.
+    pub makespan: Option<Ticks>,
+    /// The best proven lower bound (equal to the makespan when optimal).
+    pub bound: Option<Ticks>,
+    pub schedule: Option<Schedule>,
+    /// The checker's report on `schedule` (always valid when present).
+    pub report: Option<Report>,
+    pub methods: Vec<MethodResult>,
+    /// Why the label holds: which methods agree, refutations, infeasibility witnesses.
+    pub evidence: Vec<String>,
+    /// Claims refuted by another method's checked schedule, or conflicting claims.
+    pub disagreements: Vec<String>,
+    pub elapsed: Duration,
+}
+
+/// Run one method and replay its schedule.
+pub fn run_one(inst: &Instance, m: Method, limits: &Limits) -> MethodResult {
+    let started = std::time::Instant::now();
+    let Some(f) = solver(m) else {
+        return MethodResult {
+            method: m,
+            status: None,
+            makespan: None,
+            bound: None,
+            elapsed_ms: 0,
+            notes: vec![],
+            error: Some("not available in this build".into()),
+            schedule: None,
+        };
+    };
+    match f(inst, limits) {
+        Ok(o) => {
+            let mut r = MethodResult {
+                method: m,
+                status: Some(o.status),
+                makespan: None,
+                bound: o.bound,
+                elapsed_ms: o.elapsed.as_millis(),
+                notes: o.notes,
+                error: None,
+                schedule: None,
+            };
+            if let Some(s) = o.schedule {
+                let rep = check(inst, &s);
+                if rep.valid {
+                    r.makespan = Some(rep.makespan);
+                    r.schedule = Some(s);
+                } else {
+                    r.error = Some(format!(
+                        "its schedule is rejected by the checker: {:?}",
+                        rep.violations
+                    ));
+                    r.status = None;
+                }
+            } else if matches!(o.status, Status::Optimal | Status::Feasible) {
+                r.error = Some("claims a schedule but returned none".into());
+                r.status = None;
+            }
+            r
+        }
+        Err(e) => MethodResult {
+            method: m,
+            status: None,
+            makespan: None,
+            bound: None,
+            elapsed_ms: started.elapsed().as_millis(),
+            notes: vec![],
+            error: Some(e.to_string()),
+            schedule: None,
+        },
+    }
+}
+
+/// Run `methods` in turn (each with the full limits) and label the result.
+pub fn run(inst: &Instance, methods: &[Method], limits: &Limits) -> Verdict {
+    let started = std::time::Instant::now();
+    let mut results = Vec::new();
+    for &m in methods {
+        if limits.cancel.load(std::sync::atomic::Ordering::SeqCst) {
+            break;
+        }
+        if limits.progress {
+            eprintln!("solve: running {m:?}");
+        }
+        results.push(run_one(inst, m, limits));
+    }
+    let mut v = label(inst, results, limits);
+    v.elapsed = started.elapsed();
+    v
+}
+
+/// Combine checked method results into a verdict.
+pub fn label(inst: &Instance, results: Vec<MethodResult>, limits: &Limits) -> Verdict {
+    let mut evidence = Vec::new();
+    let mut disagreements = Vec::new();
+    // The best checked schedule wins, whoever found it.
+    let best = results
+        .iter()
+        .filter(|r| r.makespan.is_some())
+        .min_by_key(|r| r.makespan.unwrap());
+    let best_ms = best.and_then(|r| r.makespan);
+    let schedule = best.and_then(|r| r.schedule.clone());
+    let report = schedule.as_ref().map(|s| check(inst, s));
+    let mut agree = Vec::new();
+    for r in &results {
+        match r.status {
+            Some(Status::Optimal) => {
+                if r.makespan == best_ms {
+                    agree.push(r.method);
+                } else {
+                    disagreements.push(format!(
+                        "{:?} claims optimum {} but a checked schedule of makespan {} exists",
+                        r.method,
+                        r.makespan.map(|m| m.to_string()).unwrap_or("-".into()),
+                        best_ms.map(|m| m.to_string()).unwrap_or("-".into())
+                    ));
+                }
+            }
+            Some(Status::Infeasible) if best_ms.is_some() => disagreements.push(format!(
+                "{:?} claims infeasible but a checked schedule exists",
+                r.method
+            )),
+            _ => {}
+        }
+        // A method's proven bound above a checked makespan is a contradiction.
+        if let (Some(b), Some(m)) = (r.bound, best_ms) {
+            if b > m && r.status != Some(Status::Infeasible) {
+                disagreements.push(format!(
+                    "{:?} reports lower bound {b} above the checked makespan {m}",
+                    r.method
+                ));
+            }
+        }
+    }
+    let bound = results
+        .iter()
+        .filter(|r| r.status.is_some() && r.status != Some(Status::Infeasible))
+        .filter_map(|r| r.bound)
+        .filter(|b| best_ms.is_none_or(|m| *b <= m))
+        .max();
+    let mut label = Label::Unknown;
+    if let Some(m) = best_ms {
+        if agree.len() >= 2 {
+            evidence.push(format!("{agree:?} each prove optimum {m}"));
+            label = Label::OptimalCrossChecked;
+        } else if agree.len() == 1 {
+            label = Label::OptimalSolverReported;
+            evidence.push(format!("{:?} proves optimum {m}", agree[0]));
+            // Second route: z3 refutes T*-1 and the MILP refutes it too.
+            let asked_milp = results.iter().any(|r| r.method == Method::Milp);
+            if agree[0] == Method::Smt && asked_milp {
+                match milp::refute(inst, Ticks(m.0 - 1), limits) {
+                    Ok(milp::Refutation::Refuted) => {
+                        evidence.push(format!(
+                            "z3 refutes makespan <= {} and the MILP refutes it independently",
+                            m.0 - 1
+                        ));
+                        label = Label::OptimalCrossChecked;
+                    }
+                    Ok(milp::Refutation::Feasible(_)) => disagreements.push(format!(
+                        "the MILP finds a schedule of makespan <= {} that z3 excludes",
+                        m.0 - 1
+                    )),
+                    Ok(milp::Refutation::Unknown) => {}
+                    Err(e) => evidence.push(format!("MILP refutation unavailable: {e}")),
+                }
+            }
+        } else {
+            let b = bound.unwrap_or(Ticks(0));
+            label = Label::Feasible {
+                gap: Ticks(m.0 - b.0),
+            };
+        }
+        if !disagreements.is_empty() && label == Label::OptimalCrossChecked {
+            // Never call a contested optimum cross-checked.
+            label = Label::OptimalSolverReported;
+        }
+    } else {
+        let ran: Vec<&MethodResult> = results.iter().filter(|r| r.status.is_some()).collect();
+        if !ran.is_empty() && ran.iter().all(|r| r.status == Some(Status::Infeasible)) {
+            label = Label::Infeasible;
+            for r in &ran {
+                let why: Vec<&String> = r
+                    .notes
+                    .iter()
+                    .filter(|n| n.starts_with("infeasible"))
+                    .collect();
+                evidence.push(format!(
+                    "{:?}: {}",
+                    r.method,
+                    if why.is_empty() {
+                        "proves no schedule exists".to_string()
+                    } else {
+                        why.iter()
+                            .map(|s| s.as_str())
+                            .collect::<Vec<_>>()
+                            .join("; ")
+                    }
+                ));
+            }
+        }
+    }
+    let bound = match label {
+        Label::OptimalCrossChecked | Label::OptimalSolverReported => best_ms,
+        _ => bound,
+    };
+    Verdict {
+        label,
+        makespan: best_ms,
+        bound,
+        schedule,
+        report,
+        methods: results,
+        evidence,
+        disagreements,
+        elapsed: Duration::ZERO,
+    }
+}

@@ -1,0 +1,450 @@
+//! The time-indexed model for one horizon H (one-shot: every event within
+//! [0, H]) or one period P (cyclic), following `models/MILP.md`. Each block of
+//! constraints names the rule of `models/MODEL.md` it encodes.
+//!
+//! Owns: [`Encoding`] (the model and the map from its columns back to events).
+
+use super::lp::{Lin, Lp, Var};
+use super::structure::{Anchor, Base, Release, Structure, UPos};
+use std::collections::BTreeMap;
+
+/// Time-indexed start variables of one event kind: `vars[u - lo]` is 1 iff it
+/// starts at (unrolled) instant `u`; `cums[u - lo]` is the continuous column
+/// Σ_{u' ≤ u} vars(u') (equal to it by a linking row), so that every
+/// "started by u" term costs one nonzero.
+#[derive(Clone, Debug)]
+pub struct Starts {
+    pub lo: i64,
+    pub vars: Vec<Var>,
+    pub cums: Vec<Var>,
+}
+
+impl Starts {
+    pub fn new(lp: &mut Lp, name: &str, lo: i64, hi: i64) -> Starts {
+        let vars: Vec<Var> = (lo..=hi)
+            .map(|u| lp.binary(format!("{name}_{u}")))
+            .collect();
+        let mut cums: Vec<Var> = Vec::with_capacity(vars.len());
+        for (i, v) in vars.iter().enumerate() {
+            let c = lp.continuous(format!("c{name}_{}", lo + i as i64), 0, 1);
+            let mut l = Lin::new();
+            l.add(c, 1);
+            l.add(*v, -1);
+            if i > 0 {
+                l.add(cums[i - 1], -1);
+            }
+            lp.eq(format!("cum_{name}_{}", lo + i as i64), &l, 0);
+            cums.push(c);
+        }
+        Starts { lo, vars, cums }
+    }
+    pub fn hi(&self) -> i64 {
+        self.lo + self.vars.len() as i64 - 1
+    }
+    /// "Started by instant u".
+    pub fn cum(&self, u: i64) -> Lin {
+        let mut l = Lin::new();
+        let last = (u - self.lo).min(self.vars.len() as i64 - 1);
+        if last >= 0 {
+            l.add(self.cums[last as usize], 1);
+        }
+        l
+    }
+    /// Σ u·var(u): the start instant (0 when the event does not happen).
+    pub fn time(&self) -> Lin {
+        let mut l = Lin::new();
+        for (i, v) in self.vars.iter().enumerate() {
+            l.add(*v, self.lo + i as i64);
+        }
+        l
+    }
+    /// The chosen instant in a solution.
+    pub fn value(&self, x: &[f64]) -> Option<i64> {
+        self.vars
+            .iter()
+            .position(|v| x[v.0] > 0.5)
+            .map(|i| self.lo + i as i64)
+    }
+}
+
+#[derive(Clone, Debug)]
+pub struct WindowVars {
+    pub z: Var,
+    pub release: Starts,
+    pub prefetch: Starts,
+}
+
+/// The model and everything the decoder needs.
+pub struct Encoding {
+    pub lp: Lp,
+    /// H (one-shot) or P (cyclic).
+    pub len: i64,
+    pub ops: Vec<Starts>,
+    /// Per window; `None` when the window cannot hold an eviction in this frame.
+    pub windows: Vec<Option<WindowVars>>,
+    /// Per epoch that needs an offload and has a possible window.
+    pub offloads: Vec<Option<Starts>>,
+    /// Per tensor freed at the end of a reader lasting ≥ 2 ticks: when its
+    /// allocation ends (any instant after that reader's start: once its last
+    /// reader has started the tensor is dead, and a delete may free it early).
+    pub frees: Vec<Option<Starts>>,
+}
+
+/// Why no model was built: the frame is too short for the ops alone.
+pub struct TooShort;
+
+impl Encoding {
+    pub fn build(st: &Structure, len: i64, optimise: bool) -> Result<Encoding, TooShort> {
+        let n = st.n();
+        let cyc = st.cyclic;
+        let p = if cyc { len } else { 0 };
+        let mut lp = Lp::default();
+
+        // --- op starts (R2, R4, R8) -------------------------------------------
+        let total: i64 = st.dur.iter().sum();
+        if total > len {
+            return Err(TooShort);
+        }
+        let mut ops = Vec::with_capacity(n);
+        let mut before = 0;
+        for k in 0..n {
+            let after: i64 = st.dur[k..].iter().sum();
+            let es = before;
+            // Cyclic: compute lies in [0, P], every event starts in [0, P) (R8;
+            // a zero-duration op too), and, by rotation, the first op starts at 0.
+            let ls = if cyc && k == 0 {
+                0
+            } else if cyc {
+                (len - after).min(len - 1)
+            } else {
+                len - after
+            };
+            if ls < es {
+                return Err(TooShort);
+            }
+            ops.push(Starts::new(&mut lp, &format!("s_{k}"), es, ls));
+            before += st.dur[k];
+        }
+        for k in 0..n {
+            let mut l = Lin::new();
+            l.add_all(&ops[k].vars, 1);
+            lp.eq(format!("R8_once_{k}"), &l, 1);
+        }
+        // R2/R8: one stream, the fixed order: S_k ≥ S_{k-1} + d_{k-1}.
+        for k in 1..n {
+            for u in ops[k].lo..=ops[k].hi() {
+                let mut l = ops[k].cum(u);
+                l.add_lin(&ops[k - 1].cum(u - st.dur[k - 1]), -1);
+                lp.le(format!("R2_order_{k}_{u}"), &l, 0);
+            }
+        }
+        // Early frees (R6 allows deleting a tensor once its last reader has
+        // started; the freeing op's end is only the latest such instant).
+        let mut frees: Vec<Option<Starts>> = vec![None; st.base.len()];
+        for (i, b) in st.base.iter().enumerate() {
+            let f = match *b {
+                Base::Initial(Some(Release::Freed(f)))
+                | Base::Produced(_, Some(Release::Freed(f))) => f,
+                _ => continue,
+            };
+            if st.dur[f] < 2 || st.size[i] == 0 {
+                continue;
+            }
+            let q = Starts::new(
+                &mut lp,
+                &format!("f_{i}"),
+                ops[f].lo + 1,
+                ops[f].hi() + st.dur[f],
+            );
+            let mut l = q.cum(q.hi());
+            lp.eq(format!("R6_free_once_{i}"), &l, 1);
+            for u in q.lo..=q.hi() {
+                // After the reader's start (releases precede starts at an instant) …
+                l = q.cum(u);
+                l.add_lin(&ops[f].cum(u - 1), -1);
+                lp.le(format!("R1_free_after_last_read_{i}_{u}"), &l, 0);
+                // … and by its end at the latest.
+                l = ops[f].cum(u - st.dur[f]);
+                l.add_lin(&q.cum(u), -1);
+                lp.le(format!("R7_freed_by_end_{i}_{u}"), &l, 0);
+            }
+            frees[i] = Some(q);
+        }
+        // "Op at unrolled position q has started by unrolled instant u".
+        let op_cum = |ops: &Vec<Starts>, q: UPos, u: i64| -> Lin {
+            let (k, lap) = (q % n, (q / n) as i64);
+            ops[k].cum(u - lap * p)
+        };
+        let op_lo = |q: UPos| -> i64 { ops[q % n].lo + (q / n) as i64 * p };
+        let op_hi = |q: UPos| -> i64 { ops[q % n].hi() + (q / n) as i64 * p };
+        let umax = if cyc { 2 * p - 1 } else { len };
+
+        // --- windows and epochs (R1, R3, R5, R6) -------------------------------
+        let mut windows: Vec<Option<WindowVars>> = vec![None; st.windows.len()];
+        let mut offloads: Vec<Option<Starts>> = vec![None; st.epochs.len()];
+        for (e, ep) in st.epochs.iter().enumerate() {
+            let t = ep.tensor.ix();
+            let d = st.dt[t];
+            if cyc && d > p {
+                continue; // a transfer longer than the period overlaps itself (R2)
+            }
+            let ready_lo = ep.ready.map(|m| op_lo(m) + st.dur[m % n]).unwrap_or(0);
+            let mut live = Vec::new();
+            for &wi in &ep.windows {
+                let w = &st.windows[wi];
+                let anchor_lo = match w.from {
+                    Anchor::Time0 => 0,
+                    Anchor::Read(a) => op_lo(a) + 1,
+                    Anchor::Ready(a) => op_lo(a) + st.dur[a % n],
+                };
+                let rlo = if ep.needs_offload {
+                    anchor_lo.max(ready_lo + d)
+                } else {
+                    anchor_lo
+                };
+                let phi = (op_hi(w.to) - d).min(umax);
+                if rlo > phi {
+                    continue;
+                }
+                let z = lp.binary(format!("z_{wi}"));
+                let release = Starts::new(&mut lp, &format!("r_{wi}"), rlo, phi);
+                let prefetch = Starts::new(&mut lp, &format!("p_{wi}"), rlo, phi);
+                let mut l = release.cum(phi);
+                l.add(z, -1);
+                lp.eq(format!("W_release_once_{wi}"), &l, 0);
+                let mut l = prefetch.cum(phi);
+                l.add(z, -1);
+                lp.eq(format!("W_prefetch_once_{wi}"), &l, 0);
+                for u in rlo..=phi {
+                    // R3: a prefetch needs no GPU copy: released by the time it starts.
+                    let mut l = prefetch.cum(u);
+                    l.add_lin(&release.cum(u), -1);
+                    lp.le(format!("R3_prefetch_after_release_{wi}_{u}"), &l, 0);
+                    // R1: present at the anchor's start (releases at an instant come
+                    // before op starts) or current from the anchor's end.
+                    let need = match w.from {
+                        Anchor::Time0 => None,
+                        Anchor::Read(a) => Some(op_cum(&ops, a, u - 1)),
+                        Anchor::Ready(a) => Some(op_cum(&ops, a, u - st.dur[a % n])),
+                    };
+                    if let Some(need) = need {
+                        let mut l = release.cum(u);
+                        l.add_lin(&need, -1);
+                        lp.le(format!("R1_release_after_use_{wi}_{u}"), &l, 0);
+                    }
+                }
+                // R1 at the next reader: the prefetch (≥ ⌈|t|/β⌉ ticks, R5) has ended.
+                for u in op_lo(w.to)..=op_hi(w.to) {
+                    let mut l = op_cum(&ops, w.to, u);
+                    l.add_lin(&prefetch.cum(u - d), -1);
+                    l.add(z, 1);
+                    lp.le(format!("R1_back_before_reader_{wi}_{u}"), &l, 1);
+                }
+                windows[wi] = Some(WindowVars {
+                    z,
+                    release,
+                    prefetch,
+                });
+                live.push(wi);
+            }
+            if live.is_empty() || !ep.needs_offload {
+                continue;
+            }
+            // R6: every release of the epoch follows the end of one offload that
+            // read the epoch's value (it starts after the value became current).
+            let ohi = live
+                .iter()
+                .map(|wi| windows[*wi].as_ref().unwrap().release.hi() - d)
+                .max()
+                .unwrap();
+            let off = Starts::new(&mut lp, &format!("o_{e}"), ready_lo, ohi);
+            let mut sumz = Lin::new();
+            for wi in &live {
+                let wv = windows[*wi].as_ref().unwrap();
+                sumz.add(wv.z, 1);
+                let mut l = Lin::new();
+                l.add(wv.z, 1);
+                l.add_lin(&off.cum(ohi), -1);
+                lp.le(format!("R6_offload_needed_{wi}"), &l, 0);
+                for u in wv.release.lo..=wv.release.hi() {
+                    let mut l = wv.release.cum(u);
+                    l.add_lin(&off.cum(u - d), -1);
+                    lp.le(format!("R6_release_after_offload_{wi}_{u}"), &l, 0);
+                }
+            }
+            // An offload without an eviction is useless (symmetry cut).
+            let mut l = off.cum(ohi);
+            l.add_lin(&sumz, -1);
+            lp.le(format!("offload_serves_eviction_{e}"), &l, 0);
+            if let Some(m) = ep.ready {
+                for u in off.lo..=off.hi() {
+                    let mut l = off.cum(u);
+                    l.add_lin(&op_cum(&ops, m, u - st.dur[m % n]), -1);
+                    lp.le(format!("R6_offload_reads_current_{e}_{u}"), &l, 0);
+                }
+            }
+            offloads[e] = Some(off);
+        }
+
+        // --- channels (R2) ------------------------------------------------------
+        let slot = |u: i64| -> i64 {
+            if cyc {
+                u.rem_euclid(p)
+            } else {
+                u
+            }
+        };
+        let mut chan: BTreeMap<(u8, i64), Lin> = BTreeMap::new();
+        let half = st.half_duplex;
+        let mut occupy = |s: &Starts, d: i64, dir: u8| {
+            let c = if half { 0 } else { dir };
+            for (i, v) in s.vars.iter().enumerate() {
+                for off in 0..d {
+                    chan.entry((c, slot(s.lo + i as i64 + off)))
+                        .or_default()
+                        .add(*v, 1);
+                }
+            }
+        };
+        for (e, o) in offloads.iter().enumerate() {
+            if let Some(o) = o {
+                occupy(o, st.dt[st.epochs[e].tensor.ix()], 1);
+            }
+        }
+        for (wi, w) in windows.iter().enumerate() {
+            if let Some(w) = w {
+                occupy(&w.prefetch, st.dt[st.windows[wi].tensor.ix()], 2);
+            }
+        }
+        for ((c, s), l) in &chan {
+            if l.terms.len() > 1 {
+                lp.le(format!("R2_channel_{c}_{s}"), l, 1);
+            }
+        }
+
+        // --- memory per slot (R7) -------------------------------------------------
+        // The state after every action at instant σ; it bounds every allocation
+        // checkpoint at σ except those of zero-duration ops (below).
+        let nslots = if cyc { p } else { len };
+        for s in 0..nslots {
+            let mut l = Lin::new();
+            for (i, b) in st.base.iter().enumerate() {
+                let sz = st.size[i];
+                if sz == 0 {
+                    continue;
+                }
+                let released = |l: &mut Lin, r: Option<Release>| match r {
+                    None => {}
+                    Some(Release::Consumed(c)) => {
+                        l.add_lin(&ops[c].cum(s), -sz);
+                    }
+                    Some(Release::Freed(f)) => match &frees[i] {
+                        Some(q) => {
+                            l.add_lin(&q.cum(s), -sz);
+                        }
+                        None => {
+                            l.add_lin(&ops[f].cum(s - st.dur[f]), -sz);
+                        }
+                    },
+                };
+                match *b {
+                    Base::None => {}
+                    Base::Always => {
+                        l.konst(sz);
+                    }
+                    Base::Initial(r) => {
+                        l.konst(sz);
+                        released(&mut l, r);
+                    }
+                    Base::Produced(pp, r) => {
+                        l.add_lin(&ops[pp].cum(s), sz);
+                        released(&mut l, r);
+                    }
+                }
+            }
+            for k in 0..n {
+                if st.tmp[k] > 0 && st.dur[k] > 0 {
+                    l.add_lin(&ops[k].cum(s), st.tmp[k]);
+                    l.add_lin(&ops[k].cum(s - st.dur[k]), -st.tmp[k]);
+                }
+            }
+            for (wi, w) in windows.iter().enumerate() {
+                if let Some(w) = w {
+                    let sz = st.size[st.windows[wi].tensor.ix()];
+                    let laps: &[i64] = if cyc { &[0, 1] } else { &[0] };
+                    for lap in laps {
+                        let u = s + lap * p;
+                        l.add_lin(&w.release.cum(u), -sz);
+                        l.add_lin(&w.prefetch.cum(u), sz);
+                    }
+                }
+            }
+            if l.terms.is_empty() {
+                if l.constant > st.cap {
+                    // Nothing can change the memory of this slot and it is too much.
+                    lp.rows.clear();
+                    return Err(TooShort);
+                }
+                continue;
+            }
+            lp.le(format!("R7_slot_{s}"), &l, st.cap);
+        }
+
+        // --- memory at the start of zero-duration ops (R7, models/MODEL.md §2.4) --
+        let big = umax + 2;
+        for k in 0..n {
+            if st.dur[k] != 0 || st.static_mem[k] <= st.cap {
+                continue;
+            }
+            let mut l = Lin::new();
+            l.konst(st.static_mem[k]);
+            for (wi, w) in st.windows.iter().enumerate() {
+                let Some(wv) = &windows[wi] else { continue };
+                let a = match w.from {
+                    Anchor::Time0 => None,
+                    Anchor::Read(a) | Anchor::Ready(a) => Some(a),
+                };
+                for q in [k, k + n] {
+                    if !(a.is_none_or(|a| a < q) && q < w.to) {
+                        continue;
+                    }
+                    // y = 1 only if the tensor is absent at this op's start:
+                    // released at or before it, its prefetch not started before it.
+                    let y = lp.binary(format!("y_{wi}_{k}"));
+                    let lap = (q / n) as i64 * p;
+                    let mut c = Lin::new();
+                    c.add(y, 1);
+                    c.add(wv.z, -1);
+                    lp.le(format!("R7_absent_needs_eviction_{wi}_{k}"), &c, 0);
+                    let mut c = wv.release.time();
+                    c.add_lin(&ops[k].time(), -1);
+                    c.add(y, big);
+                    lp.le(format!("R7_absent_after_release_{wi}_{k}"), &c, big + lap);
+                    let mut c = ops[k].time();
+                    c.add_lin(&wv.prefetch.time(), -1);
+                    c.add(y, big);
+                    lp.le(format!("R7_absent_before_prefetch_{wi}_{k}"), &c, big - lap);
+                    l.add(y, -st.size[w.tensor.ix()]);
+                }
+            }
+            if l.terms.is_empty() {
+                return Err(TooShort);
+            }
+            lp.le(format!("R7_zero_op_{k}"), &l, st.cap);
+        }
+
+        if optimise && !cyc {
+            let mut obj = ops[n - 1].time();
+            obj.konst(st.dur[n - 1]);
+            lp.objective = obj;
+        }
+        Ok(Encoding {
+            lp,
+            len,
+            ops,
+            windows,
+            offloads,
+            frees,
+        })
+    }
+}

@@ -1,0 +1,389 @@
+//! The time-indexed MILP (`models/MILP.md`), solved with HiGHS through good_lp.
+//!
+//! Owns: the encoding of an instance for one horizon or period
+//! (`structure`, `encode`), the decoder back to a [`Schedule`] (`decode`), the
+//! solve strategy ([`solve`], [`refute`]) and the `.lp` export ([`write_lp`]).
+//! Must not import: the other exact methods, heuristics. good_lp and highs stay
+//! inside `lp`. Every schedule it returns has been replayed by
+//! [`crate::check::check`]; a rejected one is an error, never a result.
+//!
+//! Strategy. Feasibility of one horizon H (one-shot: every event in [0, H]) or
+//! one period P (cyclic) is a MILP, and it is monotone in H or P (EXACTNESS
+//! §5). From the compute bound, frames are tried galloping upwards, then by
+//! bisection: the least feasible frame is the optimum, every smaller one having
+//! been refuted by HiGHS. One-shot searches are capped by a checked ASAP
+//! schedule; without one (and for cyclic ones) by the structural bound of
+//! EXACTNESS §4, whose refutation proves the instance infeasible.
+
+mod decode;
+mod encode;
+mod lp;
+mod structure;
+
+use super::{ExactError, Limits, Method, Outcome, Status};
+use crate::check::check;
+use crate::model::{Instance, TensorId};
+use crate::schedule::Schedule;
+use crate::simulate::{asap, Plan};
+use crate::units::Ticks;
+use encode::{Encoding, TooShort};
+use lp::LpResult;
+use std::sync::atomic::Ordering;
+use std::time::{Duration, Instant};
+use structure::{Base, Structure};
+
+/// Largest horizon or period (in slots) the MILP will build.
+pub const MAX_HORIZON: i64 = 5000;
+
+/// What a refutation attempt established about "some schedule has makespan
+/// (period) ≤ below".
+#[derive(Clone, Debug)]
+pub enum Refutation {
+    /// No such schedule exists (within the structural limits of EXACTNESS §3).
+    Refuted,
+    /// A checked schedule with makespan (period) ≤ below.
+    Feasible(Schedule),
+    /// Time limit or interrupt.
+    Unknown,
+}
+
+fn backend(m: impl Into<String>) -> ExactError {
+    ExactError::Backend {
+        method: Method::Milp,
+        message: m.into(),
+    }
+}
+
+/// Replay a decoded schedule; the checker's verdict is final.
+fn checked(inst: &Instance, s: Schedule) -> Result<(Schedule, Ticks), ExactError> {
+    let r = check(inst, &s);
+    if !r.valid {
+        return Err(ExactError::CheckerRejected {
+            method: Method::Milp,
+            violations: r.violations.iter().map(|v| format!("{v:?}")).collect(),
+        });
+    }
+    Ok((s, r.makespan))
+}
+
+/// Run one HiGHS solve in a worker thread so that an interrupt (`limits.cancel`)
+/// returns at once; progress lines go to stderr.
+fn run_lp(
+    lp: &lp::Lp,
+    deadline: Instant,
+    limits: &Limits,
+    what: &str,
+    start: Instant,
+) -> Result<Option<LpResult>, ExactError> {
+    let left = deadline.saturating_duration_since(Instant::now());
+    if left.is_zero() {
+        return Ok(None);
+    }
+    let model = lp.clone();
+    let (tx, rx) = std::sync::mpsc::channel();
+    std::thread::spawn(move || {
+        let _ = tx.send(model.solve(left));
+    });
+    let mut last = Instant::now();
+    loop {
+        match rx.recv_timeout(Duration::from_millis(100)) {
+            Ok(r) => return r.map(Some).map_err(backend),
+            Err(std::sync::mpsc::RecvTimeoutError::Timeout) => {}
+            Err(_) => return Err(backend("the HiGHS worker stopped")),
+        }
+        if limits.cancel.load(Ordering::SeqCst) {
+            return Ok(None);
+        }
+        if limits.progress && last.elapsed() >= Duration::from_secs(5) {
+            last = Instant::now();
+            eprintln!(
+                "milp: {:>7.1}s  solving {what}",
+                start.elapsed().as_secs_f64()
+            );
+        }
+    }
+}
+
+fn analyse(inst: &Instance) -> Result<Structure, ExactError> {
+    inst.validate().map_err(|e| ExactError::Unsupported {
+        method: Method::Milp,
+        reason: e.to_string(),
+    })?;
+    Structure::analyse(inst)
+}
+
+fn check_horizon(h: i64) -> Result<(), ExactError> {
+    if h > MAX_HORIZON {
+        return Err(ExactError::HorizonTooLarge {
+            method: Method::Milp,
+            horizon: h,
+            limit: MAX_HORIZON,
+        });
+    }
+    Ok(())
+}
+
+/// A static proof of infeasibility: an op that cannot start within the
+/// capacity even with every evictable tensor away.
+fn memory_witness(inst: &Instance, st: &Structure) -> Option<String> {
+    (0..st.n()).find(|&k| st.least_mem(k) > st.cap).map(|k| {
+        format!(
+            "op {} needs at least {} B at its start (its inputs, outputs, scratch and every tensor that cannot be away then), capacity {} B",
+            inst.op(st.seq[k]).name,
+            st.least_mem(k) as u128 * st.unit as u128,
+            inst.machine.gpu_capacity.0
+        )
+    })
+}
+
+fn model_note(enc: &Encoding, what: &str) -> String {
+    format!(
+        "{what}: {} columns, {} rows, {} nonzeros",
+        enc.lp.num_cols(),
+        enc.lp.rows.len(),
+        enc.lp.num_nonzeros()
+    )
+}
+
+const LIMITS_NOTE: &str = "structural limits (proofs/EXACTNESS.md §3): fixed order, each op once; per tensor at most one eviction between two consecutive uses and one offload per value; transfers of minimal length";
+
+/// The best checked schedule of the ASAP simulator over two plans (nothing
+/// offloaded; every movable tensor offloaded), for a one-shot horizon.
+fn heuristic_upper(inst: &Instance, st: &Structure) -> Option<(Schedule, Ticks)> {
+    let movable: Vec<TensorId> = st.epochs.iter().map(|e| e.tensor).collect();
+    let mut best: Option<(Schedule, Ticks)> = None;
+    for plan in [
+        Plan {
+            offload: vec![],
+            lookahead: None,
+        },
+        Plan {
+            offload: movable,
+            lookahead: None,
+        },
+    ] {
+        if let Ok(s) = asap(inst, &plan) {
+            let r = check(inst, &s);
+            if r.valid && best.as_ref().is_none_or(|b| r.makespan < b.1) {
+                best = Some((s, r.makespan));
+            }
+        }
+    }
+    best
+}
+
+/// Minimise the makespan (one-shot) or the period (cyclic).
+pub fn solve(inst: &Instance, limits: &Limits) -> Result<Outcome, ExactError> {
+    let start = Instant::now();
+    let deadline = start + limits.time_limit;
+    let st = analyse(inst)?;
+    let mut notes = vec![LIMITS_NOTE.to_string()];
+    let outcome = |status, schedule, bound, notes| Outcome {
+        method: Method::Milp,
+        status,
+        schedule,
+        bound,
+        elapsed: start.elapsed(),
+        notes,
+    };
+    if let Some(w) = memory_witness(inst, &st) {
+        notes.push(format!("infeasible: {w}"));
+        return Ok(outcome(Status::Infeasible, None, None, notes));
+    }
+    let compute: i64 = st.dur.iter().sum();
+    // One-shot: a checked ASAP schedule caps the search; otherwise the
+    // structural bound (EXACTNESS §4) does.
+    let mut best: Option<(Schedule, Ticks)> = if st.cyclic {
+        None
+    } else {
+        heuristic_upper(inst, &st)
+    };
+    let pmax = match &best {
+        Some((_, m)) => m.0,
+        None => st.horizon_bound(),
+    };
+    if let Some((_, m)) = &best {
+        notes.push(format!("upper bound {m} from a checked ASAP schedule"));
+    }
+    let what = if st.cyclic { "period" } else { "horizon" };
+    let mut lo = if st.cyclic { compute.max(1) } else { compute }; // every frame < lo is refuted
+    let mut sizes = String::new();
+    // Some(Some(schedule)): feasible; Some(None): refuted; None: stopped.
+    let try_frame =
+        |p: i64, sizes: &mut String| -> Result<Option<Option<(Schedule, Ticks)>>, ExactError> {
+            check_horizon(p)?;
+            let enc = match Encoding::build(&st, p, false) {
+                Ok(e) => e,
+                Err(TooShort) => return Ok(Some(None)),
+            };
+            *sizes = model_note(&enc, &format!("model at {what} {p}"));
+            let res = run_lp(&enc.lp, deadline, limits, &format!("{what} {p}"), start)?;
+            Ok(match res {
+                Some(LpResult::Optimal(x)) | Some(LpResult::Feasible(x)) => {
+                    Some(Some(checked(inst, decode::decode(&st, &enc, &x))?))
+                }
+                Some(LpResult::Infeasible) => Some(None),
+                Some(LpResult::Unknown) | None => None,
+            })
+        };
+    let report = |lo: i64, best: &Option<(Schedule, Ticks)>| {
+        if limits.progress {
+            eprintln!(
+                "milp: {:>7.1}s  incumbent {}, bound {lo}",
+                start.elapsed().as_secs_f64(),
+                best.as_ref()
+                    .map(|b| b.1 .0.to_string())
+                    .unwrap_or("-".into())
+            );
+        }
+    };
+    let mut stopped = false;
+    // Gallop up from the compute bound until a frame is feasible.
+    let mut step = 1;
+    let mut p = lo;
+    while best.as_ref().is_none_or(|b| lo < b.1 .0) {
+        let cap = best.as_ref().map(|b| b.1 .0 - 1).unwrap_or(pmax);
+        let q = p.min(cap);
+        match try_frame(q, &mut sizes)? {
+            Some(Some(found)) => {
+                if best.as_ref().is_none_or(|b| found.1 < b.1) {
+                    best = Some(found);
+                }
+                break;
+            }
+            Some(None) => {
+                lo = q + 1;
+                if best.is_none() && q >= pmax {
+                    notes.push(sizes.clone());
+                    notes.push(format!(
+                        "infeasible: every {what} up to the structural bound {pmax} is refuted (EXACTNESS §4)"
+                    ));
+                    return Ok(outcome(Status::Infeasible, None, None, notes));
+                }
+                p = q + step;
+                step *= 2;
+            }
+            None => {
+                stopped = true;
+                break;
+            }
+        }
+        report(lo, &best);
+    }
+    // Bisect between lo (everything below refuted) and the best schedule.
+    while !stopped {
+        let Some(hi) = best.as_ref().map(|b| b.1 .0) else {
+            break;
+        };
+        if lo >= hi {
+            break;
+        }
+        let mid = lo + (hi - lo) / 2;
+        match try_frame(mid, &mut sizes)? {
+            Some(Some(found)) => {
+                if best.as_ref().is_none_or(|b| found.1 < b.1) {
+                    best = Some(found);
+                }
+                // A feasible frame mid proves the optimum <= mid.
+                if best.as_ref().is_some_and(|b| b.1 .0 > mid) {
+                    return Err(backend("decoded schedule longer than its frame"));
+                }
+            }
+            Some(None) => lo = mid + 1,
+            None => stopped = true,
+        }
+        report(lo, &best);
+    }
+    if !sizes.is_empty() {
+        notes.push(sizes);
+    }
+    notes.push(format!("every {what} below {lo} refuted by HiGHS"));
+    if stopped {
+        notes.push("stopped (interrupt or time limit) before the search closed".into());
+    }
+    Ok(match best {
+        Some((s, m)) if m.0 <= lo => outcome(Status::Optimal, Some(s), Some(m), notes),
+        Some((s, _)) => outcome(Status::Feasible, Some(s), Some(Ticks(lo)), notes),
+        None => outcome(Status::Unknown, None, Some(Ticks(lo)), notes),
+    })
+}
+
+/// Is there a schedule with makespan (period) ≤ `below`? The MILP's own
+/// refutation, used by the cross-check beside z3's.
+pub fn refute(inst: &Instance, below: Ticks, limits: &Limits) -> Result<Refutation, ExactError> {
+    let start = Instant::now();
+    let st = analyse(inst)?;
+    if memory_witness(inst, &st).is_some() || below.0 < 1 && st.cyclic {
+        return Ok(Refutation::Refuted);
+    }
+    if below.0 < 0 {
+        return Ok(Refutation::Refuted);
+    }
+    check_horizon(below.0)?;
+    let enc = match Encoding::build(&st, below.0, false) {
+        Ok(e) => e,
+        Err(TooShort) => return Ok(Refutation::Refuted),
+    };
+    let deadline = start + limits.time_limit;
+    Ok(
+        match run_lp(&enc.lp, deadline, limits, "refutation", start)? {
+            Some(LpResult::Infeasible) => Refutation::Refuted,
+            Some(LpResult::Optimal(x)) | Some(LpResult::Feasible(x)) => {
+                Refutation::Feasible(checked(inst, decode::decode(&st, &enc, &x))?.0)
+            }
+            _ => Refutation::Unknown,
+        },
+    )
+}
+
+/// Write the model for horizon (period) `frame` in CPLEX LP format. With
+/// `optimise` (one-shot only) the objective is the makespan; otherwise it is a
+/// feasibility model, whose infeasibility at T*−1 any MILP solver can re-check.
+pub fn write_lp(
+    inst: &Instance,
+    frame: Ticks,
+    optimise: bool,
+    path: &std::path::Path,
+) -> Result<(), ExactError> {
+    let st = analyse(inst)?;
+    check_horizon(frame.0)?;
+    let comment = format!(
+        "offcert time-indexed MILP (models/MILP.md) for instance `{}`\n{} {}; {}\n{}",
+        inst.name,
+        if st.cyclic {
+            "period P ="
+        } else {
+            "horizon H ="
+        },
+        frame.0,
+        if optimise {
+            "objective: makespan"
+        } else {
+            "feasibility model: infeasible <=> no schedule fits"
+        },
+        "memory in units of the gcd of all sizes; variables s_k_u: op k starts at u"
+    );
+    let text = match Encoding::build(&st, frame.0, optimise) {
+        Ok(enc) => enc.lp.to_lp_string(&comment),
+        // Too short for the ops alone: an explicitly infeasible model.
+        Err(TooShort) => format!(
+            "\\ {}\n\\ the frame is shorter than the total compute or an op's memory\nMinimize\n obj: + 0 zero_column\nSubject To\n too_short: + 1 zero_column >= 1\nBounds\n 0 <= zero_column <= 0\nEnd\n",
+            comment.replace('\n', "\n\\ ")
+        ),
+    };
+    std::fs::write(path, text).map_err(|e| backend(format!("{}: {e}", path.display())))
+}
+
+/// How many persistent tensors and windows the encoding has (for notes/tests).
+pub fn describe(inst: &Instance) -> Result<String, ExactError> {
+    let st = analyse(inst)?;
+    let persistent = st.base.iter().filter(|b| **b == Base::Always).count();
+    Ok(format!(
+        "{} ops, {} windows, {} epochs, {} persistent tensors, memory unit {} B",
+        st.n(),
+        st.windows.len(),
+        st.epochs.len(),
+        persistent,
+        st.unit
+    ))
+}

@@ -1,0 +1,150 @@
+//! The 3-partition reductions of Theorem 1 of both papers (`proofs/REDUCTIONS.md`),
+//! built by `exact::reduction` for small m, time in ticks of 1/V unit.
+//! Yes-instances must reach the target, no-instances must not, and the exact
+//! methods must agree. Where a construction encoded as stated contradicts its
+//! paper, the test asserts what the model actually gives (explained in
+//! REDUCTIONS.md), so a change of behaviour is noticed.
+
+use offcert::check::check;
+use offcert::exact::reduction::ThreePartition;
+use offcert::exact::{milp, smt, Limits, Status};
+use offcert::family::InstanceFile;
+use offcert::model::Instance;
+use offcert::units::Ticks;
+use std::time::Duration;
+
+fn limits() -> Limits {
+    Limits {
+        time_limit: Duration::from_secs(120),
+        ..Default::default()
+    }
+}
+
+fn yes1() -> ThreePartition {
+    ThreePartition::new(vec![2, 2, 3]).unwrap() // V = 7
+}
+fn yes2() -> ThreePartition {
+    ThreePartition::new(vec![4, 4, 5, 4, 4, 5]).unwrap() // V = 13
+}
+fn no2() -> ThreePartition {
+    ThreePartition::new(vec![4, 4, 4, 4, 4, 6]).unwrap() // V = 13
+}
+
+fn act(tp: &ThreePartition) -> Instance {
+    InstanceFile::ActivationChain(tp.activation_repaired())
+        .compile()
+        .unwrap()
+}
+fn weight(tp: &ThreePartition) -> Instance {
+    InstanceFile::WeightChain(tp.weight_as_stated())
+        .compile()
+        .unwrap()
+}
+
+/// Is there a checked schedule of makespan (period) <= t, per the MILP?
+fn reaches(inst: &Instance, t: i64) -> bool {
+    match milp::refute(inst, Ticks(t), &limits()).unwrap() {
+        milp::Refutation::Refuted => false,
+        milp::Refutation::Feasible(s) => {
+            let r = check(inst, &s);
+            assert!(r.valid, "{:?}", r.violations);
+            assert!(r.makespan <= Ticks(t));
+            true
+        }
+        milp::Refutation::Unknown => panic!("MILP ran out of time"),
+    }
+}
+
+#[test]
+fn generator_classifies_the_partitions() {
+    assert!(yes1().strict() && yes1().solvable());
+    assert!(yes2().strict() && yes2().solvable());
+    assert!(no2().strict() && !no2().solvable());
+    assert_eq!(yes2().target(), 52);
+}
+
+#[test]
+fn activation_repaired_yes_reaches_t_no_does_not() {
+    for tp in [yes1(), yes2()] {
+        assert!(reaches(&act(&tp), tp.target()), "{:?}", tp.nums);
+    }
+    let tp = no2();
+    assert!(!reaches(&act(&tp), tp.target()));
+    assert!(
+        reaches(&act(&tp), tp.target() + 1),
+        "one tick more suffices"
+    );
+}
+
+#[test]
+fn activation_as_stated_cannot_reach_t_even_for_yes() {
+    // As stated, m+1 forward ops last one unit and B_{3m} lasts m: the compute
+    // alone is 2m+1 units > T (REDUCTIONS.md §1).
+    let tp = yes1();
+    let inst = InstanceFile::ActivationChain(tp.activation_as_stated())
+        .compile()
+        .unwrap();
+    assert!(inst.total_compute().0 > tp.target());
+    assert!(!reaches(&inst, tp.target()));
+}
+
+#[test]
+fn weight_as_stated_yes_misses_t_by_one_tick_no_misses_by_more() {
+    // The zero-duration B_1 must start before the period ends (R8), so a
+    // yes-instance needs T + 1 ticks; a no-instance needs more (REDUCTIONS.md §2).
+    for tp in [yes1(), yes2()] {
+        let inst = weight(&tp);
+        assert!(!reaches(&inst, tp.target()), "{:?}", tp.nums);
+        assert!(reaches(&inst, tp.target() + 1), "{:?}", tp.nums);
+    }
+    let tp = no2();
+    assert!(!reaches(&weight(&tp), tp.target() + 1));
+}
+
+#[test]
+fn milp_and_smt_agree_on_the_small_reductions() {
+    // m = 1 instances: MILP and SMT prove the same optimum.
+    let tp = yes1();
+    for inst in [act(&tp), weight(&tp)] {
+        let a = milp::solve(&inst, &limits()).unwrap();
+        let b = smt::solve(&inst, &limits()).unwrap();
+        assert_eq!(a.status, Status::Optimal, "{}: {:?}", inst.name, a.notes);
+        assert_eq!(b.status, Status::Optimal, "{}: {:?}", inst.name, b.notes);
+        let ma = check(&inst, a.schedule.as_ref().unwrap()).makespan;
+        let mb = check(&inst, b.schedule.as_ref().unwrap()).makespan;
+        assert_eq!(ma, mb, "{}", inst.name);
+    }
+}
+
+/// Known disagreement, kept visible: on the repaired activation reduction with
+/// {2,2,3} (V = 7) the search proves 15 while the MILP and z3 return checked
+/// schedules of makespan 14 = T (the paper's schedule). The search's
+/// structural limits (proofs/SEARCH.md) must exclude that schedule; reported to
+/// the search's author. Run with `cargo test -- --ignored`.
+#[test]
+#[ignore = "known disagreement: search proves 15 where checked schedules of 14 exist"]
+fn search_agrees_on_the_activation_reduction() {
+    let tp = yes1();
+    let inst = act(&tp);
+    let c = offcert::exact::search::solve(&inst, &limits()).unwrap();
+    assert_eq!(c.status, Status::Optimal, "{:?}", c.notes);
+    assert_eq!(
+        check(&inst, c.schedule.as_ref().unwrap()).makespan,
+        Ticks(tp.target())
+    );
+}
+
+#[test]
+fn bundled_reduction_instance_matches_the_generator() {
+    // instances/tiny/act_3partition_m1.json is yes1()'s repaired construction.
+    let (file, _) = offcert::io::load_instance(std::path::Path::new(
+        "instances/tiny/act_3partition_m1.json",
+    ))
+    .unwrap();
+    let mut gen = yes1().activation_repaired();
+    if let InstanceFile::ActivationChain(a) = &file {
+        gen.name = a.name.clone();
+        gen.note = a.note.clone();
+    }
+    assert_eq!(file, InstanceFile::ActivationChain(gen));
+}
