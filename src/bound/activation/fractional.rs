@@ -38,8 +38,23 @@ fn int(v: u128) -> BigRational {
     BigRational::from_integer(BigInt::from(v))
 }
 
-/// Makespan of the Theorem 2 schedule, exact, in ticks.
+/// Makespan of the Theorem 2 schedule in our model's memory semantics, exact,
+/// in ticks: an op's inputs that no later op reads (x_{i+1}, y_{i+1} for B_i,
+/// and x_0 for B_0) may be released as soon as it has started, as the checker
+/// allows (a delete after the op's start). This is the registered bound.
 pub fn fractional_optimum(c: &ActivationChain) -> Result<BigRational, BoundError> {
+    fractional(c, true)
+}
+
+/// The same schedule with the paper's reading of §3.1: an op holds its inputs
+/// until it ends. Not a lower bound in our model: `instances/examples/chain3.json`
+/// at 8 B has optimum 15 (cross-checked) and this value 19 — the counterexample
+/// kept in `proofs/ACTIVATION-BOUNDS.md`.
+pub fn fractional_optimum_paper(c: &ActivationChain) -> Result<BigRational, BoundError> {
+    fractional(c, false)
+}
+
+fn fractional(c: &ActivationChain, early_release: bool) -> Result<BigRational, BoundError> {
     let prof = ChainProfile::new(c);
     if let Some(e) = infeasible(SOURCE, &prof, c.gpu_memory) {
         return Err(e);
@@ -54,10 +69,23 @@ pub fn fractional_optimum(c: &ActivationChain) -> Result<BigRational, BoundError
     let beta = BigRational::new(BigInt::from(bw.bytes), BigInt::from(bw.ticks));
     // floor[p] = max over ops p.. of (need − cap)⁺: the CPU bytes that must stay
     // there while op p runs or is still to come.
+    // `floor[p]`: the most any op p.. needs on the CPU at its start;
+    // `running[p]`: what op p still needs there while it runs, after releasing
+    // its dying inputs (if allowed), with the later ops' needs.
     let mut floor = vec![0u128; n + 1];
     for p in (0..n).rev() {
         floor[p] = floor[p + 1].max(prof.need[p].saturating_sub(cap));
     }
+    let running_floor: Vec<u128> = (0..n)
+        .map(|p| {
+            let during = if early_release {
+                prof.need[p] - prof.dying[p]
+            } else {
+                prof.need[p]
+            };
+            floor[p + 1].max(during.saturating_sub(cap))
+        })
+        .collect();
     let q_r = int(q);
     let mut t = BigRational::zero();
     let mut cpu = BigRational::zero(); // bytes only on the CPU
@@ -105,7 +133,6 @@ pub fn fractional_optimum(c: &ActivationChain) -> Result<BigRational, BoundError
             return Ok(t);
         }
         // The link's rate and the CPU level at which something changes.
-        let current = running.as_ref().map(|r| r.0).unwrap_or(next);
         let waiting = running.is_none().then_some(next);
         let (rate_sign, target): (i8, Option<BigRational>) = if offloading {
             if cpu < avail {
@@ -121,7 +148,10 @@ pub fn fractional_optimum(c: &ActivationChain) -> Result<BigRational, BoundError
                 (0, None)
             }
         } else {
-            let lo = int(floor[current]);
+            let lo = int(match &running {
+                Some((p, _)) => running_floor[*p],
+                None => floor[next],
+            });
             if cpu > lo {
                 let mut goal = lo;
                 if let Some(p) = waiting {

@@ -15,7 +15,7 @@ pub mod prop3;
 use super::BoundMethod;
 use crate::family::ActivationChain;
 
-pub use fractional::{fractional_optimum, FractionalOptimum};
+pub use fractional::{fractional_optimum, fractional_optimum_paper, FractionalOptimum};
 pub use prop3::{prop3, Prop3};
 
 pub fn bounds() -> Vec<Box<dyn BoundMethod>> {
@@ -37,6 +37,9 @@ pub struct ChainProfile {
     pub layer: Vec<(usize, bool)>,
     /// Σ_{j<i} |x_j| for i = 0..=L+2 (prefix sums of the activation sizes).
     pub x_prefix: Vec<u128>,
+    /// Bytes of op p's inputs that no later op reads (x_{i+1}, y_{i+1} for B_i,
+    /// plus x_0 for B_0): the model lets them go once p has started.
+    pub dying: Vec<u128>,
 }
 
 impl ChainProfile {
@@ -50,6 +53,7 @@ impl ChainProfile {
         let mut offloadable = Vec::with_capacity(2 * n);
         let mut duration = Vec::with_capacity(2 * n);
         let mut layer = Vec::with_capacity(2 * n);
+        let mut dying = Vec::with_capacity(2 * n);
         for i in 0..n {
             let mut m = c.layers[i].ex_f as u128 + x_prefix[i + 2];
             if i == n - 1 {
@@ -59,6 +63,7 @@ impl ChainProfile {
             offloadable.push(x_prefix[i]);
             duration.push(c.layers[i].u_f);
             layer.push((i, true));
+            dying.push(0);
         }
         for i in (0..n).rev() {
             need.push(
@@ -70,6 +75,11 @@ impl ChainProfile {
             offloadable.push(x_prefix[i]);
             duration.push(c.layers[i].u_b);
             layer.push((i, false));
+            dying.push(
+                c.x_size(i + 1) as u128
+                    + c.y_size(i + 1) as u128
+                    + if i == 0 { c.x_size(0) as u128 } else { 0 },
+            );
         }
         ChainProfile {
             need,
@@ -77,6 +87,7 @@ impl ChainProfile {
             duration,
             layer,
             x_prefix,
+            dying,
         }
     }
 
