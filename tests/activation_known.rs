@@ -114,11 +114,18 @@ fn a_slow_link_makes_the_transfer_term_of_prop3_bind() {
     c.bandwidth = BandwidthFile::Ratio { bytes: 1, ticks: 3 };
     assert_eq!(prop3(&c), int(24));
     // Fractional: 4 B of x0 leave at 1/3 B/tick during [0,12]; F2 (16 B) waits
-    // until 12, runs [12,14]; B2 [14,17] needs 4 B on the CPU until it ends, so
-    // the prefetch of x0 (12 ticks) runs [17,29]; B1 needs x1, x2 only and runs
-    // [17,20]; B0 waits for x0: [29,32].
-    assert_eq!(fractional_optimum(&c).unwrap(), int(32));
-    // Whole transfers: offload x0 takes ⌈4·3⌉ = 12 ticks: the same timeline.
+    // until 12, runs [12,14]; B2 [14,17] may release x3 once started, so the
+    // prefetch of x0 (12 ticks) runs [14,26]; B1 [17,20]; B0 waits for x0:
+    // [26,29].
+    assert_eq!(fractional_optimum(&c).unwrap(), int(29));
+    // With the paper's reading (B2 holds x3 to its end) the prefetch starts at
+    // 17 and B0 runs [29,32].
+    assert_eq!(
+        offcert::bound::activation::fractional_optimum_paper(&c).unwrap(),
+        int(32)
+    );
+    // Whole transfers, releases at op ends (the simulator never deletes an
+    // input early): offload x0 takes 4·3 = 12 ticks, the paper's timeline.
     assert_eq!(makespan(&Greedy, &c), 32);
 }
 
