@@ -20,12 +20,14 @@ const PALETTE: [RGBColor; 8] = [
     RGBColor(127, 127, 127),
 ];
 
-/// Series of one panel: heuristic → (x, ratio) points, and whether x is a percentage.
-type Panel = (String, BTreeMap<String, Vec<(f64, f64)>>, bool);
+/// heuristic → (x, ratio) points.
+type Series = BTreeMap<String, Vec<(f64, f64)>>;
+/// One panel: instance, its series, and whether x is a percentage.
+type Panel = (String, Series, bool);
 
 fn panels(entries: &[GapEntry]) -> Vec<Panel> {
     let mut order: Vec<String> = Vec::new();
-    let mut map: BTreeMap<String, (BTreeMap<String, Vec<(f64, f64)>>, bool)> = BTreeMap::new();
+    let mut map: BTreeMap<String, (Series, bool)> = BTreeMap::new();
     for e in entries {
         if !order.contains(&e.instance) {
             order.push(e.instance.clone());
