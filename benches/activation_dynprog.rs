@@ -66,7 +66,9 @@ fn bench(label: &str, c: &ActivationChain) {
         frac.as_secs_f64() * 1e3
     );
     for h in heuristic::all().iter().filter(|h| h.applies(&file)) {
-        let t = time(3, || heuristic::run(h.as_ref() as &dyn Heuristic, &file, &inst));
+        let t = time(3, || {
+            heuristic::run(h.as_ref() as &dyn Heuristic, &file, &inst)
+        });
         println!(
             "    {:<12} checked run {:>9.3} ms",
             h.name(),
@@ -84,6 +86,9 @@ fn main() {
         .map(|i| d201.layers[i % d201.layers.len()].clone())
         .collect();
     for pct in [25, 50, 75] {
-        bench(&format!("150-layer DenseNet-201 repeat @ {pct}%"), &at_percent(&long, pct));
+        bench(
+            &format!("150-layer DenseNet-201 repeat @ {pct}%"),
+            &at_percent(&long, pct),
+        );
     }
 }
