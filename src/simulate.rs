@@ -179,6 +179,9 @@ pub fn asap(inst: &Instance, plan: &Plan) -> Result<Schedule, SimError> {
     let mut next_off = 0usize; // index into `planned`
     let mut next_pre = 0usize; // index into `prefetch_order`
     let mut offloaded = vec![false; planned.len()];
+    // An offload that has not started when its next reader is the next op to
+    // start (or has started) can no longer help: drop it, and its prefetch.
+    let mut dropped = vec![false; planned.len()];
 
     loop {
         // Releases at `now`: transfer completions, then the op's completion.
@@ -236,6 +239,16 @@ pub fn asap(inst: &Instance, plan: &Plan) -> Result<Schedule, SimError> {
         let started = k; // ops at positions < started have started
         loop {
             let mut progressed = false;
+            while let Some(pl) = planned.get(next_off) {
+                if pl.next_read > started {
+                    break;
+                }
+                dropped[next_off] = true;
+                next_off += 1;
+            }
+            while prefetch_order.get(next_pre).is_some_and(|&i| dropped[i]) {
+                next_pre += 1;
+            }
             let pre_ready =
                 |next_pre: usize, state: &State, channel_free: &[Ticks; 3]| -> Option<usize> {
                     let i = *prefetch_order.get(next_pre)?;
@@ -457,6 +470,48 @@ mod tests {
         let r = check(&inst, &s);
         assert!(r.valid);
         assert_eq!(r.makespan, inst.total_compute());
+    }
+
+    #[test]
+    fn an_offload_overtaken_by_its_reader_is_dropped_with_its_prefetch() {
+        // x2's offload waits behind x0's and x1's on the slow link; B2 and B1 run
+        // first and B1 frees x2. Before the fix the prefetch queue waited for x2
+        // forever and the plan was reported stuck.
+        let l = |u_f, u_b, x, y, ex_f, ex_b| ActivationLayer {
+            u_f,
+            u_b,
+            x,
+            y,
+            ex_f,
+            ex_b,
+        };
+        let c = ActivationChain {
+            name: "overtaken".into(),
+            note: None,
+            layers: vec![
+                l(4, 7, 4, 1, 1, 0),
+                l(2, 7, 6, 2, 0, 0),
+                l(1, 2, 2, 2, 0, 2),
+                l(5, 2, 2, 1, 1, 0),
+            ],
+            x_last: 4,
+            y_last: 0,
+            gpu_memory: 18,
+            bandwidth: BandwidthFile::Ratio { bytes: 1, ticks: 3 },
+        };
+        let inst = c.compile().unwrap();
+        let plan = Plan {
+            offload: vec![c.x_id(0), c.x_id(1), c.x_id(2)],
+            lookahead: None,
+        };
+        let s = asap(&inst, &plan).unwrap();
+        let r = check(&inst, &s);
+        assert!(r.valid);
+        assert!(!s
+            .events
+            .iter()
+            .any(|e| matches!(e, Event::Transfer { tensor, .. } if *tensor == c.x_id(2))));
+        assert_eq!(r.makespan, Ticks(67));
     }
 
     #[test]

@@ -89,6 +89,10 @@ pub enum BoundError {
         bound: &'static str,
         message: String,
     },
+    /// No schedule exists at all (e.g. an op alone needs more than the GPU
+    /// memory), so no finite bound is meaningful.
+    #[error("bound {bound}: the instance has no valid schedule: {reason}")]
+    Infeasible { bound: &'static str, reason: String },
 }
 
 /// A lower-bound method.
@@ -104,4 +108,35 @@ pub fn all() -> Vec<Box<dyn BoundMethod>> {
     let mut v = activation::bounds();
     v.extend(weight::bounds());
     v
+}
+
+/// Every applicable bound's outcome for one instance, in registry order.
+pub fn evaluate(
+    file: &InstanceFile,
+    inst: &Instance,
+) -> Vec<(&'static str, Result<LowerBound, BoundError>)> {
+    all()
+        .iter()
+        .filter(|b| b.applies(file))
+        .map(|b| (b.name(), b.bound(file, inst)))
+        .collect()
+}
+
+/// The largest bound, preferring `certified` over `solver-reported` at equal
+/// value (a solver-reported bound is only used when it is strictly larger).
+pub fn best<'a>(bounds: impl IntoIterator<Item = &'a LowerBound>) -> Option<&'a LowerBound> {
+    let mut best: Option<&LowerBound> = None;
+    for b in bounds {
+        best = match best {
+            None => Some(b),
+            Some(cur) => {
+                let better = b.value > cur.value
+                    || (b.value == cur.value
+                        && b.strength == Strength::Certified
+                        && cur.strength != Strength::Certified);
+                Some(if better { b } else { cur })
+            }
+        };
+    }
+    best
 }

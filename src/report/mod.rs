@@ -1,1 +1,30 @@
-//! (being written)
+//! The optimality-gap report: per instance and GPU-memory budget, every
+//! applicable heuristic's checked makespan against the best lower bound and,
+//! where known, the optimum; rendered as a text table, CSV, JSON or an SVG plot.
+//!
+//! Owns: [`GapEntry`] and its cells, [`budget`] (budget series), [`gap`] (the
+//! computation), [`table`] (text/CSV/JSON), [`plot`] (SVG).
+//! Numbers shown come from the checker (makespans), from bounds computed in exact
+//! rationals (labelled with their source and strength), or from the exact
+//! solvers' checked verdicts; ratios are the only floats, for display.
+//! Must not import: the CLI.
+
+pub mod budget;
+pub mod exact;
+pub mod gap;
+pub mod plot;
+pub mod table;
+
+pub use budget::{budget_range, with_budget, BudgetSpec, BudgetValue};
+pub use gap::{gap, BoundCell, GapEntry, GapOptions, HeuristicCell, OptimumCell, OptimumFn};
+
+#[derive(Debug, thiserror::Error)]
+#[non_exhaustive]
+pub enum ReportError {
+    #[error("memory budget `{spec}`: {message}")]
+    Budget { spec: String, message: String },
+    #[error("{instance}: {message}")]
+    Instance { instance: String, message: String },
+    #[error("plot {file}: {message}")]
+    Plot { file: String, message: String },
+}

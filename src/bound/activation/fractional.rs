@@ -1,0 +1,212 @@
+//! The optimum of the fractional relaxation (activation paper §4, Theorem 2):
+//! the no-wait, eager, ordered schedule that offloads exactly
+//! Q = M_peak − M_GPU bytes, with transfers that may be split anywhere and
+//! release (offload) or take (prefetch) memory byte by byte as they go.
+//!
+//! Every valid schedule of our model is a schedule of this relaxation (whole,
+//! non-interruptible transfers that release at their end and reserve at their
+//! start are special cases), so its optimum is a lower bound; Theorem 2 says this
+//! schedule attains it. Both steps are argued in `proofs/ACTIVATION-BOUNDS.md`,
+//! and the property tests compare the value with checked heuristic makespans and
+//! exact optima.
+//!
+//! The schedule is computed by an exact event sweep in rationals (no floats):
+//! - ops run in order F₀ … F_L, B_L … B₀, each as soon as the previous one ended,
+//!   the bytes on the CPU `c` satisfy need − c ≤ M_GPU, and the op's own
+//!   activations are resident (c ≤ Σ_{j<i} |x_j|);
+//! - the link first offloads the eager prefix (x₀, x₁, … up to Q bytes) at rate
+//!   β, each x_i once F_i has started (so F_i found it);
+//! - then it prefetches (highest index first) at rate β, as early as it can
+//!   without ever taking memory that the running op or a later one needs:
+//!   c never drops below max over those ops of (need − M_GPU).
+//!
+//! Owns: [`fractional_optimum`], [`FractionalOptimum`].
+
+use super::{infeasible, ChainProfile};
+use crate::bound::{BoundError, BoundMethod, LowerBound, Strength};
+use crate::family::{ActivationChain, InstanceFile};
+use crate::model::Instance;
+use num_bigint::BigInt;
+use num_rational::BigRational;
+use num_traits::{Signed, Zero};
+
+pub struct FractionalOptimum;
+
+pub const SOURCE: &str = "fractional-thm2";
+
+fn int(v: u128) -> BigRational {
+    BigRational::from_integer(BigInt::from(v))
+}
+
+/// Makespan of the Theorem 2 schedule in our model's memory semantics, exact,
+/// in ticks: an op's inputs that no later op reads (x_{i+1}, y_{i+1} for B_i,
+/// and x_0 for B_0) may be released as soon as it has started, as the checker
+/// allows (a delete after the op's start). This is the registered bound.
+pub fn fractional_optimum(c: &ActivationChain) -> Result<BigRational, BoundError> {
+    fractional(c, true)
+}
+
+/// The same schedule with the paper's reading of §3.1: an op holds its inputs
+/// until it ends. Not a lower bound in our model: `instances/examples/chain3.json`
+/// at 8 B has optimum 15 (cross-checked) and this value 19 — the counterexample
+/// kept in `proofs/ACTIVATION-BOUNDS.md`.
+pub fn fractional_optimum_paper(c: &ActivationChain) -> Result<BigRational, BoundError> {
+    fractional(c, false)
+}
+
+fn fractional(c: &ActivationChain, early_release: bool) -> Result<BigRational, BoundError> {
+    let prof = ChainProfile::new(c);
+    if let Some(e) = infeasible(SOURCE, &prof, c.gpu_memory) {
+        return Err(e);
+    }
+    let cap = c.gpu_memory as u128;
+    let q = prof.m_peak().saturating_sub(cap);
+    let n = prof.need.len();
+    if q == 0 {
+        return Ok(int(0) + BigRational::from_integer(BigInt::from(prof.total_compute())));
+    }
+    let bw = c.bandwidth.to_bandwidth();
+    let beta = BigRational::new(BigInt::from(bw.bytes), BigInt::from(bw.ticks));
+    // floor[p] = max over ops p.. of (need − cap)⁺: the CPU bytes that must stay
+    // there while op p runs or is still to come.
+    // `floor[p]`: the most any op p.. needs on the CPU at its start;
+    // `running[p]`: what op p still needs there while it runs, after releasing
+    // its dying inputs (if allowed), with the later ops' needs.
+    let mut floor = vec![0u128; n + 1];
+    for p in (0..n).rev() {
+        floor[p] = floor[p + 1].max(prof.need[p].saturating_sub(cap));
+    }
+    let running_floor: Vec<u128> = (0..n)
+        .map(|p| {
+            let during = if early_release {
+                prof.need[p] - prof.dying[p]
+            } else {
+                prof.need[p]
+            };
+            floor[p + 1].max(during.saturating_sub(cap))
+        })
+        .collect();
+    let q_r = int(q);
+    let mut t = BigRational::zero();
+    let mut cpu = BigRational::zero(); // bytes only on the CPU
+    let mut offloading = true; // phase 1 until Q bytes are out
+    let mut avail = BigRational::zero(); // eager bytes whose first reader started
+    let mut next = 0usize; // next op to start
+    let mut running: Option<(usize, BigRational)> = None;
+    let fail = |msg: String| BoundError::Failed {
+        bound: SOURCE,
+        message: msg,
+    };
+    // Each pass either starts or ends an op or moves the link to its next
+    // target; there are at most 2n op events and 2 link targets per op.
+    for _ in 0..(64 * n + 64) {
+        if let Some((_, end)) = &running {
+            if *end <= t {
+                running = None;
+            }
+        }
+        if offloading && cpu == q_r {
+            offloading = false;
+        }
+        // Start every op that can start now (zero-length ones end at once).
+        while running.is_none() && next < n {
+            let p = next;
+            let mem_ok = int(prof.need[p]) - &cpu <= int(cap);
+            let present = cpu <= int(prof.offloadable[p]);
+            if !(mem_ok && present) {
+                break;
+            }
+            if prof.layer[p].1 {
+                let i = prof.layer[p].0;
+                avail = int(prof.x_prefix[i + 1].min(q));
+            }
+            let end = &t + int(prof.duration[p] as u128);
+            next += 1;
+            if end > t {
+                running = Some((p, end));
+            }
+        }
+        if next == n && running.is_none() {
+            if !cpu.is_zero() {
+                return Err(fail(format!("ended with {cpu} B still on the CPU")));
+            }
+            return Ok(t);
+        }
+        // The link's rate and the CPU level at which something changes.
+        let waiting = running.is_none().then_some(next);
+        let (rate_sign, target): (i8, Option<BigRational>) = if offloading {
+            if cpu < avail {
+                let mut goal = avail.clone();
+                if let Some(p) = waiting {
+                    let lvl = int(prof.need[p].saturating_sub(cap));
+                    if lvl > cpu && lvl < goal {
+                        goal = lvl;
+                    }
+                }
+                (1, Some(goal))
+            } else {
+                (0, None)
+            }
+        } else {
+            let lo = int(match &running {
+                Some((p, _)) => running_floor[*p],
+                None => floor[next],
+            });
+            if cpu > lo {
+                let mut goal = lo;
+                if let Some(p) = waiting {
+                    let lvl = int(prof.offloadable[p]);
+                    if lvl < cpu && lvl > goal {
+                        goal = lvl;
+                    }
+                }
+                (-1, Some(goal))
+            } else {
+                (0, None)
+            }
+        };
+        let link_at = target.as_ref().map(|g| &t + (g - &cpu).abs() / &beta);
+        let op_at = running.as_ref().map(|r| r.1.clone());
+        let step_to = match (link_at, op_at) {
+            (Some(a), Some(b)) => a.min(b),
+            (Some(a), None) => a,
+            (None, Some(b)) => b,
+            (None, None) => {
+                return Err(fail(format!(
+                    "stuck at t={t} before {} with {cpu} B on the CPU",
+                    prof.op_name(next)
+                )))
+            }
+        };
+        let dt = &step_to - &t;
+        match rate_sign {
+            1 => cpu += &beta * &dt,
+            -1 => cpu -= &beta * &dt,
+            _ => {}
+        }
+        t = step_to;
+    }
+    Err(fail("did not converge (internal error)".into()))
+}
+
+impl BoundMethod for FractionalOptimum {
+    fn name(&self) -> &'static str {
+        SOURCE
+    }
+    fn applies(&self, file: &InstanceFile) -> bool {
+        matches!(file, InstanceFile::ActivationChain(_))
+    }
+    fn bound(&self, file: &InstanceFile, _inst: &Instance) -> Result<LowerBound, BoundError> {
+        let InstanceFile::ActivationChain(c) = file else {
+            return Err(BoundError::NotApplicable {
+                bound: SOURCE,
+                family: file.family().into(),
+            });
+        };
+        Ok(LowerBound {
+            value: fractional_optimum(c)?,
+            source: SOURCE.into(),
+            strength: Strength::Certified,
+        })
+    }
+}

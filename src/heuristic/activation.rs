@@ -1,5 +1,0 @@
-//! Heuristics for `activation_chain` (being written).
-use super::Heuristic;
-pub fn heuristics() -> Vec<Box<dyn Heuristic>> {
-    Vec::new()
-}

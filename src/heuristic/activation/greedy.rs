@@ -1,0 +1,44 @@
+//! GREEDY (activation paper §4.2): round Theorem 2's fractional optimum up to
+//! whole activations: offload x₀ … x_k entirely, k the smallest index with
+//! Σ_{i≤k} |x_i| ≥ M_peak − M_GPU, in the no-wait ordered schedule.
+
+use super::{chain, no_schedule, simulate_plan};
+use crate::bound::activation::ChainProfile;
+use crate::family::{ActivationChain, InstanceFile};
+use crate::heuristic::{Heuristic, HeuristicError};
+use crate::model::Instance;
+use crate::schedule::Schedule;
+
+pub struct Greedy;
+
+pub const NAME: &str = "greedy";
+
+/// The layers GREEDY offloads: the shortest prefix holding M_peak − M_GPU bytes
+/// (all of x₀ … x_{L−1} when even that is not enough).
+pub fn selection(c: &ActivationChain) -> Vec<usize> {
+    let prof = ChainProfile::new(c);
+    let q = prof.m_peak().saturating_sub(c.gpu_memory as u128);
+    let mut out = Vec::new();
+    let mut sum: u128 = 0;
+    for i in 0..c.l() {
+        if sum >= q {
+            break;
+        }
+        out.push(i);
+        sum += c.x_size(i) as u128;
+    }
+    out
+}
+
+impl Heuristic for Greedy {
+    fn name(&self) -> &'static str {
+        NAME
+    }
+    fn applies(&self, file: &InstanceFile) -> bool {
+        matches!(file, InstanceFile::ActivationChain(_))
+    }
+    fn schedule(&self, file: &InstanceFile, inst: &Instance) -> Result<Schedule, HeuristicError> {
+        let c = chain(NAME, file)?;
+        simulate_plan(c, inst, &selection(c), None).map_err(|e| no_schedule(NAME, e))
+    }
+}

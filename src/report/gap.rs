@@ -1,0 +1,264 @@
+//! One gap entry: an instance at one memory budget, every applicable bound and
+//! heuristic, and the optimum when an exact method (or a bound that meets a
+//! checked makespan) establishes it.
+
+use super::budget::position;
+use crate::bound::{self, BoundError, LowerBound, Strength};
+use crate::family::InstanceFile;
+use crate::heuristic::{self, HeuristicError};
+use crate::model::Instance;
+use num_bigint::BigInt;
+use num_rational::BigRational;
+use num_traits::ToPrimitive;
+use serde::Serialize;
+use std::time::Instant;
+
+/// A bound as shown: exact value (`p/q` or an integer), display form, source and
+/// strength words.
+#[derive(Clone, Debug, Serialize, PartialEq)]
+pub struct BoundCell {
+    pub source: String,
+    /// "lower bound (certified)" or "solver-reported".
+    pub strength: String,
+    /// Exact value in ticks, as an integer or `p/q`.
+    pub value: String,
+    /// ⌈value⌉: also a bound, since event times are integers.
+    pub ceil: i64,
+    pub display: String,
+    #[serde(skip)]
+    pub exact: BigRational,
+    #[serde(skip)]
+    pub certified: bool,
+}
+
+impl BoundCell {
+    pub fn from_bound(b: &LowerBound) -> BoundCell {
+        BoundCell {
+            source: b.source.clone(),
+            strength: b.strength.words().into(),
+            value: b.value.to_string(),
+            ceil: b.ceil_ticks(),
+            display: b.display(),
+            exact: b.value.clone(),
+            certified: b.strength == Strength::Certified,
+        }
+    }
+}
+
+/// A bound method that gave no value, and why.
+#[derive(Clone, Debug, Serialize, PartialEq)]
+pub struct BoundFailure {
+    pub source: String,
+    pub reason: String,
+}
+
+/// The optimum, when known, with the words for its claim strength.
+#[derive(Clone, Debug, Serialize, PartialEq)]
+pub struct OptimumCell {
+    pub makespan: i64,
+    /// "optimal (certified)", "optimal (cross-checked)", "optimal (solver-reported)".
+    pub claim: String,
+    /// Who established it (e.g. "exact: milp+smt+search", "bound fractional-thm2 = greedy").
+    pub by: String,
+}
+
+/// One heuristic at one budget.
+#[derive(Clone, Debug, Serialize, PartialEq)]
+pub struct HeuristicCell {
+    pub heuristic: String,
+    /// "valid" (checked), "no schedule" or "invalid" (a bug: its schedule failed the checker).
+    pub verdict: String,
+    /// The checker's makespan (or period).
+    pub makespan: Option<i64>,
+    pub ratio_to_bound: Option<f64>,
+    pub ratio_to_optimum: Option<f64>,
+    pub reason: Option<String>,
+    pub schedule_sha256: Option<String>,
+    pub seconds: f64,
+}
+
+#[derive(Clone, Debug, Serialize, PartialEq)]
+pub struct GapEntry {
+    pub instance: String,
+    pub family: String,
+    /// GPU memory in bytes.
+    pub budget: u64,
+    /// Position of the budget from the least feasible memory (0 %) to M_peak
+    /// (100 %), where the family defines them.
+    pub budget_percent: Option<f64>,
+    pub bounds: Vec<BoundCell>,
+    pub bound_failures: Vec<BoundFailure>,
+    /// The largest bound (a certified one at equal value).
+    pub best_bound: Option<BoundCell>,
+    pub optimum: Option<OptimumCell>,
+    pub heuristics: Vec<HeuristicCell>,
+    /// Set when no schedule exists at this budget (every bound says why).
+    pub infeasible: Option<String>,
+    /// Contradictions: a bound above a checked makespan or above the optimum,
+    /// or an invalid heuristic schedule. Empty on a healthy run.
+    pub problems: Vec<String>,
+}
+
+/// What an exact method established for an instance: `None` when it was not
+/// run or proved nothing; the makespan is the checker's.
+pub type OptimumFn<'a> = dyn Fn(&Instance) -> Option<OptimumCell> + 'a;
+
+pub struct GapOptions<'a> {
+    /// Exact optimum provider, called when `exact_for(inst)` says so.
+    pub optimum: Option<&'a OptimumFn<'a>>,
+    pub exact_for: &'a dyn Fn(&Instance) -> bool,
+    /// Only these heuristics (by name); empty: all.
+    pub only: Vec<String>,
+}
+
+fn ratio(m: i64, to: &BigRational) -> Option<f64> {
+    if to <= &BigRational::from_integer(BigInt::from(0)) {
+        return None;
+    }
+    (BigRational::from_integer(BigInt::from(m)) / to).to_f64()
+}
+
+/// Compute one entry. `file` already carries the budget.
+pub fn gap(label: &str, file: &InstanceFile, inst: &Instance, opts: &GapOptions) -> GapEntry {
+    let budget = super::budget::own_budget(file);
+    let mut bounds = Vec::new();
+    let mut failures = Vec::new();
+    let mut infeasible = None;
+    for (name, r) in bound::evaluate(file, inst) {
+        match r {
+            Ok(b) => bounds.push(b),
+            Err(BoundError::Infeasible { reason, .. }) => {
+                infeasible.get_or_insert(reason.clone());
+                failures.push(BoundFailure {
+                    source: name.into(),
+                    reason: format!("infeasible: {reason}"),
+                });
+            }
+            Err(e) => failures.push(BoundFailure {
+                source: name.into(),
+                reason: e.to_string(),
+            }),
+        }
+    }
+    let best = bound::best(bounds.iter()).map(BoundCell::from_bound);
+    let mut problems = Vec::new();
+    let mut cells = Vec::new();
+    for h in heuristic::all().iter().filter(|h| h.applies(file)) {
+        if !opts.only.is_empty() && !opts.only.iter().any(|n| n == h.name()) {
+            continue;
+        }
+        let t = Instant::now();
+        let r = heuristic::run(h.as_ref(), file, inst);
+        let seconds = t.elapsed().as_secs_f64();
+        let cell = match r {
+            Ok(run) => {
+                let m = run.report.makespan.0;
+                HeuristicCell {
+                    heuristic: run.name.into(),
+                    verdict: "valid".into(),
+                    makespan: Some(m),
+                    ratio_to_bound: best.as_ref().and_then(|b| ratio(m, &b.exact)),
+                    ratio_to_optimum: None,
+                    reason: None,
+                    schedule_sha256: Some(run.report.schedule_sha256.clone()),
+                    seconds,
+                }
+            }
+            Err(HeuristicError::Invalid { first, .. }) => {
+                problems.push(format!(
+                    "{}: its schedule fails the checker: {first}",
+                    h.name()
+                ));
+                HeuristicCell {
+                    heuristic: h.name().into(),
+                    verdict: "invalid".into(),
+                    makespan: None,
+                    ratio_to_bound: None,
+                    ratio_to_optimum: None,
+                    reason: Some(first),
+                    schedule_sha256: None,
+                    seconds,
+                }
+            }
+            Err(e) => HeuristicCell {
+                heuristic: h.name().into(),
+                verdict: "no schedule".into(),
+                makespan: None,
+                ratio_to_bound: None,
+                ratio_to_optimum: None,
+                reason: Some(match e {
+                    HeuristicError::NoSchedule { reason, .. } => reason,
+                    other => other.to_string(),
+                }),
+                schedule_sha256: None,
+                seconds,
+            },
+        };
+        cells.push(cell);
+    }
+    let best_heur = cells
+        .iter()
+        .filter_map(|c| c.makespan.map(|m| (m, c.heuristic.clone())))
+        .min();
+    // The optimum: from an exact method, or certified when a certified bound
+    // meets a checked makespan.
+    let mut optimum = None;
+    if infeasible.is_none() && (opts.exact_for)(inst) {
+        if let Some(f) = opts.optimum {
+            optimum = f(inst);
+        }
+    }
+    if optimum.is_none() {
+        if let (Some((m, who)), Some(b)) = (&best_heur, &best) {
+            if b.certified && b.ceil == *m {
+                optimum = Some(OptimumCell {
+                    makespan: *m,
+                    claim: "optimal (certified)".into(),
+                    by: format!("{} meets bound {}", who, b.source),
+                });
+            }
+        }
+    }
+    for c in &mut cells {
+        if let (Some(m), Some(o)) = (c.makespan, &optimum) {
+            c.ratio_to_optimum = Some(m as f64 / o.makespan as f64);
+            if m < o.makespan {
+                problems.push(format!(
+                    "{} has checked makespan {m} below the claimed optimum {} ({})",
+                    c.heuristic, o.makespan, o.claim
+                ));
+            }
+        }
+    }
+    for b in &bounds {
+        if let Some((m, who)) = &best_heur {
+            if b.value > BigRational::from_integer(BigInt::from(*m)) {
+                problems.push(format!(
+                    "bound {} = {} exceeds {who}'s checked makespan {m}",
+                    b.source, b.value
+                ));
+            }
+        }
+        if let Some(o) = &optimum {
+            if b.value > BigRational::from_integer(BigInt::from(o.makespan)) {
+                problems.push(format!(
+                    "bound {} = {} exceeds the optimum {} ({})",
+                    b.source, b.value, o.makespan, o.claim
+                ));
+            }
+        }
+    }
+    GapEntry {
+        instance: label.into(),
+        family: file.family().into(),
+        budget,
+        budget_percent: position(file, budget),
+        bounds: bounds.iter().map(BoundCell::from_bound).collect(),
+        bound_failures: failures,
+        best_bound: best,
+        optimum,
+        heuristics: cells,
+        infeasible,
+        problems,
+    }
+}

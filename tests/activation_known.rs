@@ -1,0 +1,149 @@
+//! Known answers on small chains checked by hand (timelines in the comments).
+
+use num_bigint::BigInt;
+use num_rational::BigRational;
+use offcert::bound::activation::{fractional_optimum, prop3, ChainProfile};
+use offcert::family::activation_chain::{ActivationChain, ActivationLayer};
+use offcert::family::{BandwidthFile, InstanceFile};
+use offcert::heuristic::activation::dynprog::dynprog;
+use offcert::heuristic::activation::{greedy, DynProg, Greedy, OffloadEverything, Tflms, Vdnn};
+use offcert::heuristic::{run, Heuristic};
+
+fn layer(u_f: i64, u_b: i64, x: u64) -> ActivationLayer {
+    ActivationLayer {
+        u_f,
+        u_b,
+        x,
+        y: 0,
+        ex_f: 0,
+        ex_b: 0,
+    }
+}
+
+fn int(v: i64) -> BigRational {
+    BigRational::from_integer(BigInt::from(v))
+}
+
+fn makespan(h: &dyn Heuristic, c: &ActivationChain) -> i64 {
+    let f = InstanceFile::ActivationChain(c.clone());
+    let inst = f.compile().unwrap();
+    run(h, &f, &inst).unwrap().report.makespan.0
+}
+
+/// x = (10, 2, 2), |x_3| = 1, u_F = (1, 5, 5), u_B = (1, 1, 1), β = 1 B/tick,
+/// M_GPU = 14. M_peak = 15 (F2 and B2), so Q = 1 byte must go.
+fn rounding_trap() -> ActivationChain {
+    ActivationChain {
+        name: "rounding-trap".into(),
+        note: None,
+        layers: vec![layer(1, 1, 10), layer(5, 1, 2), layer(5, 1, 2)],
+        x_last: 1,
+        y_last: 0,
+        gpu_memory: 14,
+        bandwidth: BandwidthFile::PerTick(1),
+    }
+}
+
+#[test]
+fn greedy_rounds_up_to_the_whole_first_activation() {
+    let c = rounding_trap();
+    assert_eq!(greedy::selection(&c), vec![0]);
+    // Offload x0 [0,10] (its first reader F0 has started); F0 [0,1]; F1 [1,6]
+    // fits (14 B); F2 needs 15 B so it waits for the end of the offload:
+    // [10,15]; B2 [15,16]; the prefetch of x0 needs 10 B free: only once B2 has
+    // freed x3, [16,26]; B1 [16,17]; B0 [26,27].
+    assert_eq!(makespan(&Greedy, &c), 27);
+}
+
+#[test]
+fn dynprog_offloads_the_small_activation_instead() {
+    let c = rounding_trap();
+    let f = InstanceFile::ActivationChain(c.clone());
+    let inst = f.compile().unwrap();
+    let (dec, _) = dynprog(&c, &inst, 500).unwrap();
+    assert_eq!(dec.offload, vec![1]);
+    // Offload x1 [1,3] during F1 [1,6]; F2 [6,11] and B2 [11,12] fit in 13 B;
+    // x1 cannot come back while F2 or B2 run (14 B would be exceeded), so its
+    // prefetch runs [12,14] after B2 frees x3; B1 [14,15]; B0 [15,16].
+    assert_eq!(makespan(&DynProg::default(), &c), 16);
+}
+
+#[test]
+fn bounds_of_the_rounding_trap() {
+    let c = rounding_trap();
+    // Σu = 14; 2Q/β = 2.
+    assert_eq!(prop3(&c), int(14));
+    // Fractional: 1 B of x0 leaves during [0,1]; nothing waits; B2 keeps it on
+    // the CPU until it ends; the byte returns during B1 [12,13]; B0 [13,14].
+    assert_eq!(fractional_optimum(&c).unwrap(), int(14));
+}
+
+#[test]
+fn chain3_example_every_heuristic_finds_the_compute_sum() {
+    let text = std::fs::read_to_string(concat!(
+        env!("CARGO_MANIFEST_DIR"),
+        "/instances/examples/chain3.json"
+    ))
+    .unwrap();
+    let (f, _) = offcert::io::parse_instance("chain3.json", &text).unwrap();
+    let InstanceFile::ActivationChain(c) = f else {
+        panic!()
+    };
+    assert_eq!(greedy::selection(&c), vec![0]);
+    for h in [
+        &Greedy as &dyn Heuristic,
+        &DynProg::default(),
+        &Vdnn,
+        &Tflms,
+        &OffloadEverything,
+    ] {
+        // Offload x0 during F0..F1, prefetch it while B2, B1 run: 15 = Σu.
+        assert_eq!(makespan(h, &c), 15, "{}", h.name());
+    }
+    assert_eq!(prop3(&c), int(15));
+    assert_eq!(fractional_optimum(&c).unwrap(), int(15));
+}
+
+#[test]
+fn a_slow_link_makes_the_transfer_term_of_prop3_bind() {
+    // chain3 with β = 1/3 B/tick: 2·4·3 = 24 > Σu = 15.
+    let mut c = rounding_trap();
+    c.layers = vec![layer(2, 3, 4), layer(2, 3, 4), layer(2, 3, 4)];
+    c.x_last = 4;
+    c.gpu_memory = 12;
+    c.bandwidth = BandwidthFile::Ratio { bytes: 1, ticks: 3 };
+    assert_eq!(prop3(&c), int(24));
+    // Fractional: 4 B of x0 leave at 1/3 B/tick during [0,12]; F2 (16 B) waits
+    // until 12, runs [12,14]; B2 [14,17] may release x3 once started, so the
+    // prefetch of x0 (12 ticks) runs [14,26]; B1 [17,20]; B0 waits for x0:
+    // [26,29].
+    assert_eq!(fractional_optimum(&c).unwrap(), int(29));
+    // With the paper's reading (B2 holds x3 to its end) the prefetch starts at
+    // 17 and B0 runs [29,32].
+    assert_eq!(
+        offcert::bound::activation::fractional_optimum_paper(&c).unwrap(),
+        int(32)
+    );
+    // Whole transfers, releases at op ends (the simulator never deletes an
+    // input early): offload x0 takes 4·3 = 12 ticks, the paper's timeline.
+    assert_eq!(makespan(&Greedy, &c), 32);
+}
+
+#[test]
+fn no_offloading_needed_gives_the_compute_sum() {
+    let mut c = rounding_trap();
+    c.gpu_memory = ChainProfile::new(&c).m_peak() as u64;
+    assert!(greedy::selection(&c).is_empty());
+    assert_eq!(makespan(&Greedy, &c), 14);
+    assert_eq!(fractional_optimum(&c).unwrap(), int(14));
+}
+
+#[test]
+fn least_memory_and_peak() {
+    let c = rounding_trap();
+    let p = ChainProfile::new(&c);
+    assert_eq!(p.m_peak(), 15);
+    assert_eq!(c.m_peak(), Some(15));
+    // F0 and B0 read x0 and x1: 12 B that cannot leave.
+    assert_eq!(p.min_memory(), 12);
+}

@@ -1,0 +1,121 @@
+//! Properties of the activation bounds and heuristics on random small chains:
+//! every bound is ≤ every heuristic's checked makespan, every heuristic schedule
+//! passes the checker (enforced by `heuristic::run`), the fractional optimum is
+//! at least Prop. 3's compute term and at most GREEDY's makespan.
+
+use num_rational::BigRational;
+use offcert::bound::activation::{fractional_optimum, prop3, ChainProfile};
+use offcert::bound::{self, BoundError};
+use offcert::family::activation_chain::{ActivationChain, ActivationLayer};
+use offcert::family::{BandwidthFile, InstanceFile};
+use offcert::heuristic::{self, HeuristicError};
+use quickcheck::{QuickCheck, TestResult};
+use std::sync::atomic::{AtomicUsize, Ordering};
+
+/// A random chain; the memory is placed between the least feasible budget and
+/// M_peak by `mem` (0..=255).
+fn chain(spec: &[(u8, u8, u8, u8, u8)], mem: u8, bw: u8) -> ActivationChain {
+    let layers: Vec<ActivationLayer> = spec
+        .iter()
+        .map(|&(uf, ub, x, y, ex)| ActivationLayer {
+            u_f: (uf % 6) as i64,
+            u_b: (ub % 8) as i64,
+            x: (x % 10) as u64,
+            y: (y % 3) as u64,
+            ex_f: (ex % 3) as u64,
+            ex_b: (ex / 3 % 4) as u64,
+        })
+        .collect();
+    let mut c = ActivationChain {
+        name: "q".into(),
+        note: None,
+        layers,
+        x_last: (spec[0].2 % 5) as u64,
+        y_last: (spec[0].3 % 2) as u64,
+        gpu_memory: 0,
+        bandwidth: BandwidthFile::Ratio {
+            bytes: 1 + (bw % 5) as u64,
+            ticks: 1 + (bw / 5 % 3) as u64,
+        },
+    };
+    let prof = ChainProfile::new(&c);
+    let lo = prof.min_memory() as u64;
+    let hi = prof.m_peak() as u64;
+    c.gpu_memory = lo + (hi - lo) * mem as u64 / 255;
+    c
+}
+
+static COMPARED: AtomicUsize = AtomicUsize::new(0);
+static TIGHT_FRACTIONAL: AtomicUsize = AtomicUsize::new(0);
+
+#[test]
+fn bounds_never_exceed_a_checked_heuristic_makespan() {
+    fn prop(spec: Vec<(u8, u8, u8, u8, u8)>, mem: u8, bw: u8) -> TestResult {
+        if spec.is_empty() || spec.len() > 10 {
+            return TestResult::discard();
+        }
+        let c = chain(&spec, mem, bw);
+        let file = InstanceFile::ActivationChain(c.clone());
+        let inst = file.compile().unwrap();
+        let p3 = prop3(&c);
+        let frac = match fractional_optimum(&c) {
+            Ok(v) => v,
+            Err(e) => return TestResult::error(format!("{e} on {c:?}")),
+        };
+        // The fractional optimum is a schedule of the relaxation: at least the
+        // compute sum and at least Prop. 3 (which bounds the relaxation too).
+        if frac < p3 {
+            return TestResult::error(format!("fractional {frac} < prop3 {p3} on {c:?}"));
+        }
+        let bounds: Vec<_> = bound::evaluate(&file, &inst)
+            .into_iter()
+            .map(|(n, r)| (n, r.unwrap()))
+            .collect();
+        let mut best_heur: Option<i64> = None;
+        for h in heuristic::all().iter().filter(|h| h.applies(&file)) {
+            match heuristic::run(h.as_ref(), &file, &inst) {
+                Ok(run) => {
+                    let m = run.report.makespan.0;
+                    best_heur = Some(best_heur.map_or(m, |b| b.min(m)));
+                    for (name, b) in &bounds {
+                        if b.value > BigRational::from_integer(m.into()) {
+                            return TestResult::error(format!(
+                                "bound {name} = {} exceeds {}'s checked makespan {m} on {c:?}",
+                                b.value, run.name
+                            ));
+                        }
+                    }
+                    COMPARED.fetch_add(1, Ordering::Relaxed);
+                }
+                Err(HeuristicError::NoSchedule { .. }) => {}
+                Err(e) => return TestResult::error(format!("{e} on {c:?}")),
+            }
+        }
+        if let Some(m) = best_heur {
+            if frac == BigRational::from_integer(m.into()) {
+                TIGHT_FRACTIONAL.fetch_add(1, Ordering::Relaxed);
+            }
+        }
+        TestResult::passed()
+    }
+    QuickCheck::new()
+        .tests(250)
+        .max_tests(2000)
+        .quickcheck(prop as fn(_, _, _) -> TestResult);
+    assert!(COMPARED.load(Ordering::Relaxed) >= 500);
+}
+
+#[test]
+fn below_the_least_feasible_memory_every_bound_says_infeasible() {
+    let c = chain(&[(2, 3, 4, 1, 2), (1, 2, 7, 0, 5), (3, 1, 9, 2, 1)], 0, 3);
+    let mut c2 = c.clone();
+    c2.gpu_memory -= 1;
+    let file = InstanceFile::ActivationChain(c2);
+    let inst = file.compile().unwrap();
+    for (name, r) in bound::evaluate(&file, &inst) {
+        assert!(
+            matches!(r, Err(BoundError::Infeasible { .. })),
+            "{name}: {r:?}"
+        );
+    }
+}

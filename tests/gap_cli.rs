@@ -1,0 +1,170 @@
+//! The reporting commands end to end: output formats, budgets, the plot, exit
+//! codes and errors naming the file.
+
+use std::process::Command;
+
+fn offcert(args: &[&str]) -> (i32, String, String) {
+    let out = Command::new(env!("CARGO_BIN_EXE_offcert"))
+        .args(args)
+        .current_dir(env!("CARGO_MANIFEST_DIR"))
+        .output()
+        .expect("runs");
+    (
+        out.status.code().unwrap_or(-1),
+        String::from_utf8_lossy(&out.stdout).into(),
+        String::from_utf8_lossy(&out.stderr).into(),
+    )
+}
+
+const CHAIN3: &str = "instances/examples/chain3.json";
+
+#[test]
+fn bound_lists_both_activation_bounds_with_strength() {
+    let (code, out, _) = offcert(&["bound", CHAIN3]);
+    assert_eq!(code, 0, "{out}");
+    assert!(
+        out.contains("prop3") && out.contains("fractional-thm2"),
+        "{out}"
+    );
+    assert!(out.contains("lower bound (certified)"), "{out}");
+    let (code, out, _) = offcert(&["bound", CHAIN3, "--json", "--memory", "min"]);
+    assert_eq!(code, 0);
+    let v: serde_json::Value = serde_json::from_str(&out).unwrap();
+    assert_eq!(v["memory"], 8);
+    // At the least memory, x0 and x1 must both go: 2·8/2 = 8 < Σu = 15; the
+    // fractional schedule hides every transfer (x3 may go once B2 has started).
+    let frac = v["bounds"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .find(|b| b["source"] == "fractional-thm2")
+        .unwrap();
+    assert_eq!(frac["value"], "15");
+}
+
+#[test]
+fn bound_below_the_least_memory_exits_1_and_says_why() {
+    let (code, out, _) = offcert(&["bound", CHAIN3, "--memory", "7"]);
+    assert_eq!(code, 1, "{out}");
+    assert!(out.contains("no valid schedule"), "{out}");
+}
+
+#[test]
+fn heuristic_writes_a_schedule_the_checker_accepts() {
+    let dir = std::env::temp_dir().join(format!("offcert-gap-cli-{}", std::process::id()));
+    std::fs::create_dir_all(&dir).unwrap();
+    let sched = dir.join("chain3.greedy.schedule.json");
+    let (code, out, err) = offcert(&[
+        "heuristic",
+        CHAIN3,
+        "--name",
+        "greedy",
+        "--out",
+        sched.to_str().unwrap(),
+    ]);
+    assert_eq!(code, 0, "{out}{err}");
+    assert!(out.contains("makespan") && out.contains("15"), "{out}");
+    let (code, out, _) = offcert(&["check", CHAIN3, sched.to_str().unwrap()]);
+    assert_eq!(code, 0, "{out}");
+    assert!(out.contains("makespan: 15 ticks"), "{out}");
+    let (code, _, err) = offcert(&["heuristic", CHAIN3, "--name", "nosuch"]);
+    assert_eq!(code, 2);
+    assert!(err.contains("unknown heuristic `nosuch`"), "{err}");
+}
+
+#[test]
+fn gap_text_csv_json_and_plot() {
+    let (code, out, _) = offcert(&["gap", CHAIN3, "--memory", "min:peak:3", "--quiet"]);
+    assert_eq!(code, 0, "{out}");
+    assert!(out.contains("== instances/examples/chain3.json"), "{out}");
+    assert!(out.contains("memory 8 B (0% of least..peak)"), "{out}");
+    assert!(
+        out.contains("best bound 15 ticks: prop3, lower bound (certified)"),
+        "{out}"
+    );
+    // Six ops: the exact solvers run and agree (the heuristics need 19 here).
+    assert!(
+        out.contains("optimum 15 ticks: optimal (cross-checked)"),
+        "{out}"
+    );
+    assert!(
+        out.contains("greedy       valid                    19    1.2667    1.2667"),
+        "{out}"
+    );
+
+    let (code, out, _) = offcert(&["gap", CHAIN3, "--memory", "min:peak:3", "--csv", "--quiet"]);
+    assert_eq!(code, 0);
+    let lines: Vec<&str> = out.lines().collect();
+    assert!(lines[0].starts_with("instance,budget_bytes,budget_percent,heuristic,verdict,makespan"));
+    // 3 budgets × 5 heuristics.
+    assert_eq!(lines.len(), 1 + 15, "{out}");
+    assert!(lines.iter().any(|l| l.starts_with(
+        "instances/examples/chain3.json,8,0.0,greedy,valid,19,1.2667,15,prop3,lower bound (certified),1.2667,15,optimal (cross-checked),"
+    )), "{out}");
+
+    let plot = std::env::temp_dir().join(format!("offcert-gap-{}.svg", std::process::id()));
+    let (code, out, _) = offcert(&[
+        "gap",
+        CHAIN3,
+        "--memory",
+        "0%:100%:5",
+        "--json",
+        "--quiet",
+        "--plot",
+        plot.to_str().unwrap(),
+    ]);
+    assert_eq!(code, 0);
+    let v: serde_json::Value = serde_json::from_str(&out).unwrap();
+    let entries = v.as_array().unwrap();
+    assert_eq!(entries.len(), 5);
+    assert_eq!(entries[0]["budget"], 8);
+    assert_eq!(entries[4]["budget"], 16);
+    for e in entries {
+        assert!(e["problems"].as_array().unwrap().is_empty());
+        for h in e["heuristics"].as_array().unwrap() {
+            assert_eq!(h["verdict"], "valid");
+        }
+    }
+    let svg = std::fs::read_to_string(&plot).unwrap();
+    assert!(svg.starts_with("<svg") && svg.contains("greedy") && svg.contains("dynprog"));
+}
+
+#[test]
+fn sweep_prints_and_writes_the_budget_series() {
+    let (code, out, _) = offcert(&["sweep", CHAIN3, "--memory", "8:16:5"]);
+    assert_eq!(code, 0);
+    let budgets: Vec<&str> = out
+        .lines()
+        .skip(1)
+        .map(|l| l.split_whitespace().next().unwrap())
+        .collect();
+    assert_eq!(budgets, ["8", "10", "12", "14", "16"]);
+    let dir = std::env::temp_dir().join(format!("offcert-sweep-{}", std::process::id()));
+    let (code, _, _) = offcert(&[
+        "sweep",
+        CHAIN3,
+        "--memory",
+        "min:peak:2",
+        "--out",
+        dir.to_str().unwrap(),
+    ]);
+    assert_eq!(code, 0);
+    let f = dir.join("chain3.mem001.json");
+    let (code, out, _) = offcert(&["bound", f.to_str().unwrap(), "--json"]);
+    assert_eq!(code, 0, "{out}");
+    let v: serde_json::Value = serde_json::from_str(&out).unwrap();
+    assert_eq!(v["memory"], 16);
+}
+
+#[test]
+fn bad_input_names_the_file_and_exits_2() {
+    let (code, _, err) = offcert(&["gap", "instances/nosuch.json"]);
+    assert_eq!(code, 2);
+    assert!(err.contains("instances/nosuch.json"), "{err}");
+    let (code, _, err) = offcert(&["gap", CHAIN3, "--memory", "1:2:x"]);
+    assert_eq!(code, 2);
+    assert!(err.contains("STEPS"), "{err}");
+    let (code, _, err) = offcert(&["sweep", CHAIN3, "--memory", "min:peak:0"]);
+    assert_eq!(code, 2);
+    assert!(err.contains("at least 1"), "{err}");
+}
