@@ -247,6 +247,24 @@ impl Encoding {
                 });
                 live.push(wi);
             }
+            // Cyclic: the checker replays two periods and compares the state at
+            // P and 2P, but an explicit delete at an instant ≡ 0 (mod P) is not
+            // replayed at 2P (reported to the checker's owner); a release there
+            // is therefore written as the `delete` flag of an offload ending
+            // then, and allowed only in that case.
+            let boundary = |u: i64| cyc && u.rem_euclid(p) == 0;
+            if !ep.needs_offload {
+                for wi in &live {
+                    let wv = windows[*wi].as_ref().unwrap();
+                    for (i, v) in wv.release.vars.iter().enumerate() {
+                        if boundary(wv.release.lo + i as i64) {
+                            let mut l = Lin::new();
+                            l.add(*v, 1);
+                            lp.le(format!("boundary_release_{wi}"), &l, 0);
+                        }
+                    }
+                }
+            }
             if live.is_empty() || !ep.needs_offload {
                 continue;
             }
@@ -281,6 +299,20 @@ impl Encoding {
                     let mut l = off.cum(u);
                     l.add_lin(&op_cum(&ops, m, u - st.dur[m % n]), -1);
                     lp.le(format!("R6_offload_reads_current_{e}_{u}"), &l, 0);
+                }
+            }
+            for wi in &live {
+                let wv = windows[*wi].as_ref().unwrap();
+                for (i, v) in wv.release.vars.iter().enumerate() {
+                    let u = wv.release.lo + i as i64;
+                    if boundary(u) {
+                        let mut l = Lin::new();
+                        l.add(*v, 1);
+                        if u - d >= off.lo && u - d <= off.hi() {
+                            l.add(off.vars[(u - d - off.lo) as usize], -1);
+                        }
+                        lp.le(format!("boundary_release_{wi}_{u}"), &l, 0);
+                    }
                 }
             }
             offloads[e] = Some(off);

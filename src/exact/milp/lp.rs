@@ -141,8 +141,22 @@ impl Lp {
         self.constrain(name, lin, Some(v), Some(v));
     }
 
-    /// Solve with HiGHS, MIP gap tolerances zero.
+    /// Solve with HiGHS, MIP gap tolerances zero. HiGHS's MIP presolve has
+    /// wrongly declared feasible models infeasible (ERGO-Code/HiGHS#3090,
+    /// #2388, #1164; we hit one on a 12-op weight chain), so an infeasibility
+    /// found with presolve is confirmed by a second solve without it.
     pub fn solve(&self, time_limit: Duration) -> Result<LpResult, String> {
+        let start = std::time::Instant::now();
+        match self.solve_once(time_limit, true)? {
+            LpResult::Infeasible => {
+                let left = time_limit.saturating_sub(start.elapsed());
+                self.solve_once(left, false)
+            }
+            other => Ok(other),
+        }
+    }
+
+    fn solve_once(&self, time_limit: Duration, presolve: bool) -> Result<LpResult, String> {
         let mut pv = ProblemVariables::new();
         let vars: Vec<good_lp::Variable> = self
             .cols
@@ -189,6 +203,11 @@ impl Lp {
         set(&mut model, "mip_rel_gap", 0.0)?;
         set(&mut model, "mip_abs_gap", 0.0)?;
         set(&mut model, "time_limit", secs)?;
+        if !presolve {
+            model
+                .try_set_option("presolve", "off")
+                .map_err(|e| format!("setting HiGHS option presolve: {e:?}"))?;
+        }
         model
             .try_set_option("random_seed", 1i32)
             .map_err(|e| format!("setting HiGHS option random_seed: {e:?}"))?;

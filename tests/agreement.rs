@@ -1,0 +1,316 @@
+//! Agreement between the exact methods on random small instances of both
+//! families (quickcheck): every returned schedule passes the checker, methods
+//! that finish agree on the optimum (or on infeasibility), and more memory or
+//! more bandwidth never makes the optimum worse.
+
+use offcert::check::check;
+use offcert::exact::{milp, search, smt, ExactError, Limits, Method, Outcome, Status};
+use offcert::family::activation_chain::ActivationLayer;
+use offcert::family::weight_chain::WeightLayer;
+use offcert::family::{ActivationChain, BandwidthFile, InstanceFile, WeightChain};
+use offcert::model::Instance;
+use offcert::units::Ticks;
+use quickcheck::{Arbitrary, Gen, QuickCheck, TestResult};
+use std::time::Duration;
+
+#[derive(Clone, Debug)]
+struct Small(InstanceFile);
+
+fn pick(g: &mut Gen, lo: u64, hi: u64) -> u64 {
+    lo + u64::arbitrary(g) % (hi - lo + 1)
+}
+
+fn bandwidth(g: &mut Gen) -> BandwidthFile {
+    *g.choose(&[
+        BandwidthFile::PerTick(1),
+        BandwidthFile::PerTick(2),
+        BandwidthFile::Ratio { bytes: 1, ticks: 2 },
+        BandwidthFile::Ratio { bytes: 3, ticks: 2 },
+    ])
+    .unwrap()
+}
+
+impl Arbitrary for Small {
+    fn arbitrary(g: &mut Gen) -> Small {
+        if bool::arbitrary(g) {
+            let n = pick(g, 1, 3) as usize;
+            let layers: Vec<ActivationLayer> = (0..n)
+                .map(|_| ActivationLayer {
+                    u_f: pick(g, 0, 2) as i64,
+                    u_b: pick(g, 1, 3) as i64,
+                    x: pick(g, 0, 3),
+                    y: pick(g, 0, 1),
+                    ex_f: 0,
+                    ex_b: pick(g, 0, 1),
+                })
+                .collect();
+            let mut a = ActivationChain {
+                name: "random-act".into(),
+                note: None,
+                layers,
+                x_last: pick(g, 0, 3),
+                y_last: 0,
+                gpu_memory: 0,
+                bandwidth: bandwidth(g),
+            };
+            let peak = a.m_peak().unwrap();
+            a.gpu_memory = pick(g, peak.saturating_sub(5), peak);
+            Small(InstanceFile::ActivationChain(a))
+        } else {
+            let n = pick(g, 1, 3) as usize;
+            let layers: Vec<WeightLayer> = (0..n)
+                .map(|_| WeightLayer {
+                    u_f: pick(g, 0, 2) as i64,
+                    u_b: pick(g, 1, 2) as i64,
+                    w: pick(g, 0, 3),
+                    a: pick(g, 0, 1),
+                })
+                .collect();
+            let mut w = WeightChain {
+                name: "random-weight".into(),
+                note: None,
+                layers,
+                a0: pick(g, 0, 1),
+                gpu_memory: 0,
+                bandwidth: bandwidth(g),
+            };
+            let all: u64 = w.layers.iter().map(|l| l.w + l.a).sum::<u64>() + w.a0;
+            let top = all + w.layers.iter().map(|l| l.w).max().unwrap();
+            w.gpu_memory = pick(g, top.saturating_sub(6), top);
+            Small(InstanceFile::WeightChain(w))
+        }
+    }
+}
+
+fn limits() -> Limits {
+    Limits {
+        time_limit: Duration::from_secs(20),
+        ..Default::default()
+    }
+}
+
+/// The checked optimum a method proves: Some(Some(t)) optimal t, Some(None)
+/// infeasible, None when it did not finish or does not apply.
+fn proved(
+    inst: &Instance,
+    r: Result<Outcome, ExactError>,
+) -> Result<Option<Option<Ticks>>, String> {
+    let o = match r {
+        Ok(o) => o,
+        Err(ExactError::Unsupported { .. }) => return Ok(None),
+        Err(e) => return Err(e.to_string()),
+    };
+    if let Some(s) = &o.schedule {
+        let rep = check(inst, s);
+        if !rep.valid {
+            return Err(format!(
+                "{:?} returned an invalid schedule: {:?}",
+                o.method, rep.violations
+            ));
+        }
+        if o.status == Status::Optimal {
+            return Ok(Some(Some(rep.makespan)));
+        }
+    }
+    Ok(match o.status {
+        Status::Infeasible => Some(None),
+        _ => None,
+    })
+}
+
+fn agree_among(s: Small, with_search: bool) -> TestResult {
+    let inst = match s.0.compile() {
+        Ok(i) => i,
+        Err(_) => return TestResult::discard(),
+    };
+    let mut runs = vec![
+        (Method::Milp, milp::solve(&inst, &limits())),
+        (Method::Smt, smt::solve(&inst, &limits())),
+    ];
+    if with_search {
+        runs.push((Method::Search, search::solve(&inst, &limits())));
+    }
+    let mut answers: Vec<(Method, Option<Ticks>)> = Vec::new();
+    for (m, r) in runs {
+        match proved(&inst, r) {
+            Ok(Some(a)) => answers.push((m, a)),
+            Ok(None) => {}
+            Err(e) => {
+                return TestResult::error(format!(
+                    "{m:?}: {e}\n{}",
+                    serde_json::to_string(&s.0).unwrap()
+                ))
+            }
+        }
+    }
+    if answers.len() < 2 {
+        return TestResult::discard();
+    }
+    let first = answers[0].1;
+    if answers.iter().all(|(_, a)| *a == first) {
+        TestResult::passed()
+    } else {
+        TestResult::error(format!(
+            "methods disagree: {answers:?}\n{}",
+            serde_json::to_string(&s.0).unwrap()
+        ))
+    }
+}
+
+fn agree_milp_smt(s: Small) -> TestResult {
+    agree_among(s, false)
+}
+
+fn agree_all(s: Small) -> TestResult {
+    agree_among(s, true)
+}
+
+/// MILP and SMT (both families): same optimum or both infeasible; every
+/// schedule valid.
+#[test]
+fn milp_and_smt_agree_on_random_small_instances() {
+    QuickCheck::new()
+        .tests(20)
+        .max_tests(200)
+        .quickcheck(agree_milp_smt as fn(Small) -> TestResult);
+}
+
+/// All three methods. Ignored by default: the search currently proves a larger
+/// optimum than MILP and SMT on some one-shot instances (see
+/// `search_disagreements_kept` below); run with `cargo test -- --ignored`.
+#[test]
+#[ignore = "known disagreement of the search on some one-shot instances"]
+fn all_methods_agree_on_random_small_instances() {
+    QuickCheck::new()
+        .tests(40)
+        .max_tests(400)
+        .quickcheck(agree_all as fn(Small) -> TestResult);
+}
+
+/// Shrunk failures found by the properties above, replayed every run.
+/// (instance JSON, checked optimum)
+const REGRESSIONS: &[(&str, Option<i64>)] = &[
+    // An explicit delete at an instant = 0 (mod P) is not replayed at 2P by the
+    // checker: the MILP now writes such releases as an offload's delete flag.
+    (
+        r#"{"family":"weight_chain","name":"reg-boundary-delete","layers":[{"u_f":1,"u_b":2,"w":0,"a":1},{"u_f":2,"u_b":2,"w":2,"a":0},{"u_f":0,"u_b":1,"w":1,"a":0}],"a0":1,"gpu_memory":6,"bandwidth":2}"#,
+        Some(9),
+    ),
+    // HiGHS's presolve called period 13 infeasible although 12 and 14 are
+    // feasible: infeasibility is now confirmed without presolve.
+    (
+        r#"{"family":"weight_chain","name":"reg-presolve","layers":[{"u_f":2,"u_b":1,"w":1,"a":1},{"u_f":1,"u_b":2,"w":3,"a":1},{"u_f":2,"u_b":2,"w":2,"a":1}],"a0":1,"gpu_memory":9,"bandwidth":{"bytes":3,"ticks":2}}"#,
+        Some(12),
+    ),
+];
+
+#[test]
+fn regressions_replayed() {
+    for (json, want) in REGRESSIONS {
+        let (_, inst) = offcert::io::parse_instance("regression", json).unwrap();
+        for r in [milp::solve(&inst, &limits()), smt::solve(&inst, &limits())] {
+            let got = proved(&inst, r).unwrap().expect("finishes");
+            assert_eq!(got, want.map(Ticks), "{json}");
+        }
+        if let Some(t) = want {
+            assert!(matches!(
+                milp::refute(&inst, Ticks(t - 1), &limits()).unwrap(),
+                milp::Refutation::Refuted
+            ));
+            assert!(matches!(
+                milp::refute(&inst, Ticks(t + 1), &limits()).unwrap(),
+                milp::Refutation::Feasible(_)
+            ));
+        }
+    }
+}
+
+/// One-shot instances where the search (proofs/SEARCH.md) proves a larger
+/// optimum than the MILP and z3, whose schedules the checker accepts. Kept so
+/// the disagreement stays visible; ignored until the search is fixed.
+#[test]
+#[ignore = "known disagreement: search optimum larger than the checked MILP/SMT optimum"]
+fn search_disagreements_kept() {
+    let cases: &[(&str, i64)] = &[(
+        r#"{"family":"activation_chain","name":"search-gap-1","layers":[{"u_f":0,"u_b":3,"x":0,"y":0,"ex_f":0,"ex_b":0},{"u_f":0,"u_b":2,"x":1,"y":0,"ex_f":0,"ex_b":0},{"u_f":1,"u_b":3,"x":0,"y":1,"ex_f":0,"ex_b":1}],"x_last":0,"y_last":0,"gpu_memory":2,"bandwidth":{"bytes":3,"ticks":2}}"#,
+        10,
+    )];
+    for (json, want) in cases {
+        let (_, inst) = offcert::io::parse_instance("case", json).unwrap();
+        let got = proved(&inst, search::solve(&inst, &limits())).unwrap();
+        assert_eq!(got, Some(Some(Ticks(*want))), "{json}");
+    }
+}
+
+fn milp_opt(inst: &Instance) -> Result<Option<Option<Ticks>>, String> {
+    proved(inst, milp::solve(inst, &limits()))
+}
+
+fn monotone(s: Small) -> TestResult {
+    let Ok(inst) = s.0.compile() else {
+        return TestResult::discard();
+    };
+    let base = match milp_opt(&inst) {
+        Ok(Some(b)) => b,
+        Ok(None) => return TestResult::discard(),
+        Err(e) => {
+            return TestResult::error(format!("{e}\n{}", serde_json::to_string(&s.0).unwrap()))
+        }
+    };
+    let mut more_mem = inst.clone();
+    more_mem.machine.gpu_capacity.0 += 1;
+    let mut more_bw = inst.clone();
+    more_bw.machine.bandwidth.bytes *= 2;
+    for (what, v) in [("memory", more_mem), ("bandwidth", more_bw)] {
+        let better = match milp_opt(&v) {
+            Ok(Some(b)) => b,
+            Ok(None) => return TestResult::discard(),
+            Err(e) => {
+                return TestResult::error(format!(
+                    "more {what}: {e}\n{}",
+                    serde_json::to_string(&s.0).unwrap()
+                ))
+            }
+        };
+        let worse = match (base, better) {
+            (Some(a), Some(b)) => b > a,
+            (Some(_), None) => true, // feasible became infeasible
+            (None, _) => false,
+        };
+        if worse {
+            return TestResult::error(format!(
+                "more {what} made the optimum worse: {base:?} -> {better:?}\n{:?}",
+                s.0
+            ));
+        }
+    }
+    TestResult::passed()
+}
+
+#[test]
+fn more_memory_or_bandwidth_never_hurts() {
+    QuickCheck::new()
+        .tests(20)
+        .max_tests(200)
+        .quickcheck(monotone as fn(Small) -> TestResult);
+}
+
+#[test]
+fn infeasible_instances_are_infeasible_for_every_method() {
+    for f in ["act_infeasible", "weight_infeasible"] {
+        let (_, inst) =
+            offcert::io::load_instance(std::path::Path::new(&format!("instances/tiny/{f}.json")))
+                .unwrap();
+        for r in [
+            milp::solve(&inst, &limits()),
+            smt::solve(&inst, &limits()),
+            search::solve(&inst, &limits()),
+        ] {
+            match proved(&inst, r) {
+                Ok(Some(a)) => assert_eq!(a, None, "{f}"),
+                Ok(None) => {} // out of scope (search: cyclic)
+                Err(e) => panic!("{f}: {e}"),
+            }
+        }
+    }
+}
