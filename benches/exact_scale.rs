@@ -75,8 +75,14 @@ fn weight(l: usize) -> Instance {
 }
 
 fn main() {
-    let secs: u64 = std::env::var("OFFCERT_BENCH_SECS").ok().and_then(|s| s.parse().ok()).unwrap_or(60);
-    let maxl: usize = std::env::var("OFFCERT_BENCH_MAXL").ok().and_then(|s| s.parse().ok()).unwrap_or(16);
+    let secs: u64 = std::env::var("OFFCERT_BENCH_SECS")
+        .ok()
+        .and_then(|s| s.parse().ok())
+        .unwrap_or(60);
+    let maxl: usize = std::env::var("OFFCERT_BENCH_MAXL")
+        .ok()
+        .and_then(|s| s.parse().ok())
+        .unwrap_or(16);
     let methods: Vec<Method> = std::env::var("OFFCERT_BENCH_METHODS")
         .unwrap_or("milp,smt,search".into())
         .split(',')
@@ -87,18 +93,25 @@ fn main() {
             _ => None,
         })
         .collect();
-    let machine = std::env::var("OFFCERT_BENCH_MACHINE").unwrap_or("(set OFFCERT_BENCH_MACHINE)".into());
+    let machine =
+        std::env::var("OFFCERT_BENCH_MACHINE").unwrap_or("(set OFFCERT_BENCH_MACHINE)".into());
     println!("exact_scale: time limit {secs} s per solve; machine: {machine}");
     println!();
     println!("| family | method | L | status | optimum | time (s) |");
     println!("|---|---|---|---|---|---|");
     let mut summary = Vec::new();
-    for (family, gen) in [("activation_chain", activation as fn(usize) -> Instance), ("weight_chain", weight)] {
+    for (family, gen) in [
+        ("activation_chain", activation as fn(usize) -> Instance),
+        ("weight_chain", weight),
+    ] {
         for &m in &methods {
             let mut largest = 0;
             for l in 1..=maxl {
                 let inst = gen(l);
-                let limits = Limits { time_limit: Duration::from_secs(secs), ..Default::default() };
+                let limits = Limits {
+                    time_limit: Duration::from_secs(secs),
+                    ..Default::default()
+                };
                 let t = Instant::now();
                 let r = match m {
                     Method::Milp => milp::solve(&inst, &limits),
@@ -117,7 +130,8 @@ fn main() {
                     }
                     Err(e) => (format!("error: {e}"), None),
                 };
-                let ok = matches!(&r, Ok(o) if o.status == Status::Optimal || o.status == Status::Infeasible) && el <= secs as f64;
+                let ok = matches!(&r, Ok(o) if o.status == Status::Optimal || o.status == Status::Infeasible)
+                    && el <= secs as f64;
                 println!(
                     "| {family} | {} | {l} | {status} | {} | {el:.2} |",
                     format!("{m:?}").to_lowercase(),
