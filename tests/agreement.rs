@@ -175,11 +175,8 @@ fn milp_and_smt_agree_on_random_small_instances() {
         .quickcheck(agree_milp_smt as fn(Small) -> TestResult);
 }
 
-/// All three methods. Ignored by default: the search currently proves a larger
-/// optimum than MILP and SMT on some one-shot instances (see
-/// `search_disagreements_kept` below); run with `cargo test -- --ignored`.
+/// All three methods (the search on the one-shot instances it supports).
 #[test]
-#[ignore = "known disagreement of the search on some one-shot instances"]
 fn all_methods_agree_on_random_small_instances() {
     QuickCheck::new()
         .tests(40)
@@ -225,20 +222,26 @@ fn regressions_replayed() {
     }
 }
 
-/// One-shot instances where the search (proofs/SEARCH.md) proves a larger
-/// optimum than the MILP and z3, whose schedules the checker accepts. Kept so
-/// the disagreement stays visible; ignored until the search is fixed.
+/// Instances on which the search once disagreed with the MILP and z3
+/// (`instances/regressions/search/`, each file's note says why): all three
+/// methods now prove the optimum named here.
 #[test]
-#[ignore = "known disagreement: search optimum larger than the checked MILP/SMT optimum"]
-fn search_disagreements_kept() {
-    let cases: &[(&str, i64)] = &[(
-        r#"{"family":"activation_chain","name":"search-gap-1","layers":[{"u_f":0,"u_b":3,"x":0,"y":0,"ex_f":0,"ex_b":0},{"u_f":0,"u_b":2,"x":1,"y":0,"ex_f":0,"ex_b":0},{"u_f":1,"u_b":3,"x":0,"y":1,"ex_f":0,"ex_b":1}],"x_last":0,"y_last":0,"gpu_memory":2,"bandwidth":{"bytes":3,"ticks":2}}"#,
-        10,
-    )];
-    for (json, want) in cases {
-        let (_, inst) = offcert::io::parse_instance("case", json).unwrap();
-        let got = proved(&inst, search::solve(&inst, &limits())).unwrap();
-        assert_eq!(got, Some(Some(Ticks(*want))), "{json}");
+fn search_regressions_agree() {
+    let cases: &[(&str, i64)] = &[
+        ("zero-duration-output-offload.json", 10),
+        ("zero-duration-last-op.json", 8),
+    ];
+    for (file, want) in cases {
+        let path = std::path::Path::new("instances/regressions/search").join(file);
+        let (_, inst) = offcert::io::load_instance(&path).unwrap();
+        for r in [
+            search::solve(&inst, &limits()),
+            milp::solve(&inst, &limits()),
+            smt::solve(&inst, &limits()),
+        ] {
+            let got = proved(&inst, r).unwrap();
+            assert_eq!(got, Some(Some(Ticks(*want))), "{file}");
+        }
     }
 }
 

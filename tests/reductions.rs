@@ -116,13 +116,11 @@ fn milp_and_smt_agree_on_the_small_reductions() {
     }
 }
 
-/// Known disagreement, kept visible: on the repaired activation reduction with
-/// {2,2,3} (V = 7) the search proves 15 while the MILP and z3 return checked
-/// schedules of makespan 14 = T (the paper's schedule). The search's
-/// structural limits (proofs/SEARCH.md) must exclude that schedule; reported to
-/// the search's author. Run with `cargo test -- --ignored`.
+/// On the repaired activation reduction with {2,2,3} (V = 7) the search once
+/// proved 15 while the MILP and z3 returned checked schedules of makespan
+/// 14 = T: it could not prefetch, at an instant, a tensor whose offload ended
+/// (and whose copy it deleted) at that same instant (proofs/SEARCH.md §5).
 #[test]
-#[ignore = "known disagreement: search proves 15 where checked schedules of 14 exist"]
 fn search_agrees_on_the_activation_reduction() {
     let tp = yes1();
     let inst = act(&tp);

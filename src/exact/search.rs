@@ -378,6 +378,19 @@ fn expand(ctx: &Ctx, n: &Node) -> Vec<(Node, Option<i64>)> {
     let mut out = vec![];
     let now = Ticks(n.time);
     let mut base = n.clone();
+    // Finished: no delete is needed once nothing more is allocated (and a
+    // delete at this instant could precede the start of a zero-duration op
+    // that produced the tensor at this very instant, §2.4).
+    if base.next == ctx.order.len() && base.running.is_none() {
+        let mut ms = n.time;
+        let mut cur = base.trail.clone();
+        while let Some(t) = cur {
+            ms = ms.max(t.event.end().0);
+            cur = t.prev.clone();
+        }
+        out.push((base, Some(ms)));
+        return out;
+    }
     // Dead tensors go at once: a present copy nobody reads again only takes room.
     for i in 0..base.state.tensors.len() {
         let t = TensorId(i as u32);
@@ -392,16 +405,6 @@ fn expand(ctx: &Ctx, n: &Node) -> Vec<(Node, Option<i64>)> {
             push(&mut base.trail, Event::Delete { tensor: t, at: now });
         }
     }
-    if base.next == ctx.order.len() && base.running.is_none() {
-        let mut ms = n.time;
-        let mut cur = base.trail.clone();
-        while let Some(t) = cur {
-            ms = ms.max(t.event.end().0);
-            cur = t.prev.clone();
-        }
-        out.push((base, Some(ms)));
-        return out;
-    }
     // Live tensors that could be evicted (current CPU copy, present, not needed by
     // an op that would start now is checked by the transitions themselves).
     let evictable: Vec<TensorId> = (0..base.state.tensors.len())
@@ -413,39 +416,6 @@ fn expand(ctx: &Ctx, n: &Node) -> Vec<(Node, Option<i64>)> {
                 && ts.cpu_current()
         })
         .collect();
-    // Transfer candidates per free channel.
-    let mut cands: Vec<Vec<Option<Start>>> = vec![];
-    for ch in 0..base.flights.len() {
-        let mut v = vec![None];
-        if base.flights[ch].is_none() {
-            for i in 0..base.state.tensors.len() {
-                let t = TensorId(i as u32);
-                let ten = ctx.inst.tensor(t);
-                if !ten.transferable || ten.size.0 == 0 || !ctx.needed(t, base.next) {
-                    continue;
-                }
-                let ts = base.state.tensor(t);
-                for dir in [Direction::Offload, Direction::Prefetch] {
-                    if ctx.channel_ix(dir) != ch {
-                        continue;
-                    }
-                    let ok = match dir {
-                        // One offload per value: never rewrite a current CPU copy.
-                        Direction::Offload => {
-                            matches!(ts.gpu, GpuCopy::Present(_))
-                                && !ts.cpu_current()
-                                && ts.cpu_incoming == 0
-                        }
-                        Direction::Prefetch => !ts.on_gpu() && ts.cpu_current(),
-                    };
-                    if ok {
-                        v.push(Some(Start { dir, tensor: t }));
-                    }
-                }
-            }
-        }
-        cands.push(v);
-    }
     // Op starts: none, or a run of consecutive ops (all but the last of duration 0).
     let mut op_runs: Vec<usize> = vec![0];
     if base.running.is_none() {
@@ -458,21 +428,15 @@ fn expand(ctx: &Ctx, n: &Node) -> Vec<(Node, Option<i64>)> {
             k += 1;
         }
     }
-    // Every combination of transfer choices across channels.
-    let mut combos: Vec<Vec<Option<Start>>> = vec![vec![]];
-    for c in &cands {
-        let mut nx = vec![];
-        for pre in &combos {
-            for x in c {
-                let mut p = pre.clone();
-                p.push(*x);
-                nx.push(p);
-            }
-        }
-        combos = nx;
-    }
     let m = evictable.len();
     for &run in &op_runs {
+        // Transfers start after this instant's deletes and op starts (MODEL.md
+        // §2.4): a tensor that a zero-duration op of the run produces can be
+        // offloaded at once, and a live tensor deleted now can be prefetched
+        // again at once (worth it when a zero-duration op of the run peaks in
+        // between). Candidates are therefore read from the state after every
+        // evictable delete and the run; `apply` validates each choice in full.
+        let combos = transfer_combos(ctx, &after_ops(ctx, &base, &evictable, run), &base);
         for combo in &combos {
             let allocates = run > 0 || combo.iter().flatten().any(|s| s.dir == Direction::Prefetch);
             let mut accepted: Vec<u32> = vec![];
@@ -495,6 +459,78 @@ fn expand(ctx: &Ctx, n: &Node) -> Vec<(Node, Option<i64>)> {
         }
     }
     out
+}
+
+/// The state after deleting every tensor of `evictable` and starting the next
+/// `run` ops at `n.time` (zero-duration ones also ending), with no rule or
+/// memory check: only used to list transfer candidates, which [`apply`] then
+/// validates in full. (Deleting more only adds prefetch candidates; offload
+/// candidates have no current CPU copy, so no evictable tensor is one.)
+fn after_ops(ctx: &Ctx, n: &Node, evictable: &[TensorId], run: usize) -> State {
+    let mut state = n.state.clone();
+    let now = Ticks(n.time);
+    for t in evictable {
+        let _ = state.delete(*t, now, &ctx.future(n.next));
+    }
+    for k in n.next..n.next + run {
+        let op = ctx.order[k];
+        let fut = ctx.future(k + 1);
+        let _ = state.op_start(ctx.inst, op, now, Ticks(n.time + ctx.dur[k]), &fut);
+        if ctx.dur[k] == 0 {
+            let _ = state.op_end(ctx.inst, op, now, &fut);
+        }
+    }
+    state
+}
+
+/// Every combination of transfer starts (at most one per free channel) that
+/// the structural limits of `proofs/SEARCH.md` allow from `state`.
+fn transfer_combos(ctx: &Ctx, state: &State, n: &Node) -> Vec<Vec<Option<Start>>> {
+    let mut cands: Vec<Vec<Option<Start>>> = vec![];
+    for ch in 0..n.flights.len() {
+        let mut v = vec![None];
+        if n.flights[ch].is_none() {
+            for i in 0..state.tensors.len() {
+                let t = TensorId(i as u32);
+                let ten = ctx.inst.tensor(t);
+                if !ten.transferable || ten.size.0 == 0 || !ctx.needed(t, n.next) {
+                    continue;
+                }
+                let ts = state.tensor(t);
+                for dir in [Direction::Offload, Direction::Prefetch] {
+                    if ctx.channel_ix(dir) != ch {
+                        continue;
+                    }
+                    let ok = match dir {
+                        // One offload per value: never rewrite a current CPU copy.
+                        Direction::Offload => {
+                            matches!(ts.gpu, GpuCopy::Present(_))
+                                && !ts.cpu_current()
+                                && ts.cpu_incoming == 0
+                        }
+                        Direction::Prefetch => !ts.on_gpu() && ts.cpu_current(),
+                    };
+                    if ok {
+                        v.push(Some(Start { dir, tensor: t }));
+                    }
+                }
+            }
+        }
+        cands.push(v);
+    }
+    let mut combos: Vec<Vec<Option<Start>>> = vec![vec![]];
+    for c in &cands {
+        let mut nx = vec![];
+        for pre in &combos {
+            for x in c {
+                let mut p = pre.clone();
+                p.push(*x);
+                nx.push(p);
+            }
+        }
+        combos = nx;
+    }
+    combos
 }
 
 /// Apply deletes (`mask` over `evictable`), `run` op starts and the transfer
@@ -524,7 +560,11 @@ fn apply(
             );
         }
     }
-    let mut started_positive = false;
+    // Any op start makes the next tick a decision instant: the op's inputs may
+    // be deleted from then on (a delete at the start instant itself comes
+    // before the start, §2.4). This holds for zero-duration ops too, whose
+    // dying inputs can free room for the next op only one tick later.
+    let started_any = run > 0;
     for _ in 0..run {
         let k = n.next;
         let op = ctx.order[k];
@@ -558,7 +598,6 @@ fn apply(
             }
         } else {
             n.running = Some((k, end));
-            started_positive = true;
         }
     }
     for (ch, s) in combo.iter().enumerate() {
@@ -595,7 +634,9 @@ fn apply(
     for f in n.flights.iter().flatten() {
         next = next.min(f.end);
     }
-    if started_positive {
+    // (Once every op has started nothing more can be enabled: offloads and
+    // prefetches are only of tensors read again.)
+    if started_any && n.next < ctx.order.len() {
         next = next.min(n.time + 1);
     }
     if next == i64::MAX {
@@ -609,7 +650,7 @@ fn apply(
     if next == n.time && n.next < ctx.order.len() {
         return None;
     }
-    n.after_start = started_positive && next == n.time + 1;
+    n.after_start = started_any && next == n.time + 1;
     n.time = next;
     Some(n)
 }
