@@ -233,3 +233,23 @@ fn weight_chain_random_schedules_check_and_are_monotone() {
         .tests(15)
         .quickcheck(weights_monotone as fn(RandomWeights) -> quickcheck::TestResult);
 }
+
+/// Cancelled before z3 finds anything, a one-shot solve still returns the
+/// checked earliest-start schedule it started from (an interrupt returns the
+/// best schedule found), labelled feasible and not optimal.
+#[test]
+fn cancelled_solve_returns_the_first_incumbent() {
+    let inst = act(&[(2, 3, 4), (2, 3, 4), (2, 3, 4)], 4, 12, 1);
+    let limits = Limits::default();
+    limits
+        .cancel
+        .store(true, std::sync::atomic::Ordering::SeqCst);
+    let out = smt::solve(&inst, &limits).unwrap();
+    assert_eq!(out.status, Status::Feasible);
+    let s = out.schedule.expect("the seed schedule");
+    let r = offcert::check::check(&inst, &s);
+    assert!(r.valid);
+    // Not better than the optimum (15, tests above), and no bound claimed.
+    assert!(r.makespan >= Ticks(15));
+    assert_eq!(out.bound, None);
+}

@@ -166,6 +166,27 @@ pub fn run(inst: &Instance, methods: &[Method], limits: &Limits) -> Verdict {
     v
 }
 
+/// Total duration of the compute on the busiest device: every op in the
+/// fixed order (each required op with a free order) runs on one stream.
+fn compute_bound(inst: &Instance) -> Ticks {
+    use crate::model::{ComputeOrder, Device};
+    let ops: Vec<crate::model::OpId> = match &inst.order {
+        ComputeOrder::Fixed(v) => v.clone(),
+        ComputeOrder::Free => (0..inst.ops.len())
+            .map(|i| crate::model::OpId(i as u32))
+            .filter(|o| inst.op(*o).required)
+            .collect(),
+    };
+    let on = |d: Device| -> i64 {
+        ops.iter()
+            .map(|o| inst.op(*o))
+            .filter(|op| op.device == d)
+            .map(|op| op.duration.0)
+            .sum()
+    };
+    Ticks(on(Device::Gpu).max(on(Device::Cpu)))
+}
+
 /// Combine checked method results into a verdict.
 pub fn label(inst: &Instance, results: Vec<MethodResult>, limits: &Limits) -> Verdict {
     let mut evidence = Vec::new();
@@ -209,12 +230,24 @@ pub fn label(inst: &Instance, results: Vec<MethodResult>, limits: &Limits) -> Ve
             }
         }
     }
-    let bound = results
+    let solver_bound = results
         .iter()
         .filter(|r| r.status.is_some() && r.status != Some(Status::Infeasible))
         .filter_map(|r| r.bound)
         .filter(|b| best_ms.is_none_or(|m| *b <= m))
         .max();
+    // With a schedule but no method's bound, the total compute on the busiest
+    // device still bounds the makespan (period) from below, solver-free.
+    let bound = match (solver_bound, best_ms) {
+        (None, Some(_)) => {
+            let c = compute_bound(inst);
+            evidence.push(format!(
+                "bound {c}: total compute on the busiest device (no method proved a bound)"
+            ));
+            Some(c)
+        }
+        (b, _) => b,
+    };
     let mut label = Label::Unknown;
     if let Some(m) = best_ms {
         if agree.len() >= 2 {

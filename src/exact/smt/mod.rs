@@ -20,7 +20,7 @@ use crate::model::Instance;
 use crate::units::Ticks;
 use encode::Encoding;
 use std::path::Path;
-use std::sync::atomic::{AtomicBool, Ordering};
+use std::sync::atomic::{AtomicBool, AtomicI64, Ordering};
 use std::time::{Duration, Instant};
 use z3::ast::{Bool, Int};
 use z3::{Config, Context, Params, SatResult, Solver};
@@ -55,21 +55,47 @@ pub fn solve(inst: &Instance, limits: &Limits) -> Result<Outcome, ExactError> {
     let c = Int::new_const(&ctx, "C");
     let consts = enc.constants();
 
+    // One-shot: a checked earliest-start schedule is the first incumbent, so an
+    // interrupt always has a schedule to return and z3 starts below it.
+    let mut seed = seed_incumbent(inst);
+    if let Some((m, _)) = &seed {
+        notes.push(format!("first incumbent {m} from a checked ASAP schedule"));
+        if limits.progress {
+            eprintln!("smt: {:>7.2}s  incumbent {m}  (checked ASAP schedule)", 0.0);
+        }
+    }
     let finished = AtomicBool::new(false);
+    // The bound z3 is asked about (C ≤ target), for the heartbeat; -1 = none.
+    let target = AtomicI64::new(seed.as_ref().map_or(-1, |(m, _)| m.0 - 1));
     let handle = ctx.handle();
     let deadline = started + limits.time_limit;
     let result = std::thread::scope(|sc| {
-        // z3's own timeout covers a check; this watcher also honours Ctrl-C.
+        // z3's own timeout covers a check; this watcher also honours Ctrl-C and
+        // reports progress while z3 works on one check.
         sc.spawn(|| {
+            let mut last = Instant::now();
             while !finished.load(Ordering::Relaxed) {
                 if limits.cancel.load(Ordering::Relaxed) || Instant::now() >= deadline {
                     handle.interrupt();
+                }
+                if limits.progress && last.elapsed() >= Duration::from_secs(5) {
+                    last = Instant::now();
+                    let t = target.load(Ordering::Relaxed);
+                    eprintln!(
+                        "smt: {:>7.2}s  solving C <= {}",
+                        started.elapsed().as_secs_f64(),
+                        if t < 0 {
+                            "∞".to_string()
+                        } else {
+                            t.to_string()
+                        }
+                    );
                 }
                 std::thread::sleep(Duration::from_millis(20));
             }
         });
         let r = (|| -> Result<(Status, Option<crate::schedule::Schedule>, Option<Ticks>), ExactError> {
-            let mut best: Option<(Ticks, crate::schedule::Schedule)> = None;
+            let mut best: Option<(Ticks, crate::schedule::Schedule)> = seed.take();
             loop {
                 let now = Instant::now();
                 if now >= deadline || limits.cancel.load(Ordering::Relaxed) {
@@ -77,6 +103,7 @@ pub fn solve(inst: &Instance, limits: &Limits) -> Result<Outcome, ExactError> {
                 }
                 if let Some((b, _)) = &best {
                     solver.assert(&c.le(&Int::from_i64(&ctx, b.0 - 1)));
+                    target.store(b.0 - 1, Ordering::Relaxed);
                 }
                 let mut params = Params::new(&ctx);
                 let left = (deadline - now).as_millis().clamp(1, u32::MAX as u128) as u32;
@@ -162,6 +189,33 @@ pub fn solve(inst: &Instance, limits: &Limits) -> Result<Outcome, ExactError> {
         elapsed: started.elapsed(),
         notes,
     })
+}
+
+/// The better checked schedule of the earliest-start simulator over two plans
+/// (offload nothing; offload every transferable tensor), one-shot only.
+fn seed_incumbent(inst: &Instance) -> Option<(Ticks, crate::schedule::Schedule)> {
+    use crate::simulate::{asap, Plan};
+    if inst.mode == crate::model::Mode::Cyclic {
+        return None;
+    }
+    let all: Vec<crate::model::TensorId> = (0..inst.tensors.len())
+        .map(|i| crate::model::TensorId(i as u32))
+        .filter(|t| inst.tensor(*t).transferable)
+        .collect();
+    let mut best: Option<(Ticks, crate::schedule::Schedule)> = None;
+    for offload in [vec![], all] {
+        let plan = Plan {
+            offload,
+            lookahead: None,
+        };
+        if let Ok(s) = asap(inst, &plan) {
+            let r = crate::check::check(inst, &s);
+            if r.valid && best.as_ref().is_none_or(|b| r.makespan < b.0) {
+                best = Some((r.makespan, s));
+            }
+        }
+    }
+    best
 }
 
 /// The certificate text: satisfiable iff a schedule with makespan (period)
