@@ -6,7 +6,7 @@
 mod common;
 
 use common::*;
-use offcert::check::{check, Report, Violation};
+use offcert::check::{check, Report, Violation, Warning};
 use offcert::model::{Channel, Device, Direction, OpId, TensorId};
 use offcert::recheck::{recheck, Finding};
 use offcert::schedule::EventId;
@@ -96,6 +96,27 @@ fn rule_resources() {
             first_end: Ticks(3),
             second_start: Ticks(2),
         }]
+    );
+}
+
+/// Rule resources on the compute stream: two GPU ops of positive length overlap.
+#[test]
+fn rule_resources_compute_stream() {
+    valid("cpu8.json", "cpu8.valid.schedule.json");
+    assert_eq!(
+        invalid("cpu8.json", "cpu8.resources.invalid.schedule.json"),
+        vec![Violation::ComputeOverlap {
+            device: Device::Gpu,
+            first: EventId(0),
+            second: EventId(1),
+            first_end: Ticks(2),
+            second_start: Ticks(1),
+        }]
+    );
+    // The re-check compares every pair and names the later event of the pair.
+    assert_eq!(
+        rechecked("cpu8.json", "cpu8.resources.invalid.schedule.json"),
+        vec![finding("resources", "compute_overlap", Some(1), None, None)]
     );
 }
 
@@ -389,12 +410,69 @@ fn rule_no_data_loss_and_the_discount_rule() {
     );
 }
 
+/// R9 steady state: a transfer crossing P reads a current value in the first
+/// period (the warm-up, whose in-flight offload was read from S₀) and a stale
+/// one in the second. The checker reports it as `not_steady` (rule name
+/// completeness), with no position in time (it compares two periods).
+#[test]
+fn rule_steady_state_cyclic() {
+    valid("w2.json", "w2.resident.valid.schedule.json");
+    let r = run("w2.json", "w2.steady.invalid.schedule.json");
+    assert!(!r.valid);
+    assert_eq!(
+        r.violations,
+        vec![
+            Violation::NotSteady {
+                event: EventId(5),
+                tensor: W2,
+            },
+            Violation::PrefetchResident {
+                event: EventId(4),
+                at: Ticks(2),
+                tensor: W2,
+            },
+        ]
+    );
+    assert_eq!(r.violations[0].rule(), "completeness");
+    assert_eq!(r.violations[0].kind(), "not_steady");
+    assert_eq!(
+        r.warnings,
+        vec![Warning::RedundantOffload {
+            event: EventId(5),
+            tensor: W2,
+            bytes: Bytes(4),
+            ticks: Ticks(4),
+        }]
+    );
+    assert_eq!(r.peak_memory, Bytes(18));
+    let dir = repo().join("instances/fixtures");
+    let (inst, s) = load(
+        &dir.join("w2.json"),
+        &dir.join("w2.steady.invalid.schedule.json"),
+    );
+    let v = recheck(&inst, &s);
+    assert_eq!(
+        v.findings,
+        vec![
+            finding(
+                "dependencies",
+                "prefetch_resident",
+                Some(4),
+                Some(2),
+                Some(4)
+            ),
+            finding("completeness", "not_steady", Some(5), None, None),
+        ]
+    );
+    assert_eq!(v.redundant_offloads, vec![EventId(5)]);
+}
+
 /// Every fixture is used above, and follows the naming convention.
 #[test]
 fn every_fixture_has_a_note_and_the_expected_verdict() {
     let dir = repo().join("instances/fixtures");
     let all = pairs(&dir);
-    assert!(all.len() >= 18, "{} fixtures", all.len());
+    assert!(all.len() >= 20, "{} fixtures", all.len());
     for (i, s) in all {
         for f in [&i, &s] {
             let v: serde_json::Value =
