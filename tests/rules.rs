@@ -6,10 +6,11 @@
 mod common;
 
 use common::*;
-use offcert::check::{check, Report, Violation};
-use offcert::model::{Channel, Device, OpId, TensorId};
-use offcert::recheck::recheck;
+use offcert::check::{check, Report, Violation, Warning};
+use offcert::model::{Channel, Device, Direction, OpId, TensorId};
+use offcert::recheck::{recheck, Finding};
 use offcert::schedule::EventId;
+use offcert::semantics::{Breach, GpuCopy, Lookahead, State};
 use offcert::units::{Bandwidth, Bytes, Ticks};
 
 fn run(instance: &str, schedule: &str) -> Report {
@@ -27,6 +28,29 @@ fn run(instance: &str, schedule: &str) -> Report {
         );
     }
     r
+}
+
+/// The independent re-check's findings on a fixture, in its own order.
+fn rechecked(instance: &str, schedule: &str) -> Vec<Finding> {
+    let dir = repo().join("instances/fixtures");
+    let (inst, s) = load(&dir.join(instance), &dir.join(schedule));
+    recheck(&inst, &s).findings
+}
+
+fn finding(
+    rule: &'static str,
+    kind: &'static str,
+    event: Option<u32>,
+    at: Option<i64>,
+    tensor: Option<u32>,
+) -> Finding {
+    Finding {
+        rule,
+        kind,
+        event: event.map(EventId),
+        at: at.map(Ticks),
+        tensor: tensor.map(TensorId),
+    }
 }
 
 fn valid(instance: &str, schedule: &str) -> Report {
@@ -75,6 +99,27 @@ fn rule_resources() {
     );
 }
 
+/// Rule resources on the compute stream: two GPU ops of positive length overlap.
+#[test]
+fn rule_resources_compute_stream() {
+    valid("cpu8.json", "cpu8.valid.schedule.json");
+    assert_eq!(
+        invalid("cpu8.json", "cpu8.resources.invalid.schedule.json"),
+        vec![Violation::ComputeOverlap {
+            device: Device::Gpu,
+            first: EventId(0),
+            second: EventId(1),
+            first_end: Ticks(2),
+            second_start: Ticks(1),
+        }]
+    );
+    // The re-check compares every pair and names the later event of the pair.
+    assert_eq!(
+        rechecked("cpu8.json", "cpu8.resources.invalid.schedule.json"),
+        vec![finding("resources", "compute_overlap", Some(1), None, None)]
+    );
+}
+
 #[test]
 fn rule_duration() {
     valid("act3.json", "act3.valid.schedule.json");
@@ -119,6 +164,133 @@ fn rule_dependencies() {
             tensor: X0,
             ready_at: Some(Ticks(13)),
         }]
+    );
+}
+
+// upd1: w = tensor 0; U (reads and modifies w) = op 0, R (reads w) = op 1.
+const UPD_W: TensorId = TensorId(0);
+const UPD_U: OpId = OpId(0);
+const UPD_R: OpId = OpId(1);
+
+/// No tensor is needed later in the state-level walk below.
+struct NothingNeeded;
+impl Lookahead for NothingNeeded {
+    fn needed_after(&self, _: TensorId, _: Ticks) -> bool {
+        false
+    }
+}
+
+/// An op that modifies a tensor whose prefetch is still in flight: it breaks R1
+/// at its start, and at its end only a *present* GPU copy takes the new version
+/// (MODEL.md §2.3); the pending copy keeps the version its prefetch carries and
+/// lands stale, so the next reader sees a stale input.
+#[test]
+fn rule_dependencies_update_while_the_prefetch_is_in_flight() {
+    let r = valid("upd1.json", "upd1.valid.schedule.json");
+    assert_eq!(r.makespan, Ticks(5));
+    assert_eq!(r.peak_memory, Bytes(4));
+    assert_eq!(
+        invalid("upd1.json", "upd1.dependencies.invalid.schedule.json"),
+        vec![
+            Violation::InputNotResident {
+                event: EventId(1),
+                at: Ticks(1),
+                op: UPD_U,
+                tensor: UPD_W,
+                ready_at: Some(Ticks(5)),
+            },
+            Violation::InputStale {
+                event: EventId(2),
+                at: Ticks(5),
+                op: UPD_R,
+                tensor: UPD_W,
+                held: Some(0),
+                latest: 1,
+            },
+        ]
+    );
+    assert_eq!(
+        rechecked("upd1.json", "upd1.dependencies.invalid.schedule.json"),
+        vec![
+            finding(
+                "dependencies",
+                "input_not_resident",
+                Some(1),
+                Some(1),
+                Some(0)
+            ),
+            finding("dependencies", "input_stale", Some(2), Some(5), Some(0)),
+        ]
+    );
+
+    // The same steps on the shared state machine: the copy stays pending with
+    // the prefetch's version v0 after U's end, and lands as v0 (stale).
+    let dir = repo().join("instances/fixtures");
+    let (inst, _) = load(
+        &dir.join("upd1.json"),
+        &dir.join("upd1.dependencies.invalid.schedule.json"),
+    );
+    let mut st = State::initial(&inst);
+    let (flight, b) = st.transfer_start(&inst, Direction::Prefetch, UPD_W, Ticks(5));
+    assert_eq!((flight.version, b), (Some(0), vec![]));
+    assert_eq!(
+        st.op_start(&inst, UPD_U, Ticks(1), Ticks(4), &NothingNeeded),
+        vec![Breach::InputNotResident {
+            tensor: UPD_W,
+            ready_at: Some(Ticks(5)),
+        }]
+    );
+    assert_eq!(st.op_end(&inst, UPD_U, Ticks(4), &NothingNeeded), vec![]);
+    assert_eq!(st.tensor(UPD_W).latest, 1);
+    assert_eq!(
+        st.tensor(UPD_W).gpu,
+        GpuCopy::Pending {
+            ready: Ticks(5),
+            version: Some(0),
+        }
+    );
+    assert_eq!(
+        st.transfer_end(
+            Direction::Prefetch,
+            UPD_W,
+            flight,
+            false,
+            Ticks(5),
+            &NothingNeeded
+        ),
+        vec![]
+    );
+    assert_eq!(st.tensor(UPD_W).gpu, GpuCopy::Present(0));
+    assert!(!st.tensor(UPD_W).gpu_current());
+    assert_eq!(st.gpu_bytes(), Bytes(4));
+}
+
+/// The same rule when the updating op itself breaks nothing: its input is
+/// present at its start, then deleted and prefetched again while it runs. The
+/// update does not land in the pending copy, so the next reader sees a stale
+/// input. (Letting a pending copy take the new version passed this as valid.)
+#[test]
+fn rule_dependencies_update_while_its_input_is_fetched_again() {
+    assert_eq!(
+        invalid("upd1.json", "upd1.refetch.invalid.schedule.json"),
+        vec![Violation::InputStale {
+            event: EventId(4),
+            at: Ticks(5),
+            op: UPD_R,
+            tensor: UPD_W,
+            held: Some(0),
+            latest: 1,
+        }]
+    );
+    assert_eq!(
+        rechecked("upd1.json", "upd1.refetch.invalid.schedule.json"),
+        vec![finding(
+            "dependencies",
+            "input_stale",
+            Some(4),
+            Some(5),
+            Some(0)
+        )]
     );
 }
 
@@ -238,12 +410,69 @@ fn rule_no_data_loss_and_the_discount_rule() {
     );
 }
 
+/// R9 steady state: a transfer crossing P reads a current value in the first
+/// period (the warm-up, whose in-flight offload was read from S₀) and a stale
+/// one in the second. The checker reports it as `not_steady` (rule name
+/// completeness), with no position in time (it compares two periods).
+#[test]
+fn rule_steady_state_cyclic() {
+    valid("w2.json", "w2.resident.valid.schedule.json");
+    let r = run("w2.json", "w2.steady.invalid.schedule.json");
+    assert!(!r.valid);
+    assert_eq!(
+        r.violations,
+        vec![
+            Violation::NotSteady {
+                event: EventId(5),
+                tensor: W2,
+            },
+            Violation::PrefetchResident {
+                event: EventId(4),
+                at: Ticks(2),
+                tensor: W2,
+            },
+        ]
+    );
+    assert_eq!(r.violations[0].rule(), "completeness");
+    assert_eq!(r.violations[0].kind(), "not_steady");
+    assert_eq!(
+        r.warnings,
+        vec![Warning::RedundantOffload {
+            event: EventId(5),
+            tensor: W2,
+            bytes: Bytes(4),
+            ticks: Ticks(4),
+        }]
+    );
+    assert_eq!(r.peak_memory, Bytes(18));
+    let dir = repo().join("instances/fixtures");
+    let (inst, s) = load(
+        &dir.join("w2.json"),
+        &dir.join("w2.steady.invalid.schedule.json"),
+    );
+    let v = recheck(&inst, &s);
+    assert_eq!(
+        v.findings,
+        vec![
+            finding(
+                "dependencies",
+                "prefetch_resident",
+                Some(4),
+                Some(2),
+                Some(4)
+            ),
+            finding("completeness", "not_steady", Some(5), None, None),
+        ]
+    );
+    assert_eq!(v.redundant_offloads, vec![EventId(5)]);
+}
+
 /// Every fixture is used above, and follows the naming convention.
 #[test]
 fn every_fixture_has_a_note_and_the_expected_verdict() {
     let dir = repo().join("instances/fixtures");
     let all = pairs(&dir);
-    assert!(all.len() >= 14, "{} fixtures", all.len());
+    assert!(all.len() >= 20, "{} fixtures", all.len());
     for (i, s) in all {
         for f in [&i, &s] {
             let v: serde_json::Value =

@@ -587,7 +587,10 @@ impl Replay<'_> {
             let c = &mut self.tensors[t.ix()];
             c.latest += 1;
             match o.device {
-                Device::Gpu if c.gpu != Gpu::Off => c.gpu = Gpu::On(c.latest),
+                // Only a copy on the GPU takes the new version: one still
+                // coming keeps what its prefetch (or producer) brings, and the
+                // update reaches no buffer.
+                Device::Gpu if matches!(c.gpu, Gpu::On(_)) => c.gpu = Gpu::On(c.latest),
                 Device::Cpu if c.cpu.is_some() => c.cpu = Some(c.latest),
                 _ => {}
             }

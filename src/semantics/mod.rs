@@ -347,8 +347,14 @@ impl State {
             let ts = &mut self.tensors[t.ix()];
             ts.latest += 1;
             match o.device {
+                // Only a present copy takes the new version; a pending one is
+                // left as it is and the update reaches no buffer. A prefetch in
+                // flight still lands the version it carries, now stale: either
+                // the op started before it landed (R1), or the copy was released
+                // and fetched again while the op ran (the next reader sees a
+                // stale input).
                 Device::Gpu => {
-                    if ts.on_gpu() {
+                    if let GpuCopy::Present(_) = ts.gpu {
                         ts.gpu = GpuCopy::Present(ts.latest);
                     }
                 }
