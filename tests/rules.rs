@@ -433,7 +433,7 @@ fn rule_steady_state_cyclic() {
             },
         ]
     );
-    assert_eq!(r.violations[0].rule(), "completeness");
+    assert_eq!(r.violations[0].rule(), "steady-state");
     assert_eq!(r.violations[0].kind(), "not_steady");
     assert_eq!(
         r.warnings,
@@ -461,7 +461,7 @@ fn rule_steady_state_cyclic() {
                 Some(2),
                 Some(4)
             ),
-            finding("completeness", "not_steady", Some(5), None, None),
+            finding("steady-state", "not_steady", Some(5), None, None),
         ]
     );
     assert_eq!(v.redundant_offloads, vec![EventId(5)]);

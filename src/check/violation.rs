@@ -218,8 +218,8 @@ impl Violation {
             | MissingOp { .. }
             | ExtraOp { .. }
             | NeverRan { .. }
-            | StateMismatch { .. }
-            | NotSteady { .. } => "completeness",
+            | StateMismatch { .. } => "completeness",
+            NotSteady { .. } => "steady-state",
         }
     }
 

@@ -443,7 +443,7 @@ pub fn recheck(inst: &Instance, s: &Schedule) -> Verdict {
             if let [Some(a), Some(b)] = pair {
                 if a != b {
                     r.findings.push(Finding {
-                        rule: "completeness",
+                        rule: "steady-state",
                         kind: "not_steady",
                         event: Some(EventId(i as u32)),
                         at: None,
