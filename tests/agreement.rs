@@ -11,6 +11,7 @@ use offcert::family::{ActivationChain, BandwidthFile, InstanceFile, WeightChain}
 use offcert::model::Instance;
 use offcert::units::Ticks;
 use quickcheck::{Arbitrary, Gen, QuickCheck, TestResult};
+use std::sync::atomic::{AtomicUsize, Ordering};
 use std::time::Duration;
 
 #[derive(Clone, Debug)]
@@ -128,7 +129,21 @@ fn agree_among(s: Small, with_search: bool) -> TestResult {
         (Method::Smt, smt::solve(&inst, &limits())),
     ];
     if with_search {
-        runs.push((Method::Search, search::solve(&inst, &limits())));
+        // Both families are in the search's scope (one-shot and cyclic): it
+        // must answer, not refuse.
+        let r = search::solve(&inst, &limits());
+        if let Err(e @ ExactError::Unsupported { .. }) = &r {
+            return TestResult::error(format!(
+                "search refused: {e}\n{}",
+                serde_json::to_string(&s.0).unwrap()
+            ));
+        }
+        if matches!(&r, Ok(o) if o.status != Status::Unknown)
+            && matches!(s.0, InstanceFile::WeightChain(_))
+        {
+            SEARCHED_WEIGHT_CHAINS.fetch_add(1, Ordering::Relaxed);
+        }
+        runs.push((Method::Search, r));
     }
     let mut answers: Vec<(Method, Option<Ticks>)> = Vec::new();
     for (m, r) in runs {
@@ -175,13 +190,22 @@ fn milp_and_smt_agree_on_random_small_instances() {
         .quickcheck(agree_milp_smt as fn(Small) -> TestResult);
 }
 
-/// All three methods (the search on the one-shot instances it supports).
+/// Weight chains (cyclic) on which the search finished, in
+/// `all_methods_agree_on_random_small_instances`.
+static SEARCHED_WEIGHT_CHAINS: AtomicUsize = AtomicUsize::new(0);
+
+/// All three methods, on both families (the search covers cyclic weight
+/// chains too).
 #[test]
 fn all_methods_agree_on_random_small_instances() {
     QuickCheck::new()
         .tests(40)
         .max_tests(400)
         .quickcheck(agree_all as fn(Small) -> TestResult);
+    assert!(
+        SEARCHED_WEIGHT_CHAINS.load(Ordering::Relaxed) > 0,
+        "the search answered on no weight chain"
+    );
 }
 
 /// Shrunk failures found by the properties above, replayed every run.
@@ -205,7 +229,11 @@ const REGRESSIONS: &[(&str, Option<i64>)] = &[
 fn regressions_replayed() {
     for (json, want) in REGRESSIONS {
         let (_, inst) = offcert::io::parse_instance("regression", json).unwrap();
-        for r in [milp::solve(&inst, &limits()), smt::solve(&inst, &limits())] {
+        for r in [
+            milp::solve(&inst, &limits()),
+            smt::solve(&inst, &limits()),
+            search::solve(&inst, &limits()),
+        ] {
             let got = proved(&inst, r).unwrap().expect("finishes");
             assert_eq!(got, want.map(Ticks), "{json}");
         }
@@ -311,7 +339,7 @@ fn infeasible_instances_are_infeasible_for_every_method() {
         ] {
             match proved(&inst, r) {
                 Ok(Some(a)) => assert_eq!(a, None, "{f}"),
-                Ok(None) => {} // out of scope (search: cyclic)
+                Ok(None) => panic!("{f}: a method did not finish or refused"),
                 Err(e) => panic!("{f}: {e}"),
             }
         }

@@ -132,6 +132,20 @@ fn search_agrees_on_the_activation_reduction() {
     );
 }
 
+/// The weight reduction as stated with {2,2,3} (V = 7, L = 5): the search
+/// (cyclic, every boundary state tried) proves the period T + 1 = 15 that the
+/// MILP proves in `weight_as_stated_yes_misses_t_by_one_tick_no_misses_by_more`.
+#[test]
+fn search_agrees_on_the_weight_reduction() {
+    let tp = yes1();
+    let inst = weight(&tp);
+    let c = offcert::exact::search::solve(&inst, &limits()).unwrap();
+    assert_eq!(c.status, Status::Optimal, "{:?}", c.notes);
+    let r = check(&inst, c.schedule.as_ref().unwrap());
+    assert!(r.valid, "{:?}", r.violations);
+    assert_eq!(r.makespan, Ticks(tp.target() + 1));
+}
+
 #[test]
 fn bundled_reduction_instance_matches_the_generator() {
     // instances/tiny/act_3partition_m1.json is yes1()'s repaired construction.

@@ -1,16 +1,26 @@
 //! Exact method (c): exhaustive state-space search (A* on time) for tiny
-//! one-shot instances, built directly on the shared rules: every successor is
+//! instances, built directly on the shared rules: every successor is
 //! produced by [`crate::semantics::State`]'s transitions (`op_start`, `op_end`,
 //! `transfer_start`, `transfer_end`, `delete`), and a successor is kept only if
 //! those transitions report no [`Breach`](crate::semantics::Breach) and the GPU
 //! memory they account stays within capacity after every allocation.
 //!
-//! Owns: the search, its state key and its structural limits (`proofs/SEARCH.md`).
+//! Owns: the search, its state key and its structural limits (`proofs/SEARCH.md`);
+//! `cyclic.rs` owns the boundary states of the cyclic search (their enumeration,
+//! the root nodes built from them and the test that a period closes the cycle).
 //! Must not import: the MILP, the SMT method, heuristics.
 //!
-//! Scope: one-shot, fixed order of GPU ops (each once). Cyclic instances are
-//! refused with [`ExactError::Unsupported`]: the state at time 0 and transfers
-//! crossing the period would have to be searched too (see `proofs/SEARCH.md`).
+//! Scope: a fixed order of GPU ops (each once), no CPU capacity. One-shot: no
+//! modified transferable tensor, each tensor produced at most once. Cyclic
+//! (`weight_chain` and core instances of its shape): only persistent tensors
+//! move; every per-iteration tensor is produced once, before it is read, and
+//! released by an op of the period. A cyclic schedule of period P is a cycle of
+//! length P in the state graph: the search starts from every boundary state
+//! S₀ (with the transfers in flight across the boundary) at once and stops at
+//! the first node, at time P, whose state equals its own S₀ up to versions.
+//! Anything else is refused with [`ExactError::Unsupported`].
+
+mod cyclic;
 
 use crate::exact::{ExactError, Limits, Method, Outcome, Status};
 use crate::model::{ComputeOrder, Device, Direction, Instance, Mode, OpId, TensorId};
@@ -33,15 +43,17 @@ fn unsupported(reason: impl Into<String>) -> ExactError {
     }
 }
 
-/// "Needed later" for rule R6: read by an op at a position not yet started.
+/// "Needed later" for rule R6: read by an op at a position not yet started,
+/// or (cyclic) persistent, hence always needed (MODEL.md §3).
 struct Future<'a> {
     reads_at: &'a [Vec<usize>],
+    always: &'a [bool],
     next: usize,
 }
 
 impl Lookahead for Future<'_> {
     fn needed_after(&self, t: TensorId, _at: Ticks) -> bool {
-        self.reads_at[t.ix()].iter().any(|&p| p >= self.next)
+        self.always[t.ix()] || self.reads_at[t.ix()].iter().any(|&p| p >= self.next)
     }
 }
 
@@ -71,6 +83,9 @@ struct Node {
     /// An op started at `time - 1`: this instant is a decision point even if
     /// nothing completes (its inputs may be deleted from here on).
     after_start: bool,
+    /// Cyclic: the boundary state this path started from (an index into
+    /// `Ctx::roots`); 0 for one-shot.
+    root: usize,
 }
 
 struct Ctx<'a> {
@@ -83,6 +98,12 @@ struct Ctx<'a> {
     channels: Vec<crate::model::Channel>,
     /// Remaining compute from position k on.
     suffix: Vec<i64>,
+    /// Cyclic mode.
+    cyclic: bool,
+    /// Tensors always needed later (cyclic: the persistent ones; one-shot: none).
+    always: Vec<bool>,
+    /// Cyclic: the boundary states searched from (empty for one-shot).
+    roots: Vec<cyclic::Boundary>,
 }
 
 fn push(trail: &mut Option<Rc<Trail>>, event: Event) {
@@ -96,17 +117,25 @@ impl Ctx<'_> {
     fn future(&self, next: usize) -> Future<'_> {
         Future {
             reads_at: &self.reads_at,
+            always: &self.always,
             next,
         }
     }
 
     fn needed(&self, t: TensorId, next: usize) -> bool {
-        self.reads_at[t.ix()].iter().any(|&p| p >= next)
+        self.always[t.ix()] || self.reads_at[t.ix()].iter().any(|&p| p >= next)
     }
 
     fn channel_ix(&self, dir: Direction) -> usize {
         let c = self.inst.machine.channel(dir);
         self.channels.iter().position(|x| *x == c).unwrap_or(0)
+    }
+
+    /// Cyclic: does the op at position `k` (running, or about to run) modify
+    /// `t`? Such a tensor is neither deleted nor offloaded while the op runs
+    /// (proofs/SEARCH.md, cyclic limit 4).
+    fn modified_by(&self, k: Option<usize>, t: TensorId) -> bool {
+        self.cyclic && k.is_some_and(|k| self.inst.op(self.order[k]).modifies.contains(&t))
     }
 
     /// The completions at `n.time`: transfer ends, then the op end (§2.4).
@@ -145,7 +174,8 @@ impl Ctx<'_> {
     }
 
     fn key(&self, n: &Node) -> Vec<i64> {
-        let mut k = Vec::with_capacity(8 + 5 * n.state.tensors.len());
+        let mut k = Vec::with_capacity(9 + 5 * n.state.tensors.len());
+        k.push(n.root as i64);
         k.push(n.next as i64);
         k.push(n.after_start as i64);
         k.push(n.running.map_or(-1, |(_, e)| e - n.time));
@@ -172,13 +202,18 @@ impl Ctx<'_> {
         k
     }
 
-    /// A lower bound on the makespan reachable from `n` (admissible: the
-    /// remaining compute runs on one stream; started transfers must end).
+    /// A lower bound on the makespan (period) reachable from `n` (admissible:
+    /// the remaining compute runs on one stream; a started transfer ends before
+    /// the makespan, or, cyclic, crosses the period end with exactly the ticks
+    /// left that the root's boundary state gives its channel).
     fn estimate(&self, n: &Node) -> i64 {
         let run = n.running.map_or(0, |(_, e)| e - n.time);
         let mut f = n.time + run + self.suffix[n.next];
-        for fl in n.flights.iter().flatten() {
-            f = f.max(fl.end);
+        for (ch, fl) in n.flights.iter().enumerate() {
+            if let Some(fl) = fl {
+                let left = self.roots.get(n.root).map_or(0, |b| b.left[ch]);
+                f = f.max(fl.end - left);
+            }
         }
         f
     }
@@ -191,14 +226,11 @@ struct Start {
     tensor: TensorId,
 }
 
-/// Minimise the makespan of a tiny one-shot instance by exhaustive search.
+/// Minimise the makespan (one-shot) or the period (cyclic) of a tiny instance
+/// by exhaustive search.
 pub fn solve(inst: &Instance, limits: &Limits) -> Result<Outcome, ExactError> {
     let started = Instant::now();
-    if inst.mode == Mode::Cyclic {
-        return Err(unsupported(
-            "cyclic instances (the state at time 0 and boundary-crossing transfers are not searched)",
-        ));
-    }
+    let cyclic = inst.mode == Mode::Cyclic;
     let order = match &inst.order {
         ComputeOrder::Fixed(v) => v.clone(),
         ComputeOrder::Free => return Err(unsupported("free compute order")),
@@ -226,19 +258,25 @@ pub fn solve(inst: &Instance, limits: &Limits) -> Result<Outcome, ExactError> {
         for t in &op.produces {
             produced[t.ix()] += 1;
         }
-        if !op.modifies.is_empty() && op.modifies.iter().any(|t| inst.tensor(*t).transferable) {
+        if !cyclic
+            && !op.modifies.is_empty()
+            && op.modifies.iter().any(|t| inst.tensor(*t).transferable)
+        {
             return Err(unsupported("a transferable tensor is modified"));
         }
     }
     if produced.iter().any(|&p| p > 1) {
         return Err(unsupported("a tensor is produced twice"));
     }
+    if cyclic {
+        cyclic::scope(inst, &order)?;
+    }
     let dur: Vec<i64> = order.iter().map(|o| inst.op(*o).duration.0).collect();
     let mut suffix = vec![0i64; order.len() + 1];
     for k in (0..order.len()).rev() {
         suffix[k] = suffix[k + 1] + dur[k];
     }
-    let ctx = Ctx {
+    let mut ctx = Ctx {
         inst,
         order: order.clone(),
         dur,
@@ -249,24 +287,50 @@ pub fn solve(inst: &Instance, limits: &Limits) -> Result<Outcome, ExactError> {
         cap: inst.machine.gpu_capacity.0 as i128,
         channels: inst.machine.channels(),
         suffix,
+        cyclic,
+        always: if cyclic {
+            inst.persistent()
+        } else {
+            vec![false; nt]
+        },
+        roots: vec![],
     };
-    let root = Node {
-        time: 0,
-        next: 0,
-        running: None,
-        flights: vec![None; ctx.channels.len()],
-        state: State::initial(inst),
-        trail: None,
-        after_start: false,
-    };
+    // The start nodes: the instance's initial state (one-shot), or one node per
+    // boundary state S₀ (cyclic), each with the signature a period must close on.
+    let mut starts: Vec<Node> = vec![];
+    let mut closing: Vec<Vec<i64>> = vec![];
+    if cyclic {
+        ctx.roots = cyclic::boundaries(&ctx);
+        for ix in 0..ctx.roots.len() {
+            if let Some(n) = cyclic::root(&ctx, ix) {
+                closing.push(cyclic::signature(&ctx, &n));
+                starts.push(n);
+            } else {
+                closing.push(vec![]);
+            }
+        }
+    } else {
+        starts.push(Node {
+            time: 0,
+            next: 0,
+            running: None,
+            flights: vec![None; ctx.channels.len()],
+            state: State::initial(inst),
+            trail: None,
+            after_start: false,
+            root: 0,
+        });
+    }
     let mut heap: BinaryHeap<Reverse<(i64, i64, usize)>> = BinaryHeap::new();
     let mut nodes: Vec<Option<Node>> = vec![];
     // Done markers: (makespan, trail).
     let mut done: Vec<(i64, Option<Rc<Trail>>)> = vec![];
     let mut closed: HashMap<Vec<i64>, i64> = HashMap::new();
     let mut counter: usize = 0;
-    heap.push(Reverse((ctx.estimate(&root), 0, 0)));
-    nodes.push(Some(root));
+    for n in starts {
+        heap.push(Reverse((ctx.estimate(&n), 0, nodes.len())));
+        nodes.push(Some(n));
+    }
     let mut expanded = 0usize;
     let mut last_report = Instant::now();
     let stop = |expanded: usize| {
@@ -274,12 +338,13 @@ pub fn solve(inst: &Instance, limits: &Limits) -> Result<Outcome, ExactError> {
             || started.elapsed() >= limits.time_limit
             || expanded >= MAX_STATES
     };
-    let mut outcome: Option<(i64, Option<Rc<Trail>>)> = None;
+    // (makespan or period, trail, root)
+    let mut outcome: Option<(i64, Option<Rc<Trail>>, usize)> = None;
     let mut stopped = false;
     while let Some(Reverse((f, _, id))) = heap.pop() {
         if id >= usize::MAX / 2 {
             let (ms, trail) = done[id - usize::MAX / 2].clone();
-            outcome = Some((ms, trail));
+            outcome = Some((ms, trail, 0));
             let _ = f;
             break;
         }
@@ -302,6 +367,18 @@ pub fn solve(inst: &Instance, limits: &Limits) -> Result<Outcome, ExactError> {
         }
         if !ctx.complete(&mut n) {
             continue;
+        }
+        // Cyclic: the period closes here if every op has run and the state
+        // (after this instant's completions, before its deletes and starts:
+        // MODEL.md §2.6) is the root's S₀ up to versions. Its estimate was the
+        // time itself, the least in the queue: the period is optimal.
+        if cyclic
+            && n.next == ctx.order.len()
+            && n.running.is_none()
+            && cyclic::signature(&ctx, &n) == closing[n.root]
+        {
+            outcome = Some((n.time, n.trail.clone(), n.root));
+            break;
         }
         let key = ctx.key(&n);
         match closed.get(&key) {
@@ -326,13 +403,19 @@ pub fn solve(inst: &Instance, limits: &Limits) -> Result<Outcome, ExactError> {
             }
         }
     }
-    let notes = vec![
-        format!("search: {expanded} states expanded"),
-        "structural limits: decisions at time 0, at completions and one tick after each op start; transfers at full bandwidth; one offload per value; dead tensors deleted at once, live ones only when an allocation needs the room (proofs/SEARCH.md)".to_string(),
-    ];
+    let mut notes = vec![format!("search: {expanded} states expanded")];
+    if cyclic {
+        notes.push(format!(
+            "search: {} boundary states S0 searched from",
+            ctx.roots.len()
+        ));
+        notes.push("structural limits: the first op starts at time 0; decisions at time 0, at completions and one tick after each op start; transfers at full bandwidth; one offload per value, none of a tensor while an op that modifies it runs; live tensors deleted only when an allocation needs the room, never while an op that modifies them runs (proofs/SEARCH.md)".to_string());
+    } else {
+        notes.push("structural limits: decisions at time 0, at completions and one tick after each op start; transfers at full bandwidth; one offload per value; dead tensors deleted at once, live ones only when an allocation needs the room (proofs/SEARCH.md)".to_string());
+    }
     let elapsed = started.elapsed();
     let (status, schedule, bound) = match outcome {
-        Some((ms, trail)) => {
+        Some((ms, trail, root)) => {
             let mut events = vec![];
             let mut cur = trail;
             while let Some(t) = cur {
@@ -340,7 +423,11 @@ pub fn solve(inst: &Instance, limits: &Limits) -> Result<Outcome, ExactError> {
                 cur = t.prev.clone();
             }
             events.reverse();
-            let sched = Schedule::one_shot(events);
+            let sched = if cyclic {
+                Schedule::cyclic(Ticks(ms), ctx.roots[root].state(), events)
+            } else {
+                Schedule::one_shot(events)
+            };
             let report = crate::check::check(inst, &sched);
             if !report.valid {
                 return Err(ExactError::CheckerRejected {
@@ -373,15 +460,16 @@ pub fn solve(inst: &Instance, limits: &Limits) -> Result<Outcome, ExactError> {
 }
 
 /// Successors of a node whose completions are done: (child, Some(makespan) if
-/// the child is a finished schedule).
+/// the child is a finished one-shot schedule).
 fn expand(ctx: &Ctx, n: &Node) -> Vec<(Node, Option<i64>)> {
     let mut out = vec![];
     let now = Ticks(n.time);
     let mut base = n.clone();
-    // Finished: no delete is needed once nothing more is allocated (and a
-    // delete at this instant could precede the start of a zero-duration op
-    // that produced the tensor at this very instant, §2.4).
-    if base.next == ctx.order.len() && base.running.is_none() {
+    // Finished (one-shot): no delete is needed once nothing more is allocated
+    // (and a delete at this instant could precede the start of a zero-duration
+    // op that produced the tensor at this very instant, §2.4). A cyclic path
+    // ends only where it closes its cycle (tested before expanding).
+    if !ctx.cyclic && base.next == ctx.order.len() && base.running.is_none() {
         let mut ms = n.time;
         let mut cur = base.trail.clone();
         while let Some(t) = cur {
@@ -407,6 +495,7 @@ fn expand(ctx: &Ctx, n: &Node) -> Vec<(Node, Option<i64>)> {
     }
     // Live tensors that could be evicted (current CPU copy, present, not needed by
     // an op that would start now is checked by the transitions themselves).
+    let running = base.running.map(|(k, _)| k);
     let evictable: Vec<TensorId> = (0..base.state.tensors.len())
         .map(|i| TensorId(i as u32))
         .filter(|t| {
@@ -414,10 +503,16 @@ fn expand(ctx: &Ctx, n: &Node) -> Vec<(Node, Option<i64>)> {
             ctx.inst.tensor(*t).size.0 > 0
                 && matches!(ts.gpu, GpuCopy::Present(_))
                 && ts.cpu_current()
+                && !ctx.modified_by(running, *t)
         })
         .collect();
     // Op starts: none, or a run of consecutive ops (all but the last of duration 0).
-    let mut op_runs: Vec<usize> = vec![0];
+    // Cyclic: the first op starts at time 0 (a rotation of any periodic schedule).
+    let mut op_runs: Vec<usize> = if ctx.cyclic && base.next == 0 {
+        vec![]
+    } else {
+        vec![0]
+    };
     if base.running.is_none() {
         let mut k = base.next;
         while k < ctx.order.len() {
@@ -436,7 +531,18 @@ fn expand(ctx: &Ctx, n: &Node) -> Vec<(Node, Option<i64>)> {
         // again at once (worth it when a zero-duration op of the run peaks in
         // between). Candidates are therefore read from the state after every
         // evictable delete and the run; `apply` validates each choice in full.
-        let combos = transfer_combos(ctx, &after_ops(ctx, &base, &evictable, run), &base);
+        let busy = if run > 0 && ctx.dur[base.next + run - 1] > 0 {
+            Some(base.next + run - 1)
+        } else {
+            running
+        };
+        let combos = transfer_combos(
+            ctx,
+            &after_ops(ctx, &base, &[], run),
+            &after_ops(ctx, &base, &evictable, run),
+            &base,
+            busy,
+        );
         for combo in &combos {
             let allocates = run > 0 || combo.iter().flatten().any(|s| s.dir == Direction::Prefetch);
             let mut accepted: Vec<u32> = vec![];
@@ -464,8 +570,10 @@ fn expand(ctx: &Ctx, n: &Node) -> Vec<(Node, Option<i64>)> {
 /// The state after deleting every tensor of `evictable` and starting the next
 /// `run` ops at `n.time` (zero-duration ones also ending), with no rule or
 /// memory check: only used to list transfer candidates, which [`apply`] then
-/// validates in full. (Deleting more only adds prefetch candidates; offload
-/// candidates have no current CPU copy, so no evictable tensor is one.)
+/// validates in full. Deleting more only adds prefetch candidates; offload
+/// candidates are read from the state with no delete (an evictable tensor has
+/// a current CPU copy, but a zero-duration op of the run may modify it, and
+/// then it is one).
 fn after_ops(ctx: &Ctx, n: &Node, evictable: &[TensorId], run: usize) -> State {
     let mut state = n.state.clone();
     let now = Ticks(n.time);
@@ -484,19 +592,28 @@ fn after_ops(ctx: &Ctx, n: &Node, evictable: &[TensorId], run: usize) -> State {
 }
 
 /// Every combination of transfer starts (at most one per free channel) that
-/// the structural limits of `proofs/SEARCH.md` allow from `state`.
-fn transfer_combos(ctx: &Ctx, state: &State, n: &Node) -> Vec<Vec<Option<Start>>> {
+/// the structural limits of `proofs/SEARCH.md` allow: offloads from `kept` (the
+/// state after this instant's op starts), prefetches from `evicted` (the same
+/// after deleting every evictable tensor first). `busy` is the op that runs
+/// after this instant's starts (cyclic: what it modifies is not offloaded, the
+/// copy would be stale at its end).
+fn transfer_combos(
+    ctx: &Ctx,
+    kept: &State,
+    evicted: &State,
+    n: &Node,
+    busy: Option<usize>,
+) -> Vec<Vec<Option<Start>>> {
     let mut cands: Vec<Vec<Option<Start>>> = vec![];
     for ch in 0..n.flights.len() {
         let mut v = vec![None];
         if n.flights[ch].is_none() {
-            for i in 0..state.tensors.len() {
+            for i in 0..kept.tensors.len() {
                 let t = TensorId(i as u32);
                 let ten = ctx.inst.tensor(t);
                 if !ten.transferable || ten.size.0 == 0 || !ctx.needed(t, n.next) {
                     continue;
                 }
-                let ts = state.tensor(t);
                 for dir in [Direction::Offload, Direction::Prefetch] {
                     if ctx.channel_ix(dir) != ch {
                         continue;
@@ -504,11 +621,16 @@ fn transfer_combos(ctx: &Ctx, state: &State, n: &Node) -> Vec<Vec<Option<Start>>
                     let ok = match dir {
                         // One offload per value: never rewrite a current CPU copy.
                         Direction::Offload => {
+                            let ts = kept.tensor(t);
                             matches!(ts.gpu, GpuCopy::Present(_))
                                 && !ts.cpu_current()
                                 && ts.cpu_incoming == 0
+                                && !ctx.modified_by(busy, t)
                         }
-                        Direction::Prefetch => !ts.on_gpu() && ts.cpu_current(),
+                        Direction::Prefetch => {
+                            let ts = evicted.tensor(t);
+                            !ts.on_gpu() && ts.cpu_current()
+                        }
                     };
                     if ok {
                         v.push(Some(Start { dir, tensor: t }));
@@ -634,14 +756,17 @@ fn apply(
     for f in n.flights.iter().flatten() {
         next = next.min(f.end);
     }
-    // (Once every op has started nothing more can be enabled: offloads and
-    // prefetches are only of tensors read again.)
-    if started_any && n.next < ctx.order.len() {
+    // (One-shot: once every op has started nothing more can be enabled:
+    // offloads and prefetches are only of tensors read again. Cyclic: one tick
+    // after the last op start may be where the period ends.)
+    if started_any && (ctx.cyclic || n.next < ctx.order.len()) {
         next = next.min(n.time + 1);
     }
     if next == i64::MAX {
-        // Nothing runs: unless everything is done, waiting leads nowhere.
-        if n.next == ctx.order.len() {
+        // Nothing runs: unless everything is done, waiting leads nowhere. A
+        // cyclic path in this case never changes again: its cycle closed at
+        // this instant or never.
+        if n.next == ctx.order.len() && !ctx.cyclic {
             next = n.time;
         } else {
             return None;

@@ -1,0 +1,258 @@
+//! The cyclic part of the search: a schedule of period P is a cycle of length P
+//! in the state graph. This module owns the boundary states S₀ the cycle may
+//! pass through at time 0 (their enumeration, the scope in which that
+//! enumeration is complete), the root node built from each one, and the
+//! signature that says whether a node at time P closes the cycle.
+//! Must not import: the MILP, the SMT method, heuristics.
+//!
+//! A boundary state is what the checker's two-period replay starts from
+//! (MODEL.md §2.6): S₀ = (G₀, C₀) plus the transfers in flight across the
+//! boundary, each with the ticks it has left. The root node is built exactly
+//! as the replay builds its state: [`State::from_cyclic`], then one
+//! `transfer_start` per crossing transfer (the replay's copies at time − P).
+//! The period closes at a node at time T once every op has run and its
+//! signature (copies present or pending and whether current, CPU copies
+//! current, offloads in flight, the transfers in flight with their ticks left
+//! and whether they read the current value) equals the root's: the second
+//! period then replays the first one up to a renumbering of versions.
+
+use super::{Ctx, Flight, Node};
+use crate::exact::ExactError;
+use crate::model::{Direction, Instance, OpId, TensorId};
+use crate::schedule::CyclicState;
+use crate::semantics::{GpuCopy, State};
+use crate::units::Ticks;
+
+/// One boundary state S₀ with its crossing transfers.
+#[derive(Clone, Debug)]
+pub(super) struct Boundary {
+    /// Tensors present on the GPU at time 0 (in their current version).
+    pub gpu: Vec<TensorId>,
+    /// Tensors whose CPU copy is current at time 0.
+    pub cpu: Vec<TensorId>,
+    /// Transfers in flight at time 0: direction, tensor, ticks left (≥ 1).
+    pub flights: Vec<(Direction, TensorId, i64)>,
+    /// Ticks left at time 0 by the crossing transfer of each channel (0: none).
+    pub left: Vec<i64>,
+}
+
+impl Boundary {
+    /// The schedule's `initial` field.
+    pub fn state(&self) -> CyclicState {
+        CyclicState {
+            gpu: self.gpu.clone(),
+            cpu: self.cpu.clone(),
+        }
+    }
+}
+
+/// The cyclic scope (else `Unsupported`), in which [`boundaries`] lists every
+/// boundary state a valid schedule can have, up to the structural limits of
+/// proofs/SEARCH.md. (Fixed order, GPU ops each once, no CPU capacity and
+/// single productions are checked by the caller.)
+pub(super) fn scope(inst: &Instance, order: &[OpId]) -> Result<(), ExactError> {
+    let persistent = inst.persistent();
+    let nt = inst.tensors.len();
+    let mut produced_at = vec![None; nt];
+    let mut last_read = vec![None; nt];
+    let mut first_read = vec![None; nt];
+    let mut released_at: Vec<Vec<usize>> = vec![vec![]; nt];
+    for (k, o) in order.iter().enumerate() {
+        let op = inst.op(*o);
+        for t in &op.reads {
+            last_read[t.ix()] = Some(k);
+            first_read[t.ix()].get_or_insert(k);
+        }
+        for t in &op.produces {
+            produced_at[t.ix()] = Some(k);
+        }
+        for t in op.consumes.iter().chain(op.frees.iter()) {
+            released_at[t.ix()].push(k);
+        }
+        if op.modifies.iter().any(|t| !op.reads.contains(t)) {
+            return Err(super::unsupported(format!(
+                "cyclic: {} modifies a tensor it does not read",
+                op.name
+            )));
+        }
+    }
+    for (i, t) in inst.tensors.iter().enumerate() {
+        if persistent[i] {
+            if !t.transferable && t.size.0 > 0 && last_read[i].is_none() {
+                return Err(super::unsupported(format!(
+                    "cyclic: the persistent tensor {} is never read",
+                    t.name
+                )));
+            }
+            continue;
+        }
+        if t.transferable {
+            return Err(super::unsupported(format!(
+                "cyclic: the per-iteration tensor {} is transferable (only persistent tensors move)",
+                t.name
+            )));
+        }
+        let Some(p) = produced_at[i] else {
+            // Produced only by ops outside the order: never exists.
+            continue;
+        };
+        if first_read[i].is_some_and(|r| r <= p) {
+            return Err(super::unsupported(format!(
+                "cyclic: {} is read before it is produced in the period",
+                t.name
+            )));
+        }
+        let need = last_read[i].unwrap_or(p).max(p);
+        if !released_at[i].iter().any(|&r| r >= need) {
+            return Err(super::unsupported(format!(
+                "cyclic: {} is not released by an op of the period after its last read",
+                t.name
+            )));
+        }
+    }
+    Ok(())
+}
+
+/// Every boundary state in scope. Per-iteration tensors are absent at time 0
+/// (released by ops of the period). A persistent tensor that cannot move (not
+/// transferable, or of size 0: the search never transfers it) is on the GPU.
+/// A movable persistent tensor t is, at time 0, one of: present; present with a
+/// current CPU copy; on the CPU only; on the CPU with a prefetch in flight
+/// (1 ≤ ticks left < τ_t); present with an offload in flight (idem) and no
+/// current CPU copy (one offload per value). At most one transfer is in flight
+/// per channel.
+pub(super) fn boundaries(ctx: &Ctx) -> Vec<Boundary> {
+    let inst = ctx.inst;
+    let persistent = inst.persistent();
+    let mut fixed = vec![];
+    let mut movable = vec![];
+    for (i, t) in inst.tensors.iter().enumerate() {
+        let id = TensorId(i as u32);
+        if !persistent[i] {
+            continue;
+        }
+        if t.transferable && t.size.0 > 0 {
+            movable.push(id);
+        } else {
+            fixed.push(id);
+        }
+    }
+    let mut out = vec![];
+    let start = Boundary {
+        gpu: fixed,
+        cpu: vec![],
+        flights: vec![],
+        left: vec![0; ctx.channels.len()],
+    };
+    enumerate(ctx, &movable, start, &mut out);
+    // Fewer transfers in flight first (only the order of ties in the queue).
+    out.sort_by_key(|b| b.flights.len());
+    out
+}
+
+fn enumerate(ctx: &Ctx, movable: &[TensorId], cur: Boundary, out: &mut Vec<Boundary>) {
+    let Some((&t, rest)) = movable.split_first() else {
+        let mut b = cur;
+        b.gpu.sort();
+        b.cpu.sort();
+        out.push(b);
+        return;
+    };
+    let tau = ctx.tau[t.ix()];
+    // Present; present with a current CPU copy; on the CPU only.
+    for (g, c) in [(true, false), (true, true), (false, true)] {
+        let mut b = cur.clone();
+        if g {
+            b.gpu.push(t);
+        }
+        if c {
+            b.cpu.push(t);
+        }
+        enumerate(ctx, rest, b, out);
+    }
+    // A transfer in flight across the boundary.
+    for dir in [Direction::Prefetch, Direction::Offload] {
+        let ch = ctx.channel_ix(dir);
+        if cur.left[ch] != 0 {
+            continue;
+        }
+        for left in 1..tau {
+            let mut b = cur.clone();
+            match dir {
+                Direction::Prefetch => b.cpu.push(t),
+                Direction::Offload => b.gpu.push(t),
+            }
+            b.flights.push((dir, t, left));
+            b.left[ch] = left;
+            enumerate(ctx, rest, b, out);
+        }
+    }
+}
+
+/// The node at time 0 of boundary state `ix`: the replay's state (MODEL.md
+/// §2.6), before the deletes and starts at 0. `None` if a crossing transfer
+/// cannot start from S₀.
+pub(super) fn root(ctx: &Ctx, ix: usize) -> Option<Node> {
+    let b = &ctx.roots[ix];
+    let mut state = State::from_cyclic(ctx.inst, &b.state());
+    let mut flights: Vec<Option<Flight>> = vec![None; ctx.channels.len()];
+    for &(dir, tensor, left) in &b.flights {
+        let (flight, breaches) = state.transfer_start(ctx.inst, dir, tensor, Ticks(left));
+        if !breaches.is_empty() {
+            return None;
+        }
+        flights[ctx.channel_ix(dir)] = Some(Flight {
+            dir,
+            tensor,
+            end: left,
+            flight,
+        });
+    }
+    Some(Node {
+        time: 0,
+        next: 0,
+        running: None,
+        flights,
+        state,
+        trail: None,
+        after_start: false,
+        root: ix,
+    })
+}
+
+/// What a node at a period boundary (every op done, this instant's completions
+/// applied) must share with the root for the next period to replay this one:
+/// everything the transitions read, with versions reduced to "current or
+/// not". Per-iteration tensors must be gone.
+pub(super) fn signature(ctx: &Ctx, n: &Node) -> Vec<i64> {
+    let mut k = Vec::with_capacity(4 * n.flights.len() + 4 * n.state.tensors.len());
+    for f in &n.flights {
+        match f {
+            Some(f) => {
+                let latest = n.state.tensor(f.tensor).latest;
+                k.extend([
+                    f.dir as i64,
+                    f.tensor.0 as i64,
+                    f.end - n.time,
+                    (f.flight.version == Some(latest)) as i64,
+                ]);
+            }
+            None => k.push(-1),
+        }
+    }
+    for (i, ts) in n.state.tensors.iter().enumerate() {
+        if !ctx.always[i] {
+            k.push(ts.on_gpu() as i64);
+            continue;
+        }
+        match ts.gpu {
+            GpuCopy::Absent => k.push(-1),
+            GpuCopy::Pending { ready, version } => {
+                k.extend([-2, ready.0 - n.time, (version == Some(ts.latest)) as i64])
+            }
+            GpuCopy::Present(v) => k.extend([-3, (v == ts.latest) as i64]),
+        }
+        k.extend([ts.cpu_current() as i64, ts.cpu_incoming as i64]);
+    }
+    k
+}
