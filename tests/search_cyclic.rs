@@ -110,6 +110,31 @@ fn one_layer_with_room_is_pure_compute() {
     assert_eq!((status, got), (Status::Optimal, Some(2)));
 }
 
+/// Too many boundary states: `Unknown` at once, not a memory blow-up.
+#[test]
+fn a_long_weight_chain_stops_with_unknown() {
+    let inst = WeightChain {
+        name: "long".into(),
+        note: None,
+        layers: (0..14)
+            .map(|i| WeightLayer {
+                u_f: 1,
+                u_b: 2,
+                w: 1 + i % 3,
+                a: 1,
+            })
+            .collect(),
+        a0: 1,
+        gpu_memory: 30,
+        bandwidth: BandwidthFile::PerTick(1),
+    }
+    .compile()
+    .unwrap();
+    let out = search::solve(&inst, &limits(60)).unwrap();
+    assert_eq!(out.status, Status::Unknown, "{:?}", out.notes);
+    assert!(out.elapsed < Duration::from_secs(30), "{:?}", out.elapsed);
+}
+
 /// Out of the cyclic scope: a per-iteration tensor that moves.
 #[test]
 fn a_moving_per_iteration_tensor_is_refused() {

@@ -23,6 +23,10 @@ use crate::schedule::CyclicState;
 use crate::semantics::{GpuCopy, State};
 use crate::units::Ticks;
 
+/// The most boundary states the search starts from (each is a node in memory
+/// before anything is expanded); beyond this it reports `Unknown` at once.
+pub const MAX_ROOTS: usize = 200_000;
+
 /// One boundary state S₀ with its crossing transfers.
 #[derive(Clone, Debug)]
 pub(super) struct Boundary {
@@ -121,7 +125,10 @@ pub(super) fn scope(inst: &Instance, order: &[OpId]) -> Result<(), ExactError> {
 /// (1 ≤ ticks left < τ_t); present with an offload in flight (idem) and no
 /// current CPU copy (one offload per value). At most one transfer is in flight
 /// per channel.
-pub(super) fn boundaries(ctx: &Ctx) -> Vec<Boundary> {
+///
+/// `None` if there are more than [`MAX_ROOTS`] of them (the search then stops
+/// with status `Unknown` before it starts).
+pub(super) fn boundaries(ctx: &Ctx) -> Option<Vec<Boundary>> {
     let inst = ctx.inst;
     let persistent = inst.persistent();
     let mut fixed = vec![];
@@ -145,12 +152,18 @@ pub(super) fn boundaries(ctx: &Ctx) -> Vec<Boundary> {
         left: vec![0; ctx.channels.len()],
     };
     enumerate(ctx, &movable, start, &mut out);
+    if out.len() > MAX_ROOTS {
+        return None;
+    }
     // Fewer transfers in flight first (only the order of ties in the queue).
     out.sort_by_key(|b| b.flights.len());
-    out
+    Some(out)
 }
 
 fn enumerate(ctx: &Ctx, movable: &[TensorId], cur: Boundary, out: &mut Vec<Boundary>) {
+    if out.len() > MAX_ROOTS {
+        return;
+    }
     let Some((&t, rest)) = movable.split_first() else {
         let mut b = cur;
         b.gpu.sort();

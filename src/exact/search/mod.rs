@@ -36,6 +36,9 @@ use std::time::Instant;
 /// Stop (status `Unknown`) after expanding this many states.
 pub const MAX_STATES: usize = 3_000_000;
 
+/// Cyclic: the most boundary states searched from (status `Unknown` beyond).
+pub const MAX_ROOTS: usize = cyclic::MAX_ROOTS;
+
 fn unsupported(reason: impl Into<String>) -> ExactError {
     ExactError::Unsupported {
         method: Method::Search,
@@ -300,7 +303,20 @@ pub fn solve(inst: &Instance, limits: &Limits) -> Result<Outcome, ExactError> {
     let mut starts: Vec<Node> = vec![];
     let mut closing: Vec<Vec<i64>> = vec![];
     if cyclic {
-        ctx.roots = cyclic::boundaries(&ctx);
+        let Some(roots) = cyclic::boundaries(&ctx) else {
+            return Ok(Outcome {
+                method: Method::Search,
+                status: Status::Unknown,
+                schedule: None,
+                bound: None,
+                elapsed: started.elapsed(),
+                notes: vec![format!(
+                    "search: more than {} boundary states S0; not searched",
+                    cyclic::MAX_ROOTS
+                )],
+            });
+        };
+        ctx.roots = roots;
         for ix in 0..ctx.roots.len() {
             if let Some(n) = cyclic::root(&ctx, ix) {
                 closing.push(cyclic::signature(&ctx, &n));
