@@ -136,7 +136,8 @@ impl Ctx<'_> {
 
     /// Cyclic: does the op at position `k` (running, or about to run) modify
     /// `t`? Such a tensor is neither deleted nor offloaded while the op runs
-    /// (proofs/SEARCH.md, cyclic limit 4).
+    /// (proofs/SEARCH.md, limit 10: deleting it loses the update, offloading it
+    /// copies a value about to be replaced).
     fn modified_by(&self, k: Option<usize>, t: TensorId) -> bool {
         self.cyclic && k.is_some_and(|k| self.inst.op(self.order[k]).modifies.contains(&t))
     }
