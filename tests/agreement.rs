@@ -347,3 +347,48 @@ fn infeasible_instances_are_infeasible_for_every_method() {
         }
     }
 }
+
+/// When no method proves a bound (here: the SMT method cancelled at once, which
+/// returns its checked first incumbent), the verdict's bound is the total
+/// compute; it never exceeds the optimum the MILP proves.
+fn fallback_bound_below_optimum(s: Small) -> TestResult {
+    let Ok(inst) = s.0.compile() else {
+        return TestResult::discard();
+    };
+    let opt = match milp_opt(&inst) {
+        Ok(Some(Some(t))) => t,
+        _ => return TestResult::discard(),
+    };
+    let cancelled = limits();
+    cancelled.cancel.store(true, Ordering::SeqCst);
+    // `run` stops before any method once cancelled: call the SMT method and
+    // label its result, as `run` does.
+    let r = offcert::exact::crosscheck::run_one(&inst, Method::Smt, &cancelled);
+    let v = offcert::exact::crosscheck::label(&inst, vec![r], &cancelled);
+    let (Some(b), Some(m)) = (v.bound, v.makespan) else {
+        // Cyclic: no first incumbent, so no schedule and no bound to test.
+        return TestResult::discard();
+    };
+    if b > opt || m < opt {
+        return TestResult::error(format!(
+            "bound {b}, makespan {m}, optimum {opt}\n{}",
+            serde_json::to_string(&s.0).unwrap()
+        ));
+    }
+    FALLBACK_TESTED.fetch_add(1, Ordering::Relaxed);
+    TestResult::passed()
+}
+
+static FALLBACK_TESTED: AtomicUsize = AtomicUsize::new(0);
+
+#[test]
+fn fallback_bound_is_at_most_the_optimum() {
+    QuickCheck::new()
+        .tests(30)
+        .max_tests(600)
+        .quickcheck(fallback_bound_below_optimum as fn(Small) -> TestResult);
+    assert!(
+        FALLBACK_TESTED.load(Ordering::Relaxed) >= 10,
+        "too few one-shot cases"
+    );
+}

@@ -2,6 +2,8 @@
 //! accepted by the checker, and agreement with the MILP (cyclic instances:
 //! tests/search_cyclic.rs).
 
+mod common;
+
 use offcert::exact::{milp, search, ExactError, Limits, Status};
 use offcert::family::activation_chain::{ActivationChain, ActivationLayer};
 use offcert::family::weight_chain::{WeightChain, WeightLayer};
@@ -165,14 +167,11 @@ fn agree(t: Tiny) -> TestResult {
 }
 
 /// Search against the MILP (an independent method with no decision-instant
-/// limit). `OFFCERT_SEARCH_CASES` raises the number of cases for a longer
+/// limit). `OFFCERT_QC_SCALE` multiplies the number of cases for a longer
 /// stress run (the figure in proofs/SEARCH.md came from such a run).
 #[test]
 fn search_and_milp_agree_on_random_activation_chains() {
-    let cases = std::env::var("OFFCERT_SEARCH_CASES")
-        .ok()
-        .and_then(|v| v.parse().ok())
-        .unwrap_or(60);
+    let cases = common::cases(60);
     QuickCheck::new()
         .tests(cases)
         .max_tests(cases * 10)

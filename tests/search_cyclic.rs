@@ -3,6 +3,8 @@
 //! (every schedule accepted by the checker), and the discount rule coming out
 //! of the search with no special case.
 
+mod common;
+
 use offcert::check::check;
 use offcert::exact::{milp, search, ExactError, Limits, Outcome, Status};
 use offcert::family::weight_chain::{WeightChain, WeightLayer};
@@ -328,14 +330,11 @@ fn agree(t: Tiny) -> TestResult {
 }
 
 /// Search against the MILP (an independent method, no decision-instant limit)
-/// on random tiny weight chains. `OFFCERT_SEARCH_CASES` raises the number of
-/// cases for a stress run (the figure in proofs/SEARCH.md came from one).
+/// on random tiny weight chains. `OFFCERT_QC_SCALE` multiplies the number
+/// of cases for a stress run (the figure in proofs/SEARCH.md came from one).
 #[test]
 fn search_and_milp_agree_on_random_weight_chains() {
-    let cases = std::env::var("OFFCERT_SEARCH_CASES")
-        .ok()
-        .and_then(|v| v.parse().ok())
-        .unwrap_or(40);
+    let cases = common::cases(40);
     QuickCheck::new()
         .tests(cases)
         .max_tests(cases * 10)
