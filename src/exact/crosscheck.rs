@@ -166,27 +166,6 @@ pub fn run(inst: &Instance, methods: &[Method], limits: &Limits) -> Verdict {
     v
 }
 
-/// Total duration of the compute on the busiest device: every op in the
-/// fixed order (each required op with a free order) runs on one stream.
-fn compute_bound(inst: &Instance) -> Ticks {
-    use crate::model::{ComputeOrder, Device};
-    let ops: Vec<crate::model::OpId> = match &inst.order {
-        ComputeOrder::Fixed(v) => v.clone(),
-        ComputeOrder::Free => (0..inst.ops.len())
-            .map(|i| crate::model::OpId(i as u32))
-            .filter(|o| inst.op(*o).required)
-            .collect(),
-    };
-    let on = |d: Device| -> i64 {
-        ops.iter()
-            .map(|o| inst.op(*o))
-            .filter(|op| op.device == d)
-            .map(|op| op.duration.0)
-            .sum()
-    };
-    Ticks(on(Device::Gpu).max(on(Device::Cpu)))
-}
-
 /// Combine checked method results into a verdict.
 pub fn label(inst: &Instance, results: Vec<MethodResult>, limits: &Limits) -> Verdict {
     let mut evidence = Vec::new();
@@ -240,7 +219,7 @@ pub fn label(inst: &Instance, results: Vec<MethodResult>, limits: &Limits) -> Ve
     // device still bounds the makespan (period) from below, solver-free.
     let bound = match (solver_bound, best_ms) {
         (None, Some(_)) => {
-            let c = compute_bound(inst);
+            let c = inst.busiest_device_compute();
             evidence.push(format!(
                 "bound {c}: total compute on the busiest device (no method proved a bound)"
             ));

@@ -301,16 +301,41 @@ impl Instance {
         p
     }
 
-    /// Sum of all compute durations in the fixed order (or of required ops).
-    pub fn total_compute(&self) -> Ticks {
-        let ids: Vec<OpId> = match &self.order {
+    /// The ops every schedule runs: the fixed order (with repeats), or every
+    /// required op of a free order.
+    fn ops_that_run(&self) -> Vec<OpId> {
+        match &self.order {
             ComputeOrder::Fixed(v) => v.clone(),
             ComputeOrder::Free => (0..self.ops.len() as u32)
                 .map(OpId)
                 .filter(|o| self.op(*o).required)
                 .collect(),
+        }
+    }
+
+    /// Sum of all compute durations in the fixed order (or of required ops).
+    pub fn total_compute(&self) -> Ticks {
+        Ticks(
+            self.ops_that_run()
+                .iter()
+                .map(|o| self.op(*o).duration.0)
+                .sum(),
+        )
+    }
+
+    /// The compute on the busiest device: each device runs one op at a time
+    /// (R2), so this bounds every makespan (and period) from below, whereas
+    /// [`Instance::total_compute`] does not once CPU and GPU ops overlap.
+    pub fn busiest_device_compute(&self) -> Ticks {
+        let ids = self.ops_that_run();
+        let on = |d: Device| -> i64 {
+            ids.iter()
+                .map(|o| self.op(*o))
+                .filter(|op| op.device == d)
+                .map(|op| op.duration.0)
+                .sum()
         };
-        Ticks(ids.iter().map(|o| self.op(*o).duration.0).sum())
+        Ticks(on(Device::Gpu).max(on(Device::Cpu)))
     }
 
     /// Check every invariant the rest of the crate relies on: ids in range, names
