@@ -53,6 +53,7 @@ impl Arbitrary for Small {
                 y_last: 0,
                 gpu_memory: 0,
                 bandwidth: bandwidth(g),
+                release: Default::default(),
             };
             let peak = a.m_peak().unwrap();
             a.gpu_memory = pick(g, peak.saturating_sub(5), peak);
@@ -74,6 +75,7 @@ impl Arbitrary for Small {
                 a0: pick(g, 0, 1),
                 gpu_memory: 0,
                 bandwidth: bandwidth(g),
+                release: Default::default(),
             };
             let all: u64 = w.layers.iter().map(|l| l.w + l.a).sum::<u64>() + w.a0;
             let top = all + w.layers.iter().map(|l| l.w).max().unwrap();

@@ -21,6 +21,8 @@ pub struct BoundArgs {
     /// Print JSON.
     #[arg(long)]
     pub json: bool,
+    #[command(flatten)]
+    pub release: super::ReleaseOpt,
 }
 
 #[derive(clap::Args, Debug)]
@@ -39,6 +41,8 @@ pub struct HeuristicArgs {
     /// Print JSON.
     #[arg(long)]
     pub json: bool,
+    #[command(flatten)]
+    pub release: super::ReleaseOpt,
 }
 
 #[derive(clap::Args, Debug)]
@@ -77,6 +81,8 @@ pub struct GapArgs {
     /// Never show the progress bar.
     #[arg(long)]
     pub quiet: bool,
+    #[command(flatten)]
+    pub release: super::ReleaseOpt,
 }
 
 #[derive(clap::Args, Debug)]
@@ -112,7 +118,8 @@ fn at_budget(
 }
 
 pub fn run_bound(a: BoundArgs) -> anyhow::Result<ExitCode> {
-    let (file, _) = load(&a.instance)?;
+    let (mut file, _) = load(&a.instance)?;
+    a.release.apply_file(&mut file);
     let (file, inst) = at_budget(&a.instance, file, a.memory.as_deref())?;
     let results = bound::evaluate(&file, &inst);
     if a.json {
@@ -169,7 +176,8 @@ pub fn run_bound(a: BoundArgs) -> anyhow::Result<ExitCode> {
 }
 
 pub fn run_heuristic(a: HeuristicArgs) -> anyhow::Result<ExitCode> {
-    let (file, _) = load(&a.instance)?;
+    let (mut file, _) = load(&a.instance)?;
+    a.release.apply_file(&mut file);
     let (file, inst) = at_budget(&a.instance, file, a.memory.as_deref())?;
     let all = heuristic::all();
     let known: Vec<&str> = all.iter().map(|h| h.name()).collect();
@@ -302,7 +310,8 @@ pub fn run_gap(a: GapArgs) -> anyhow::Result<ExitCode> {
     // Load everything first: bad input fails before any long computation.
     let mut jobs: Vec<(String, InstanceFile, Vec<u64>)> = Vec::new();
     for f in &files {
-        let (file, _) = load(f)?;
+        let (mut file, _) = load(f)?;
+        a.release.apply_file(&mut file);
         let budgets = match &spec {
             Some(s) => s.budgets(&file).with_context(|| f.display().to_string())?,
             None => vec![report::budget::own_budget(&file)],

@@ -50,6 +50,8 @@ pub struct SolveArgs {
     /// Print the verdict as JSON.
     #[arg(long)]
     pub json: bool,
+    #[command(flatten)]
+    pub release: super::ReleaseOpt,
 }
 
 fn methods(m: MethodArg) -> Vec<Method> {
@@ -67,6 +69,12 @@ pub fn run(a: SolveArgs) -> anyhow::Result<ExitCode> {
     }
     let text = io::read_text(&a.instance)?;
     let (_, mut inst) = io::parse_instance(&a.instance.display().to_string(), &text)?;
+    a.release.apply(&mut inst);
+    println!(
+        "release rule: {} ({})",
+        inst.release,
+        inst.release.describe()
+    );
     let mut scale = 1u64;
     if a.rescale {
         let (r, k) = rescale(&inst).with_context(|| {
