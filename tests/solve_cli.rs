@@ -183,7 +183,7 @@ fn rescale_reports_the_file_ticks() {
     // beta = 3 B per 2 ticks: a 1 B transfer lasts 2/3 tick.
     std::fs::write(
         &f,
-        r#"{"family":"activation_chain","name":"odd","layers":[{"u_f":1,"u_b":1,"x":1},{"u_f":1,"u_b":1,"x":1}],"x_last":1,"gpu_memory":2,"bandwidth":{"bytes":3,"ticks":2}}"#,
+        r#"{"family":"activation_chain","name":"odd","layers":[{"u_f":1,"u_b":1,"x":1},{"u_f":1,"u_b":1,"x":1}],"x_last":1,"gpu_memory":3,"bandwidth":{"bytes":3,"ticks":2}}"#,
     )
     .unwrap();
     let (code, out, err) = run(&[
@@ -204,7 +204,7 @@ fn rescale_reports_the_file_ticks() {
 fn rescaled_certificate_round_trips() {
     let d = tmpdir("rescale-cert");
     let f = d.join("odd.json");
-    let text = r#"{"family":"activation_chain","name":"odd","layers":[{"u_f":1,"u_b":1,"x":1},{"u_f":1,"u_b":1,"x":1}],"x_last":1,"gpu_memory":2,"bandwidth":{"bytes":3,"ticks":2}}"#;
+    let text = r#"{"family":"activation_chain","name":"odd","layers":[{"u_f":1,"u_b":1,"x":1},{"u_f":1,"u_b":1,"x":1}],"x_last":1,"gpu_memory":3,"bandwidth":{"bytes":3,"ticks":2}}"#;
     std::fs::write(&f, text).unwrap();
     let cert = d.join("cert");
     let (code, out, err) = run(&[
@@ -246,6 +246,59 @@ fn rescaled_certificate_round_trips() {
         .output()
         .unwrap();
     assert_eq!(o.status.code(), Some(1));
+    std::fs::remove_dir_all(&d).ok();
+}
+
+/// Every verdict states its release rule; with `--release` overriding the file,
+/// the certificate's instance.json carries the rule used, so the README's check
+/// command replays under it.
+#[test]
+fn the_release_rule_is_stated_and_certified() {
+    let d = tmpdir("release");
+    let (code, out, err) = run(&[
+        "solve",
+        "instances/tiny/act_one_offload.json",
+        "--method",
+        "milp",
+        "--release",
+        "after_start",
+        "--certificate",
+        d.to_str().unwrap(),
+    ]);
+    assert_eq!(code, 0, "{out}{err}");
+    assert!(out.contains("release rule: after_start"), "{out}");
+    let readme = std::fs::read_to_string(d.join("README.txt")).unwrap();
+    assert!(readme.contains("release rule: after_start"), "{readme}");
+    let verdict: serde_json::Value =
+        serde_json::from_str(&std::fs::read_to_string(d.join("verdict.json")).unwrap()).unwrap();
+    assert_eq!(verdict["release_rule"], "after_start");
+    let inst = std::fs::read_to_string(d.join("instance.json")).unwrap();
+    assert!(inst.contains("\"after_start\""), "{inst}");
+    assert!(d.join("original-instance.json").exists());
+    let o = offcert()
+        .args(["check", "instance.json", "schedule.json"])
+        .current_dir(&d)
+        .output()
+        .unwrap();
+    assert_eq!(o.status.code(), Some(0));
+    assert!(String::from_utf8_lossy(&o.stdout).contains("release rule: after_start"));
+    // The default is stated too, in the text and the JSON verdicts.
+    let (_, out, _) = run(&[
+        "solve",
+        "instances/tiny/act_fits.json",
+        "--method",
+        "search",
+    ]);
+    assert!(out.contains("release rule: after_end"), "{out}");
+    let (_, out, _) = run(&[
+        "solve",
+        "instances/tiny/act_fits.json",
+        "--method",
+        "search",
+        "--json",
+    ]);
+    let j: serde_json::Value = serde_json::from_str(&out).unwrap();
+    assert_eq!(j["release_rule"], "after_end");
     std::fs::remove_dir_all(&d).ok();
 }
 
@@ -318,6 +371,14 @@ fn bogus_optimum(_: &Instance, _: &Limits) -> Result<Outcome, ExactError> {
     Ok(outcome(Method::Smt, Status::Optimal, Some(s)))
 }
 
+/// Its own replay rejected its schedule (how the real methods report it).
+fn self_rejected(_: &Instance, _: &Limits) -> Result<Outcome, ExactError> {
+    Err(ExactError::CheckerRejected {
+        method: Method::Search,
+        violations: vec!["planted".into()],
+    })
+}
+
 fn says_infeasible(_: &Instance, _: &Limits) -> Result<Outcome, ExactError> {
     Ok(outcome(Method::Milp, Status::Infeasible, None))
 }
@@ -352,12 +413,28 @@ fn a_rejected_schedule_is_a_disagreement_not_a_silent_abstention() {
     assert_eq!(v.label.words(), "infeasible (solver-reported)");
     assert_eq!(v.disagreements.len(), 1, "{:?}", v.disagreements);
     let d = &v.disagreements[0];
-    assert!(d.contains("Smt claims optimal"), "{d}");
+    assert!(d.contains("Smt claims an optimum"), "{d}");
     assert!(d.contains("rejected by the checker"), "{d}");
     assert!(d.contains("[Milp] say no schedule exists"), "{d}");
     let smt = v.methods.iter().find(|m| m.method == Method::Smt).unwrap();
     assert_eq!(smt.rejected_claim, Some(Status::Optimal));
     assert_eq!(smt.status, None);
+    // The same when the method's own replay rejected its schedule.
+    let v = verdict(
+        &inst,
+        &[
+            (Method::Milp, says_infeasible),
+            (Method::Search, self_rejected),
+        ],
+    );
+    assert_eq!(v.label, Label::InfeasibleSolverReported, "{v:?}");
+    assert!(
+        v.disagreements
+            .iter()
+            .any(|d| d.contains("Search claims a schedule") && d.contains("say no schedule exists")),
+        "{:?}",
+        v.disagreements
+    );
     // Two uncontested infeasibility proofs are cross-checked; one alone is not.
     let v = verdict(
         &inst,
@@ -384,7 +461,7 @@ fn a_rejected_schedule_is_a_disagreement_not_a_silent_abstention() {
     assert!(
         v.disagreements
             .iter()
-            .any(|d| d.contains("Smt claims optimal")),
+            .any(|d| d.contains("Smt claims an optimum")),
         "{:?}",
         v.disagreements
     );
@@ -405,6 +482,7 @@ fn a_feasible_certificate_claims_no_optimum() {
         &inst,
         &v,
         1,
+        inst.release,
     )
     .unwrap();
     let readme = std::fs::read_to_string(d.join("README.txt")).unwrap();

@@ -10,7 +10,7 @@ use crate::exact::crosscheck::{self, Verdict};
 use crate::exact::{milp, rescale, ExactError, Limits, Method};
 use crate::family::{CoreFile, InstanceFile};
 use crate::io;
-use crate::model::{Instance, Mode};
+use crate::model::{Instance, Mode, ReleaseRule};
 use crate::schedule::ScheduleFile;
 use crate::units::Ticks;
 use anyhow::Context;
@@ -69,12 +69,8 @@ pub fn run(a: SolveArgs) -> anyhow::Result<ExitCode> {
     }
     let text = io::read_text(&a.instance)?;
     let (_, mut inst) = io::parse_instance(&a.instance.display().to_string(), &text)?;
+    let file_release = inst.release;
     a.release.apply(&mut inst);
-    println!(
-        "release rule: {} ({})",
-        inst.release,
-        inst.release.describe()
-    );
     let mut scale = 1u64;
     if a.rescale {
         let (r, k) = rescale(&inst).with_context(|| {
@@ -135,7 +131,7 @@ pub fn run(a: SolveArgs) -> anyhow::Result<ExitCode> {
             .with_context(|| format!("{}: cannot write the schedule", path.display()))?;
     }
     if let Some(dir) = &a.certificate {
-        write_certificate(dir, &a.instance, &text, &inst, &v, scale)?;
+        write_certificate(dir, &a.instance, &text, &inst, &v, scale, file_release)?;
     }
     Ok(if v.label.is_infeasible() {
         ExitCode::from(1)
@@ -153,6 +149,7 @@ fn print_verdict(a: &SolveArgs, inst: &Instance, v: &Verdict, scale: u64) -> any
     if a.json {
         let j = serde_json::json!({
             "instance": a.instance.display().to_string(),
+            "release_rule": inst.release,
             "status": v.label.words(),
             "label": v.label,
             what: v.makespan,
@@ -172,6 +169,11 @@ fn print_verdict(a: &SolveArgs, inst: &Instance, v: &Verdict, scale: u64) -> any
         Some(t) if scale > 1 => format!("{t} (= {t}/{scale} in the file's ticks)"),
         Some(t) => t.to_string(),
     };
+    println!(
+        "release rule: {} ({})",
+        inst.release,
+        inst.release.describe()
+    );
     println!("status:   {}", v.label.words());
     println!(
         "{what}: {}{}",
@@ -237,12 +239,15 @@ pub fn write_certificate(
     inst: &Instance,
     v: &Verdict,
     scale: u64,
+    file_release: ReleaseRule,
 ) -> anyhow::Result<()> {
     std::fs::create_dir_all(dir).with_context(|| format!("{}: cannot create", dir.display()))?;
     let mut readme = format!(
-        "offcert certificate for {} (file sha256 {})\nstatus: {}\n",
+        "offcert certificate for {} (file sha256 {})\nrelease rule: {} ({})\nstatus: {}\n",
         inst_path.display(),
         sha256_bytes(text.as_bytes()),
+        inst.release,
+        inst.release.describe(),
         v.label.words()
     );
     // The instance the schedule's ticks belong to.
@@ -263,6 +268,20 @@ pub fn write_certificate(
             "time scale: K = {scale}: every tick here is 1/{scale} tick of the original file, so that every transfer time |t|/beta is whole (proofs/EXACTNESS.md §2)\n\
              instance.json: the rescaled instance (durations x{scale}, beta per tick /{scale}), in the `core` family; every time below is in its ticks\n\
              original-instance.json: the instance file as given\n"
+        ));
+    } else if inst.release != file_release {
+        // `--release` overrode the file's rule: write the file with the rule used,
+        // so that `offcert check instance.json schedule.json` replays under it.
+        std::fs::write(dir.join("original-instance.json"), text)?;
+        let (mut f, _) = io::parse_instance(&inst_path.display().to_string(), text)?;
+        f.set_release(inst.release);
+        std::fs::write(
+            dir.join("instance.json"),
+            serde_json::to_string_pretty(&f)? + "\n",
+        )?;
+        readme.push_str(&format!(
+            "instance.json: the instance file with `\"release\": \"{}\"` (set by --release; the file says {file_release})\noriginal-instance.json: the instance file as given\n",
+            inst.release
         ));
     } else {
         std::fs::write(dir.join("instance.json"), text)?;
@@ -292,6 +311,7 @@ pub fn write_certificate(
     let rep = v.report.as_ref().expect("a schedule comes with its report");
     let verdict = serde_json::json!({
         "verdict": if rep.valid { "valid" } else { "invalid" },
+        "release_rule": rep.release,
         "report": rep,
     });
     std::fs::write(

@@ -180,6 +180,19 @@ pub fn run_one_with(
             }
             r
         }
+        // The method replayed its own schedule and the checker rejected it: a
+        // claim that a schedule exists, out of the vote but not silently.
+        Err(e @ ExactError::CheckerRejected { .. }) => MethodResult {
+            method: m,
+            status: None,
+            makespan: None,
+            bound: None,
+            elapsed_ms: started.elapsed().as_millis(),
+            notes: vec![],
+            error: Some(e.to_string()),
+            rejected_claim: Some(Status::Feasible),
+            schedule: None,
+        },
         Err(e) => MethodResult {
             method: m,
             status: None,
@@ -244,10 +257,15 @@ pub fn label(inst: &Instance, results: Vec<MethodResult>, limits: &Limits) -> Ve
     for r in &results {
         if let Some(c) = r.rejected_claim {
             let why = r.error.as_deref().unwrap_or("its schedule is rejected");
+            let claim = match c {
+                Status::Optimal => "an optimum",
+                Status::Feasible => "a schedule",
+                Status::Infeasible => "infeasibility",
+                Status::Unknown => "nothing",
+            };
             let mut d = format!(
-                "{:?} claims {} but {why}; its claim is not counted",
-                r.method,
-                format!("{c:?}").to_lowercase()
+                "{:?} claims {claim} but {why}; its claim is not counted",
+                r.method
             );
             if best_ms.is_none() && !said_infeasible.is_empty() {
                 d.push_str(&format!(
