@@ -434,17 +434,26 @@ impl Violation {
                 cpu_version,
                 ..
             } => {
+                // A release deferred by R10 happens at the end of the copy's last
+                // user (an op pinning it, or another transfer of it), and is
+                // reported there; it needs an offload with delete of the tensor.
+                let deferred = s.events.iter().any(|e| {
+                    matches!(e, Event::Transfer { tensor: t, delete: true, dir: Direction::Offload, .. } if t == tensor)
+                });
+                let o = |op: &OpId| inst.op(*op);
                 *cpu_version != Some(*latest)
                     && match ev(event) {
                         Some(Event::Delete { tensor: t, .. }) => t == tensor,
                         Some(Event::Transfer {
-                            tensor: t,
-                            delete: true,
-                            ..
-                        }) => t == tensor,
+                            tensor: t, delete, ..
+                        }) => t == tensor && (*delete || deferred),
                         Some(Event::Compute { op, .. }) => {
-                            inst.op(*op).frees.contains(tensor)
-                                || inst.op(*op).consumes.contains(tensor)
+                            o(op).frees.contains(tensor)
+                                || o(op).consumes.contains(tensor)
+                                || (deferred
+                                    && (o(op).reads.contains(tensor)
+                                        || o(op).produces.contains(tensor)
+                                        || o(op).modifies.contains(tensor)))
                         }
                         _ => false,
                     }

@@ -138,16 +138,18 @@ pub fn run_bound(a: BoundArgs) -> anyhow::Result<ExitCode> {
             serde_json::to_string_pretty(&serde_json::json!({
                 "instance": a.instance.display().to_string(),
                 "family": file.family(),
+                "release": inst.release.as_str(),
                 "memory": report::budget::own_budget(&file),
                 "bounds": v,
             }))?
         );
     } else {
         println!(
-            "instance {} ({}), memory {} B",
+            "instance {} ({}), memory {} B, release rule {}",
             a.instance.display(),
             file.family(),
-            report::budget::own_budget(&file)
+            report::budget::own_budget(&file),
+            inst.release
         );
         if results.is_empty() {
             println!("no bound applies to family {}", file.family());
@@ -212,6 +214,7 @@ pub fn run_heuristic(a: HeuristicArgs) -> anyhow::Result<ExitCode> {
                 }
                 out.push(serde_json::json!({
                     "heuristic": run.name, "verdict": "valid",
+                    "release": run.report.release.as_str(),
                     "makespan": run.report.makespan.0,
                     "peak_memory": run.report.peak_memory.0,
                     "compute_idle": run.report.compute_idle.0,
@@ -235,10 +238,11 @@ pub fn run_heuristic(a: HeuristicArgs) -> anyhow::Result<ExitCode> {
         println!("{}", serde_json::to_string_pretty(&out)?);
     } else {
         println!(
-            "instance {} ({}), memory {} B",
+            "instance {} ({}), memory {} B, release rule {}",
             a.instance.display(),
             file.family(),
-            report::budget::own_budget(&file)
+            report::budget::own_budget(&file),
+            inst.release
         );
         for o in &out {
             match o.get("makespan") {

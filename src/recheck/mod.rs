@@ -731,7 +731,10 @@ impl Replay<'_> {
                 }
                 self.carried[copy] = c.cpu;
                 self.tensors[t.ix()].gpu = Gpu::Coming { ready: end };
-                self.tensors[t.ix()].buffers += 1;
+                // A prefetch onto a resident copy overwrites that buffer in place.
+                if c.gpu == Gpu::Off {
+                    self.tensors[t.ix()].buffers += 1;
+                }
             }
         }
     }

@@ -444,14 +444,8 @@ impl State {
                 // Rule R10: the op holds what it reads (less what it consumes),
                 // produces and modifies until it ends. (CPU copies are never
                 // released in this model, so a CPU op's pins would be vacuous.)
-                for &t in o.reads.iter().chain(&o.produces).chain(&o.modifies) {
-                    let seen = self
-                        .pins
-                        .iter()
-                        .any(|p| p.tensor == t && p.holder == Holder::Op(op) && p.from == at);
-                    if !o.consumes.contains(&t) && !seen {
-                        self.pin(t, Holder::Op(op), at, end);
-                    }
+                for t in pinned_by(inst, op) {
+                    self.pin(t, Holder::Op(op), at, end);
                 }
             }
             Device::Cpu => self.cpu_used += o.temp.0 as i128,
@@ -474,7 +468,7 @@ impl State {
         // release deferred until this instant happens now.
         let mut ended: Vec<Pin> = Vec::new();
         if o.device == Device::Gpu {
-            for &t in o.reads.iter().chain(&o.produces).chain(&o.modifies) {
+            for t in pinned_by(inst, op) {
                 if let Some(p) = self.unpin(t, Holder::Op(op), at) {
                     ended.push(p);
                 }
@@ -582,19 +576,19 @@ impl State {
                 if ts.cpu.is_none() {
                     out.push(Breach::PrefetchWithoutCpuCopy { tensor: t });
                 }
+                let version = ts.cpu;
+                let pending = GpuCopy::Pending {
+                    ready: end,
+                    version,
+                };
                 if ts.on_gpu() {
                     out.push(Breach::PrefetchResident { tensor: t });
-                    // Keep one copy's worth of memory: the old copy is replaced.
-                    self.release_gpu(t);
+                    // One copy's worth of memory: the transfer overwrites the
+                    // buffer in place (the same buffer, for R10's copy identity).
+                    ts.gpu = pending;
+                } else {
+                    self.allocate_gpu(t, pending);
                 }
-                let version = self.tensors[t.ix()].cpu;
-                self.allocate_gpu(
-                    t,
-                    GpuCopy::Pending {
-                        ready: end,
-                        version,
-                    },
-                );
                 self.pin(t, Holder::Transfer(dir), at, end);
                 (InFlight { version }, out)
             }
@@ -674,6 +668,19 @@ impl State {
     pub fn gpu_bytes(&self) -> Bytes {
         Bytes(self.gpu_used.max(0) as u64)
     }
+}
+
+/// The tensors a GPU op pins while it runs (R10): what it reads, less what it
+/// consumes, and what it produces or modifies; each once.
+pub fn pinned_by(inst: &Instance, op: OpId) -> Vec<TensorId> {
+    let o = inst.op(op);
+    let mut v: Vec<TensorId> = Vec::new();
+    for &t in o.reads.iter().chain(&o.produces).chain(&o.modifies) {
+        if !o.consumes.contains(&t) && !v.contains(&t) {
+            v.push(t);
+        }
+    }
+    v
 }
 
 /// The memory an op needs on the GPU while it runs, counting only what it itself
