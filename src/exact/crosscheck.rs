@@ -256,7 +256,9 @@ pub fn label(inst: &Instance, results: Vec<MethodResult>, limits: &Limits) -> Ve
         .collect();
     for r in &results {
         if let Some(c) = r.rejected_claim {
+            let prefix = format!("{:?}: ", r.method);
             let why = r.error.as_deref().unwrap_or("its schedule is rejected");
+            let why = why.strip_prefix(&prefix).unwrap_or(why);
             let claim = match c {
                 Status::Optimal => "an optimum",
                 Status::Feasible => "a schedule",
