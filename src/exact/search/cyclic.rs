@@ -16,10 +16,10 @@
 //! and whether they read the current value) equals the root's: the second
 //! period then replays the first one up to a renumbering of versions.
 
-use super::{Ctx, Flight, Node};
+use super::{push, Ctx, Flight, Node};
 use crate::exact::ExactError;
 use crate::model::{Direction, Instance, OpId, TensorId};
-use crate::schedule::CyclicState;
+use crate::schedule::{CyclicState, Event};
 use crate::semantics::{GpuCopy, State};
 use crate::units::Ticks;
 
@@ -274,4 +274,37 @@ pub(super) fn signature(ctx: &Ctx, n: &Node) -> Vec<i64> {
         k.extend([ts.cpu_current() as i64, ts.cpu_incoming as i64]);
     }
     k
+}
+
+/// R8 (MODEL.md §2.6): the ops of the period still to run at a node at time
+/// P, all of zero duration, run at P itself — after the completions at P,
+/// before the boundary state is read and before the next period's deletes and
+/// starts. `None` if one of them breaks a rule or memory overflows. A node
+/// with every op run is returned as it is.
+pub(super) fn run_at_period_end(ctx: &Ctx, n: &Node) -> Option<Node> {
+    let mut m = n.clone();
+    let now = Ticks(m.time);
+    while m.next < ctx.order.len() {
+        let k = m.next;
+        debug_assert_eq!(ctx.dur[k], 0);
+        let op = ctx.order[k];
+        m.next = k + 1;
+        let fut = ctx.future(m.next);
+        if !m.state.op_start(ctx.inst, op, now, now, &fut).is_empty() || m.state.gpu_used > ctx.cap
+        {
+            return None;
+        }
+        if !m.state.op_end(ctx.inst, op, now, &fut).is_empty() {
+            return None;
+        }
+        push(
+            &mut m.trail,
+            Event::Compute {
+                op,
+                start: now,
+                end: now,
+            },
+        );
+    }
+    Some(m)
 }
