@@ -86,6 +86,10 @@ struct Node {
     /// An op started at `time - 1`: this instant is a decision point even if
     /// nothing completes (its inputs may be deleted from here on).
     after_start: bool,
+    /// Tensors whose offload completed at `time` (after [`Ctx::complete`]):
+    /// cyclic, such an offload may carry `delete` so that the copy goes before
+    /// the period's zero-duration ops at P (R8).
+    offloaded_now: Vec<TensorId>,
     /// Cyclic: the boundary state this path started from (an index into
     /// `Ctx::roots`); 0 for one-shot.
     root: usize,
@@ -157,6 +161,7 @@ impl Ctx<'_> {
     /// The completions at `n.time`: transfer ends, then the op end (§2.4).
     fn complete(&self, n: &mut Node) -> bool {
         let now = Ticks(n.time);
+        n.offloaded_now.clear();
         for ch in 0..n.flights.len() {
             if let Some(f) = n.flights[ch] {
                 if f.end == n.time {
@@ -172,6 +177,9 @@ impl Ctx<'_> {
                         return false;
                     }
                     n.flights[ch] = None;
+                    if f.dir == Direction::Offload {
+                        n.offloaded_now.push(f.tensor);
+                    }
                 }
             }
         }
@@ -348,6 +356,7 @@ pub fn solve(inst: &Instance, limits: &Limits) -> Result<Outcome, ExactError> {
             state: State::initial(inst),
             trail: None,
             after_start: false,
+            offloaded_now: vec![],
             root: 0,
         });
     }
@@ -369,12 +378,13 @@ pub fn solve(inst: &Instance, limits: &Limits) -> Result<Outcome, ExactError> {
             || expanded >= MAX_STATES
     };
     // (makespan or period, trail, root)
-    let mut outcome: Option<(i64, Option<Rc<Trail>>, usize)> = None;
+    // (makespan or period, trail, root, offloads ending at P that delete)
+    let mut outcome: Option<(i64, Option<Rc<Trail>>, usize, Vec<TensorId>)> = None;
     let mut stopped = false;
     while let Some(Reverse((f, _, id))) = heap.pop() {
         if id >= usize::MAX / 2 {
             let (ms, trail) = done[id - usize::MAX / 2].clone();
-            outcome = Some((ms, trail, 0));
+            outcome = Some((ms, trail, 0, vec![]));
             let _ = f;
             break;
         }
@@ -406,9 +416,9 @@ pub fn solve(inst: &Instance, limits: &Limits) -> Result<Outcome, ExactError> {
         // at P itself, after the completions, before the state is read
         // (MODEL.md §2.6), with no delete or transfer start before them.
         if cyclic && n.running.is_none() && n.time > 0 && ctx.suffix[n.next] == 0 {
-            if let Some(m) = cyclic::run_at_period_end(&ctx, &n) {
+            if let Some((m, flagged)) = cyclic::run_at_period_end(&ctx, &n) {
                 if cyclic::signature(&ctx, &m) == closing[m.root] {
-                    outcome = Some((m.time, m.trail.clone(), m.root));
+                    outcome = Some((m.time, m.trail.clone(), m.root, flagged));
                     break;
                 }
             }
@@ -456,11 +466,26 @@ pub fn solve(inst: &Instance, limits: &Limits) -> Result<Outcome, ExactError> {
     }
     let elapsed = started.elapsed();
     let (status, schedule, bound) = match outcome {
-        Some((ms, trail, root)) => {
+        Some((ms, trail, root, flagged)) => {
             let mut events = vec![];
             let mut cur = trail;
             while let Some(t) = cur {
-                events.push(t.event);
+                let mut e = t.event;
+                // An offload ending at P whose copy goes before the period's
+                // zero-duration ops at P carries the delete (R8).
+                if let Event::Transfer {
+                    dir: Direction::Offload,
+                    tensor,
+                    end,
+                    ref mut delete,
+                    ..
+                } = e
+                {
+                    if end.0 == ms && flagged.contains(&tensor) {
+                        *delete = true;
+                    }
+                }
+                events.push(e);
                 cur = t.prev.clone();
             }
             events.reverse();
