@@ -19,6 +19,13 @@
 //! S₀ (with the transfers in flight across the boundary) at once and stops at
 //! the first node, at time P, whose state equals its own S₀ up to versions.
 //! Anything else is refused with [`ExactError::Unsupported`].
+//!
+//! Both release rules (`Instance::release`, MODEL.md R10): under the default
+//! `after_end` no copy is released while a running op or transfer holds it
+//! (dead copies wait for the holder's end, a completion), and one tick after
+//! an op start is a decision instant only for zero-duration ops; under the
+//! relaxation `after_start` an op's inputs may go one tick after its start.
+//! Cyclic: a period's trailing zero-duration ops may run at P (R8).
 
 mod cyclic;
 
