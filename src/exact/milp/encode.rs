@@ -113,8 +113,16 @@ impl Encoding {
             // Cyclic: compute lies in [0, P] (R8): a positive-duration op starts
             // in [0, P); a zero-duration op may start at P when only
             // zero-duration ops follow it (it belongs to the period that ends,
-            // models/MODEL.md R8). By rotation, the first op starts at 0.
-            let ls = if cyc && k == 0 { 0 } else { len - after };
+            // models/MODEL.md R8). By rotation, the first op starts at 0 —
+            // unless the last op lasts zero ticks: then a rotation may move a
+            // boundary instant (zero-duration ops at P, then time-0 deletes)
+            // inside the period, where deletes come first, and lose the optimum
+            // (proofs/EXACTNESS.md §3.7; instances/regressions/milp/r8-boundary-delete.json).
+            let ls = if cyc && k == 0 && st.dur[n - 1] > 0 {
+                0
+            } else {
+                len - after
+            };
             if ls < es {
                 return Err(TooShort);
             }
