@@ -56,6 +56,7 @@ fn main() {
         y_last: 0,
         gpu_memory: 64,
         bandwidth: BandwidthFile::PerTick(2),
+        release: Default::default(),
     };
     let inst = chain.compile().expect("valid instance");
     let t = |x: usize| Ticks(x as i64);

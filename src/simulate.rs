@@ -279,7 +279,7 @@ pub fn asap(inst: &Instance, plan: &Plan) -> Result<Schedule, SimError> {
             if let Some((dir, i)) = choice {
                 let t = planned[i].tensor;
                 let end = now + transfer_ticks(inst, t);
-                let (flight, _) = state.transfer_start(inst, dir, t, end);
+                let (flight, _) = state.transfer_start(inst, dir, t, now, end);
                 events.push(Event::Transfer {
                     dir,
                     tensor: t,
@@ -402,6 +402,7 @@ mod tests {
                 bytes: 1 + (bw % 4) as u64,
                 ticks: 1 + (bw / 4 % 3) as u64,
             },
+            release: Default::default(),
         };
         let peak = c.m_peak().unwrap();
         c.gpu_memory = peak.saturating_sub((mem_slack % 12) as u64);
@@ -498,6 +499,7 @@ mod tests {
             y_last: 0,
             gpu_memory: 18,
             bandwidth: BandwidthFile::Ratio { bytes: 1, ticks: 3 },
+            release: Default::default(),
         };
         let inst = c.compile().unwrap();
         let plan = Plan {

@@ -39,6 +39,7 @@ fn chain(spec: &[(u8, u8, u8, u8)], mem: u8, bw: u8) -> ActivationChain {
             bytes: 1 + (bw % 4) as u64,
             ticks: 1 + (bw / 4 % 2) as u64,
         },
+        release: Default::default(),
     };
     let p = ChainProfile::new(&c);
     let (lo, hi) = (p.min_memory() as u64, p.m_peak() as u64);

@@ -41,6 +41,7 @@ fn rounding_trap() -> ActivationChain {
         y_last: 0,
         gpu_memory: 14,
         bandwidth: BandwidthFile::PerTick(1),
+        release: Default::default(),
     }
 }
 

@@ -37,6 +37,7 @@ fn chain(spec: &[(u8, u8, u8, u8, u8)], mem: u8, bw: u8) -> ActivationChain {
             bytes: 1 + (bw % 5) as u64,
             ticks: 1 + (bw / 5 % 3) as u64,
         },
+        release: Default::default(),
     };
     let prof = ChainProfile::new(&c);
     let lo = prof.min_memory() as u64;

@@ -30,6 +30,7 @@ fn act(layers: &[(i64, i64, u64)], x_last: u64, mem: u64, beta: u64) -> Instance
         y_last: 0,
         gpu_memory: mem,
         bandwidth: BandwidthFile::PerTick(beta),
+        release: Default::default(),
     }
     .compile()
     .unwrap()
@@ -81,6 +82,7 @@ fn cyclic_is_solved() {
         a0: 1,
         gpu_memory: 10,
         bandwidth: BandwidthFile::PerTick(1),
+        release: Default::default(),
     }
     .compile()
     .unwrap();
@@ -129,6 +131,7 @@ impl Arbitrary for Tiny {
                     BandwidthFile::Ratio { bytes: 3, ticks: 2 },
                 ])
                 .unwrap(),
+            release: Default::default(),
         };
         let peak = a.m_peak().unwrap_or(0);
         a.gpu_memory = small(g, peak / 2, peak + 1);

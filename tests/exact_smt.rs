@@ -29,6 +29,7 @@ fn act(layers: &[(i64, i64, u64)], x_last: u64, mem: u64, beta: u64) -> Instance
         y_last: 0,
         gpu_memory: mem,
         bandwidth: BandwidthFile::PerTick(beta),
+        release: Default::default(),
     }
     .compile()
     .unwrap()
@@ -45,6 +46,7 @@ fn weights(layers: &[(i64, i64, u64, u64)], a0: u64, mem: u64, beta: u64) -> Ins
         a0,
         gpu_memory: mem,
         bandwidth: BandwidthFile::PerTick(beta),
+        release: Default::default(),
     }
     .compile()
     .unwrap()

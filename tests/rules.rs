@@ -7,10 +7,10 @@ mod common;
 
 use common::*;
 use offcert::check::{check, Report, Violation, Warning};
-use offcert::model::{Channel, Device, Direction, OpId, TensorId};
+use offcert::model::{Channel, Device, Direction, OpId, ReleaseRule, TensorId};
 use offcert::recheck::{recheck, Finding};
 use offcert::schedule::EventId;
-use offcert::semantics::{Breach, GpuCopy, Lookahead, State};
+use offcert::semantics::{Breach, GpuCopy, Holder, Lookahead, State};
 use offcert::units::{Bandwidth, Bytes, Ticks};
 
 fn run(instance: &str, schedule: &str) -> Report {
@@ -231,7 +231,7 @@ fn rule_dependencies_update_while_the_prefetch_is_in_flight() {
         &dir.join("upd1.dependencies.invalid.schedule.json"),
     );
     let mut st = State::initial(&inst);
-    let (flight, b) = st.transfer_start(&inst, Direction::Prefetch, UPD_W, Ticks(5));
+    let (flight, b) = st.transfer_start(&inst, Direction::Prefetch, UPD_W, Ticks(0), Ticks(5));
     assert_eq!((flight.version, b), (Some(0), vec![]));
     assert_eq!(
         st.op_start(&inst, UPD_U, Ticks(1), Ticks(4), &NothingNeeded),
@@ -265,25 +265,28 @@ fn rule_dependencies_update_while_the_prefetch_is_in_flight() {
     assert_eq!(st.gpu_bytes(), Bytes(4));
 }
 
-/// The same rule when the updating op itself breaks nothing: its input is
-/// present at its start, then deleted and prefetched again while it runs. The
-/// update does not land in the pending copy, so the next reader sees a stale
-/// input. (Letting a pending copy take the new version passed this as valid.)
+/// The same rule when the updating op itself breaks nothing at its start: its
+/// input is present then, and deleted and prefetched again while it runs. Under
+/// the relaxation (upd1r) the delete is allowed, and the update does not land
+/// in the new buffer, so the next reader sees a stale input. (Letting another
+/// buffer take the new version passed this as valid.) Under the default rule
+/// the delete itself breaks R10, and the stale read follows.
 #[test]
 fn rule_dependencies_update_while_its_input_is_fetched_again() {
+    let stale = Violation::InputStale {
+        event: EventId(4),
+        at: Ticks(5),
+        op: UPD_R,
+        tensor: UPD_W,
+        held: Some(0),
+        latest: 1,
+    };
     assert_eq!(
-        invalid("upd1.json", "upd1.refetch.invalid.schedule.json"),
-        vec![Violation::InputStale {
-            event: EventId(4),
-            at: Ticks(5),
-            op: UPD_R,
-            tensor: UPD_W,
-            held: Some(0),
-            latest: 1,
-        }]
+        invalid("upd1r.json", "upd1r.refetch.invalid.schedule.json"),
+        vec![stale.clone()]
     );
     assert_eq!(
-        rechecked("upd1.json", "upd1.refetch.invalid.schedule.json"),
+        rechecked("upd1r.json", "upd1r.refetch.invalid.schedule.json"),
         vec![finding(
             "dependencies",
             "input_stale",
@@ -292,6 +295,107 @@ fn rule_dependencies_update_while_its_input_is_fetched_again() {
             Some(0)
         )]
     );
+    assert_eq!(
+        invalid("upd1.json", "upd1.refetch.invalid.schedule.json"),
+        vec![
+            Violation::ReleasedWhileInUse {
+                event: EventId(2),
+                at: Ticks(2),
+                tensor: UPD_W,
+                holder: Holder::Op(OpId(0)),
+                holder_event: Some(EventId(1)),
+                from: Ticks(1),
+                until: Ticks(4),
+            },
+            stale
+        ]
+    );
+}
+
+// hold1: a = tensor 0, b = tensor 1; P = op 0, Q = op 1.
+const HOLD_A: TensorId = TensorId(0);
+
+/// Rule R10 (released while in use): a delete strictly inside the reading op.
+#[test]
+fn rule_in_use_delete_inside_the_op() {
+    assert_eq!(
+        invalid("hold1.json", "hold1.in-use.invalid.schedule.json"),
+        vec![Violation::ReleasedWhileInUse {
+            event: EventId(2),
+            at: Ticks(3),
+            tensor: HOLD_A,
+            holder: Holder::Op(OpId(0)),
+            holder_event: Some(EventId(0)),
+            from: Ticks(0),
+            until: Ticks(4),
+        }]
+    );
+    assert_eq!(
+        rechecked("hold1.json", "hold1.in-use.invalid.schedule.json"),
+        vec![finding(
+            "released-while-in-use",
+            "released_while_in_use",
+            Some(2),
+            Some(3),
+            Some(0)
+        )]
+    );
+}
+
+/// Rule R10: a release exactly at the op's end is legal (an interval test).
+#[test]
+fn rule_in_use_release_at_the_end_is_valid() {
+    let r = valid("hold1.json", "hold1.at-end.valid.schedule.json");
+    assert_eq!((r.peak_memory, r.peak_at), (Bytes(8), Ticks(2)));
+}
+
+/// Rule R10: an offload's delete that ends inside the op waits for its end;
+/// the memory stays held (peak 8 at 2). Under the relaxation it goes at once.
+#[test]
+fn rule_in_use_offload_delete_is_deferred() {
+    let r = valid("hold1.json", "hold1.deferred.valid.schedule.json");
+    assert_eq!((r.peak_memory, r.peak_at), (Bytes(8), Ticks(2)));
+    assert_eq!(r.release, ReleaseRule::AfterEnd);
+    let dir = repo().join("instances/fixtures");
+    let (mut inst, s) = load(
+        &dir.join("hold1.json"),
+        &dir.join("hold1.deferred.valid.schedule.json"),
+    );
+    inst.release = ReleaseRule::AfterStart;
+    let r = check(&inst, &s);
+    assert!(r.valid);
+    assert_eq!(
+        (r.peak_memory, r.release),
+        (Bytes(4), ReleaseRule::AfterStart)
+    );
+    assert!(recheck(&inst, &s).valid);
+    // With 4 B the default rule runs out of memory at 2; the relaxation does not.
+    inst.machine.gpu_capacity = Bytes(4);
+    assert!(check(&inst, &s).valid);
+    inst.release = ReleaseRule::AfterEnd;
+    let r = check(&inst, &s);
+    assert!(matches!(
+        r.violations.as_slice(),
+        [Violation::MemoryExceeded {
+            at: Ticks(2),
+            used: Bytes(8),
+            ..
+        }]
+    ));
+    assert_eq!(recheck(&inst, &s).broken_rules(), rules(&r));
+}
+
+/// Rule R10 under the relaxation: the delete inside the op is allowed.
+#[test]
+fn rule_in_use_relaxation_allows_the_early_release() {
+    let dir = repo().join("instances/fixtures");
+    let (mut inst, s) = load(
+        &dir.join("hold1.json"),
+        &dir.join("hold1.in-use.invalid.schedule.json"),
+    );
+    inst.release = ReleaseRule::AfterStart;
+    assert!(check(&inst, &s).valid);
+    assert!(recheck(&inst, &s).valid);
 }
 
 #[test]

@@ -105,6 +105,7 @@ fn one_layer_with_room_is_pure_compute() {
         a0: 1,
         gpu_memory: 10,
         bandwidth: BandwidthFile::PerTick(1),
+        release: Default::default(),
     }
     .compile()
     .unwrap();
@@ -129,6 +130,7 @@ fn a_long_weight_chain_stops_with_unknown() {
         a0: 1,
         gpu_memory: 30,
         bandwidth: BandwidthFile::PerTick(1),
+        release: Default::default(),
     }
     .compile()
     .unwrap();
@@ -196,6 +198,7 @@ impl Arbitrary for Tiny {
                     BandwidthFile::Ratio { bytes: 3, ticks: 2 },
                 ])
                 .unwrap(),
+            release: Default::default(),
         };
         // From the largest eq. (1) need to room for everything at once (pure
         // compute): one case in six a byte short of that need (infeasible),

@@ -65,7 +65,11 @@ fn infeasible_exits_1_with_evidence() {
         "milp",
     ]);
     assert_eq!(code, 1, "{out}");
-    assert!(out.contains("status:   infeasible"), "{out}");
+    // One method alone: its infeasibility is its own claim.
+    assert!(
+        out.contains("status:   infeasible (solver-reported)"),
+        "{out}"
+    );
     assert!(
         out.contains("evidence: Milp: infeasible: op F1 needs at least 4 B"),
         "{out}"
@@ -179,7 +183,7 @@ fn rescale_reports_the_file_ticks() {
     // beta = 3 B per 2 ticks: a 1 B transfer lasts 2/3 tick.
     std::fs::write(
         &f,
-        r#"{"family":"activation_chain","name":"odd","layers":[{"u_f":1,"u_b":1,"x":1},{"u_f":1,"u_b":1,"x":1}],"x_last":1,"gpu_memory":2,"bandwidth":{"bytes":3,"ticks":2}}"#,
+        r#"{"family":"activation_chain","name":"odd","layers":[{"u_f":1,"u_b":1,"x":1},{"u_f":1,"u_b":1,"x":1}],"x_last":1,"gpu_memory":3,"bandwidth":{"bytes":3,"ticks":2}}"#,
     )
     .unwrap();
     let (code, out, err) = run(&[
@@ -191,5 +195,301 @@ fn rescale_reports_the_file_ticks() {
     ]);
     assert_eq!(code, 0, "{out}{err}");
     assert!(out.contains("/3 in the file's ticks"), "{out}");
+    std::fs::remove_dir_all(&d).ok();
+}
+
+/// Defect 1: with `--rescale` the schedule is in rescaled ticks; the certificate
+/// holds the instance it belongs to, and the README's own check command passes.
+#[test]
+fn rescaled_certificate_round_trips() {
+    let d = tmpdir("rescale-cert");
+    let f = d.join("odd.json");
+    let text = r#"{"family":"activation_chain","name":"odd","layers":[{"u_f":1,"u_b":1,"x":1},{"u_f":1,"u_b":1,"x":1}],"x_last":1,"gpu_memory":3,"bandwidth":{"bytes":3,"ticks":2}}"#;
+    std::fs::write(&f, text).unwrap();
+    let cert = d.join("cert");
+    let (code, out, err) = run(&[
+        "solve",
+        f.to_str().unwrap(),
+        "--method",
+        "milp",
+        "--rescale",
+        "--certificate",
+        cert.to_str().unwrap(),
+    ]);
+    assert_eq!(code, 0, "{out}{err}");
+    let readme = std::fs::read_to_string(cert.join("README.txt")).unwrap();
+    assert!(readme.contains("time scale: K = 3"), "{readme}");
+    assert_eq!(
+        std::fs::read_to_string(cert.join("original-instance.json")).unwrap(),
+        text
+    );
+    // Run the README's re-check command as written, in the certificate dir.
+    let line = readme
+        .lines()
+        .find(|l| l.starts_with("schedule.json:"))
+        .unwrap();
+    let cmd = line.split("re-check: offcert ").nth(1).unwrap();
+    let args: Vec<&str> = cmd.split_whitespace().collect();
+    assert_eq!(args, ["check", "instance.json", "schedule.json"]);
+    let o = offcert().args(&args).current_dir(&cert).output().unwrap();
+    assert_eq!(
+        o.status.code(),
+        Some(0),
+        "{}{}",
+        String::from_utf8_lossy(&o.stdout),
+        String::from_utf8_lossy(&o.stderr)
+    );
+    // Against the original file the rescaled ticks are wrong: that was the bug.
+    let o = offcert()
+        .args(["check", "original-instance.json", "schedule.json"])
+        .current_dir(&cert)
+        .output()
+        .unwrap();
+    assert_eq!(o.status.code(), Some(1));
+    std::fs::remove_dir_all(&d).ok();
+}
+
+/// Every verdict states its release rule; with `--release` overriding the file,
+/// the certificate's instance.json carries the rule used, so the README's check
+/// command replays under it.
+#[test]
+fn the_release_rule_is_stated_and_certified() {
+    let d = tmpdir("release");
+    let (code, out, err) = run(&[
+        "solve",
+        "instances/tiny/act_one_offload.json",
+        "--method",
+        "milp",
+        "--release",
+        "after_start",
+        "--certificate",
+        d.to_str().unwrap(),
+    ]);
+    assert_eq!(code, 0, "{out}{err}");
+    assert!(out.contains("release rule: after_start"), "{out}");
+    let readme = std::fs::read_to_string(d.join("README.txt")).unwrap();
+    assert!(readme.contains("release rule: after_start"), "{readme}");
+    let verdict: serde_json::Value =
+        serde_json::from_str(&std::fs::read_to_string(d.join("verdict.json")).unwrap()).unwrap();
+    assert_eq!(verdict["release_rule"], "after_start");
+    let inst = std::fs::read_to_string(d.join("instance.json")).unwrap();
+    assert!(inst.contains("\"after_start\""), "{inst}");
+    assert!(d.join("original-instance.json").exists());
+    let o = offcert()
+        .args(["check", "instance.json", "schedule.json"])
+        .current_dir(&d)
+        .output()
+        .unwrap();
+    assert_eq!(o.status.code(), Some(0));
+    assert!(String::from_utf8_lossy(&o.stdout).contains("release rule: after_start"));
+    // The default is stated too, in the text and the JSON verdicts.
+    let (_, out, _) = run(&[
+        "solve",
+        "instances/tiny/act_fits.json",
+        "--method",
+        "search",
+    ]);
+    assert!(out.contains("release rule: after_end"), "{out}");
+    let (_, out, _) = run(&[
+        "solve",
+        "instances/tiny/act_fits.json",
+        "--method",
+        "search",
+        "--json",
+    ]);
+    let j: serde_json::Value = serde_json::from_str(&out).unwrap();
+    assert_eq!(j["release_rule"], "after_end");
+    std::fs::remove_dir_all(&d).ok();
+}
+
+/// Defect 3: an optimal certificate says "optimal" and the SMT line states its
+/// structural limits like the MILP line.
+#[test]
+fn certificate_readme_states_the_limits_of_each_refutation() {
+    let d = tmpdir("cert-claims");
+    let (code, out, err) = run(&[
+        "solve",
+        "instances/tiny/act_one_offload.json",
+        "--method",
+        "all",
+        "--certificate",
+        d.to_str().unwrap(),
+    ]);
+    assert_eq!(code, 0, "{out}{err}");
+    let readme = std::fs::read_to_string(d.join("README.txt")).unwrap();
+    let line = |f: &str| {
+        readme
+            .lines()
+            .find(|l| l.starts_with(f))
+            .unwrap_or_else(|| panic!("no {f} line: {readme}"))
+            .to_string()
+    };
+    assert!(line("claim:").contains("7 is optimal"), "{readme}");
+    assert!(
+        line("refutation.smt2:").contains("within the structural limits of proofs/SMT.md"),
+        "{readme}"
+    );
+    assert!(
+        line("milp-refute.lp:").contains("within the structural limits of proofs/EXACTNESS.md"),
+        "{readme}"
+    );
+    std::fs::remove_dir_all(&d).ok();
+}
+
+// Cross-check labels with planted methods (`crosscheck::run_with`).
+
+use offcert::exact::crosscheck::{self, Label, Verdict};
+use offcert::exact::{milp, ExactError, Limits, Method, Outcome, Status};
+use offcert::model::Instance;
+use offcert::schedule::Schedule;
+use std::time::Duration;
+
+fn tiny(name: &str) -> (String, Instance) {
+    let text = std::fs::read_to_string(format!("instances/tiny/{name}.json")).unwrap();
+    let (_, inst) = offcert::io::parse_instance(name, &text).unwrap();
+    (text, inst)
+}
+
+fn outcome(m: Method, status: Status, schedule: Option<Schedule>) -> Outcome {
+    Outcome {
+        method: m,
+        status,
+        schedule,
+        bound: None,
+        elapsed: Duration::ZERO,
+        notes: vec![format!("planted {status:?}")],
+    }
+}
+
+/// Claims an optimum with a schedule that runs nothing: the checker rejects it.
+fn bogus_optimum(_: &Instance, _: &Limits) -> Result<Outcome, ExactError> {
+    let s = Schedule {
+        events: vec![],
+        period: None,
+        initial: None,
+    };
+    Ok(outcome(Method::Smt, Status::Optimal, Some(s)))
+}
+
+/// Its own replay rejected its schedule (how the real methods report it).
+fn self_rejected(_: &Instance, _: &Limits) -> Result<Outcome, ExactError> {
+    Err(ExactError::CheckerRejected {
+        method: Method::Search,
+        violations: vec!["planted".into()],
+    })
+}
+
+fn says_infeasible(_: &Instance, _: &Limits) -> Result<Outcome, ExactError> {
+    Ok(outcome(Method::Milp, Status::Infeasible, None))
+}
+
+/// The MILP's schedule, but only claimed feasible (no proven bound).
+fn milp_feasible_only(i: &Instance, l: &Limits) -> Result<Outcome, ExactError> {
+    let mut o = milp::solve(i, l)?;
+    o.status = Status::Feasible;
+    o.bound = None;
+    Ok(o)
+}
+
+fn verdict(inst: &Instance, planted: &[(Method, crosscheck::SolveFn)]) -> Verdict {
+    let with: Vec<_> = planted.iter().map(|(m, f)| (*m, Some(*f))).collect();
+    crosscheck::run_with(inst, &with, &Limits::default())
+}
+
+/// Defect 4: a method whose schedule the checker rejects does not drop silently
+/// out of the vote; against an "infeasible" it is a disagreement, and the
+/// infeasibility is no longer cross-checked.
+#[test]
+fn a_rejected_schedule_is_a_disagreement_not_a_silent_abstention() {
+    let (_, inst) = tiny("act_one_offload");
+    let v = verdict(
+        &inst,
+        &[
+            (Method::Milp, says_infeasible),
+            (Method::Smt, bogus_optimum),
+        ],
+    );
+    assert_eq!(v.label, Label::InfeasibleSolverReported, "{v:?}");
+    assert_eq!(v.label.words(), "infeasible (solver-reported)");
+    assert_eq!(v.disagreements.len(), 1, "{:?}", v.disagreements);
+    let d = &v.disagreements[0];
+    assert!(d.contains("Smt claims an optimum"), "{d}");
+    assert!(d.contains("rejected by the checker"), "{d}");
+    assert!(d.contains("[Milp] say no schedule exists"), "{d}");
+    let smt = v.methods.iter().find(|m| m.method == Method::Smt).unwrap();
+    assert_eq!(smt.rejected_claim, Some(Status::Optimal));
+    assert_eq!(smt.status, None);
+    // The same when the method's own replay rejected its schedule.
+    let v = verdict(
+        &inst,
+        &[
+            (Method::Milp, says_infeasible),
+            (Method::Search, self_rejected),
+        ],
+    );
+    assert_eq!(v.label, Label::InfeasibleSolverReported, "{v:?}");
+    assert!(
+        v.disagreements
+            .iter()
+            .any(|d| d.contains("Search claims a schedule") && d.contains("say no schedule exists")),
+        "{:?}",
+        v.disagreements
+    );
+    // Two uncontested infeasibility proofs are cross-checked; one alone is not.
+    let v = verdict(
+        &inst,
+        &[
+            (Method::Milp, says_infeasible),
+            (Method::Search, says_infeasible),
+        ],
+    );
+    assert_eq!(v.label, Label::Infeasible);
+    assert_eq!(v.label.words(), "infeasible (cross-checked)");
+    let v = verdict(&inst, &[(Method::Milp, says_infeasible)]);
+    assert_eq!(v.label, Label::InfeasibleSolverReported);
+    // Next to a checked optimum, a rejected schedule still contests it.
+    let v = verdict(
+        &inst,
+        &[
+            (Method::Milp, milp::solve),
+            (Method::Smt, bogus_optimum),
+            (Method::Search, offcert::exact::search::solve),
+        ],
+    );
+    assert_eq!(v.makespan.map(|m| m.0), Some(7));
+    assert_eq!(v.label, Label::OptimalSolverReported, "{v:?}");
+    assert!(
+        v.disagreements
+            .iter()
+            .any(|d| d.contains("Smt claims an optimum")),
+        "{:?}",
+        v.disagreements
+    );
+}
+
+/// Defect 3: a certificate for a schedule whose optimality is not established
+/// says so and claims no optimum.
+#[test]
+fn a_feasible_certificate_claims_no_optimum() {
+    let (text, inst) = tiny("act_one_offload");
+    let v = verdict(&inst, &[(Method::Milp, milp_feasible_only)]);
+    assert!(matches!(v.label, Label::Feasible { .. }), "{v:?}");
+    let d = tmpdir("cert-feasible");
+    offcert::cli::solve::write_certificate(
+        &d,
+        Path::new("act_one_offload.json"),
+        &text,
+        &inst,
+        &v,
+        1,
+        inst.release,
+    )
+    .unwrap();
+    let readme = std::fs::read_to_string(d.join("README.txt")).unwrap();
+    assert!(readme.contains("status: feasible, gap"), "{readme}");
+    assert!(readme.contains("optimality is NOT established"), "{readme}");
+    assert!(!readme.contains("optimum is"), "{readme}");
+    assert!(!readme.contains("is optimal"), "{readme}");
+    assert!(!readme.contains(" proves "), "{readme}");
     std::fs::remove_dir_all(&d).ok();
 }

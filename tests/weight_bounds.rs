@@ -84,6 +84,7 @@ fn chain(layers: &[(i64, i64, u64, u64)], gpu_memory: u64, bw: u64) -> WeightCha
         a0: 0,
         gpu_memory,
         bandwidth: BandwidthFile::PerTick(bw),
+        release: Default::default(),
     }
 }
 

@@ -39,6 +39,7 @@ impl Arbitrary for Tiny {
             a0: 0,
             gpu_memory: 0,
             bandwidth: BandwidthFile::PerTick(1),
+            release: Default::default(),
         };
         let peak = (1..=l).map(|i| c.mb(i).unwrap()).max().unwrap();
         let total: u64 = c.layers.iter().map(|x| x.w).sum();

@@ -4,7 +4,7 @@
 //! from. Hashing JSON cost more than the replay itself on large schedules.
 
 use crate::model::{
-    ComputeOrder, Device, Direction, Duplex, Instance, Mode, Placement, TensorKind,
+    ComputeOrder, Device, Direction, Duplex, Instance, Mode, Placement, ReleaseRule, TensorKind,
 };
 use crate::schedule::{Event, Schedule};
 use sha2::{Digest, Sha256};
@@ -60,7 +60,7 @@ impl Enc {
 }
 
 pub fn instance_digest(inst: &Instance) -> String {
-    let mut e = Enc::new(b"offcert-instance-v1\0");
+    let mut e = Enc::new(b"offcert-instance-v2\0");
     e.str(&inst.family);
     e.str(&inst.name);
     e.u8(match inst.mode {
@@ -82,6 +82,11 @@ pub fn instance_digest(inst: &Instance) -> String {
     });
     e.u64(m.bandwidth.bytes);
     e.u64(m.bandwidth.ticks);
+    // v2: the release rule decides validity, so it is part of what is certified.
+    e.u8(match inst.release {
+        ReleaseRule::AfterEnd => 0,
+        ReleaseRule::AfterStart => 1,
+    });
     e.u64(inst.tensors.len() as u64);
     for t in &inst.tensors {
         e.str(&t.name);

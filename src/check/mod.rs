@@ -20,9 +20,9 @@ pub use digest::{instance_digest, schedule_digest};
 
 pub use violation::{Violation, Warning};
 
-use crate::model::{Channel, Device, Direction, Instance, Mode, OpId, TensorId};
+use crate::model::{Channel, Device, Direction, Instance, Mode, OpId, ReleaseRule, TensorId};
 use crate::schedule::{Event, EventId, Schedule};
-use crate::semantics::{order, Breach, InFlight, Lookahead, State};
+use crate::semantics::{order, Breach, Holder, InFlight, Lookahead, State};
 use crate::units::{Bytes, Ticks};
 use serde::{Deserialize, Serialize};
 use sha2::{Digest, Sha256};
@@ -33,6 +33,7 @@ use sha2::{Digest, Sha256};
 pub struct Certificate {
     makespan: Ticks,
     cyclic: bool,
+    release: ReleaseRule,
     instance_sha256: String,
     schedule_sha256: String,
 }
@@ -44,6 +45,10 @@ impl Certificate {
     }
     pub fn cyclic(&self) -> bool {
         self.cyclic
+    }
+    /// The release rule the replay applied (R10).
+    pub fn release(&self) -> ReleaseRule {
+        self.release
     }
     pub fn instance_sha256(&self) -> &str {
         &self.instance_sha256
@@ -65,6 +70,8 @@ pub struct Report {
     /// `valid`: the exact replay passed.
     pub valid: bool,
     pub cyclic: bool,
+    /// The release rule the replay applied (R10): every verdict states it.
+    pub release: ReleaseRule,
     /// Last event end (one-shot), or the period (cyclic).
     pub makespan: Ticks,
     pub peak_memory: Bytes,
@@ -104,16 +111,18 @@ const OP_END: u8 = 1;
 const DELETE: u8 = 2;
 const OP_START: u8 = 3;
 const TRANSFER_START: u8 = 4;
-/// A cyclic boundary's state is read before this phase: after the completions
-/// of the period that ends (transfer and op ends at P belong to it), before the
-/// deletes and starts of the period that begins (a delete at time 0 belongs to
-/// the next period, as it does to the first one, which starts from S₀).
-const PERIOD_STARTS: u8 = DELETE;
 
 /// One action of the unrolled replay.
 #[derive(Clone, Copy, Debug)]
 struct Action {
     time: Ticks,
+    /// 1 for a delete or a start at time 0 of a cyclic period (it belongs to the
+    /// period that begins at this instant), else 0. At a period boundary the
+    /// ending period goes first: its completions, then its zero-duration ops at
+    /// P (R8); then the boundary state is read; then the next period's time-0
+    /// deletes and starts (a delete at time 0 belongs to the next period, as it
+    /// does to the first one, which starts from S₀).
+    opens: u8,
     phase: u8,
     /// 0 for a zero-duration event (it starts and ends in this one action), 1 otherwise.
     positive: u8,
@@ -193,7 +202,10 @@ pub fn check(inst: &Instance, s: &Schedule) -> Report {
         }
         if cyclic {
             let out = match e {
-                Event::Compute { end, .. } => e.start() >= period || *end > period,
+                // R8: a zero-duration op may sit at P itself, at the end of its period.
+                Event::Compute { start, end, .. } => {
+                    (*start >= period && !(*start == period && *end == period)) || *end > period
+                }
                 _ => e.start() >= period,
             };
             if out {
@@ -296,6 +308,7 @@ pub fn check(inst: &Instance, s: &Schedule) -> Report {
 
     // --- the sweep ----------------------------------------------------------
     let uses = uses(inst, &copies, cyclic);
+    let opens = |c: &Copy, at: Ticks| u8::from(cyclic && at.0 == period.0 * c.period as i64);
     let mut actions: Vec<Action> = Vec::with_capacity(copies.len() * 2);
     for (u, c) in copies.iter().enumerate() {
         let u = u as u32;
@@ -304,6 +317,7 @@ pub fn check(inst: &Instance, s: &Schedule) -> Report {
             Event::Compute { start, end, .. } => {
                 actions.push(Action {
                     time: start,
+                    opens: opens(c, start),
                     phase: OP_START,
                     positive,
                     unrolled: u,
@@ -311,6 +325,7 @@ pub fn check(inst: &Instance, s: &Schedule) -> Report {
                 if positive == 1 {
                     actions.push(Action {
                         time: end,
+                        opens: 0,
                         phase: OP_END,
                         positive,
                         unrolled: u,
@@ -320,6 +335,7 @@ pub fn check(inst: &Instance, s: &Schedule) -> Report {
             Event::Transfer { start, end, .. } => {
                 actions.push(Action {
                     time: start,
+                    opens: opens(c, start),
                     phase: TRANSFER_START,
                     positive,
                     unrolled: u,
@@ -327,6 +343,7 @@ pub fn check(inst: &Instance, s: &Schedule) -> Report {
                 if positive == 1 {
                     actions.push(Action {
                         time: end,
+                        opens: 0,
                         phase: TRANSFER_END,
                         positive,
                         unrolled: u,
@@ -335,13 +352,14 @@ pub fn check(inst: &Instance, s: &Schedule) -> Report {
             }
             Event::Delete { at, .. } => actions.push(Action {
                 time: at,
+                opens: opens(c, at),
                 phase: DELETE,
                 positive: 1,
                 unrolled: u,
             }),
         }
     }
-    actions.sort_unstable_by_key(|a| (a.time, a.phase, a.positive, a.unrolled));
+    actions.sort_unstable_by_key(|a| (a.time, a.opens, a.phase, a.positive, a.unrolled));
 
     let initial = match (&s.initial, cyclic) {
         (Some(st), true) => State::from_cyclic(inst, st),
@@ -387,7 +405,7 @@ pub fn check(inst: &Instance, s: &Schedule) -> Report {
         }
         for a in &actions[i..j] {
             // A boundary at this very instant: after the ending period's completions.
-            if cyclic && a.phase >= PERIOD_STARTS {
+            if cyclic && a.opens == 1 {
                 while snapshots.len() < 2 && now >= Ticks(period.0 * (snapshots.len() as i64 + 1)) {
                     snapshots.push(state.boundary());
                 }
@@ -443,7 +461,7 @@ pub fn check(inst: &Instance, s: &Schedule) -> Report {
                             ticks: end - start,
                         });
                     }
-                    let (fl, b) = state.transfer_start(inst, dir, tensor, end);
+                    let (fl, b) = state.transfer_start(inst, dir, tensor, a.time, end);
                     if cyclic && c.period >= 0 && s.events[event.ix()].end() > period {
                         let ts = state.tensor(tensor);
                         reads_latest[event.ix()][c.period as usize] =
@@ -554,7 +572,7 @@ pub fn check(inst: &Instance, s: &Schedule) -> Report {
             }
             if report {
                 for b in breaches {
-                    violations.push(to_violation(b, event, at, op_of));
+                    violations.push(to_violation(b, event, at, op_of, s, &rel));
                 }
             }
         }
@@ -642,12 +660,14 @@ pub fn check(inst: &Instance, s: &Schedule) -> Report {
     let certificate = valid.then(|| Certificate {
         makespan,
         cyclic,
+        release: inst.release,
         instance_sha256: instance_sha256.clone(),
         schedule_sha256: schedule_sha256.clone(),
     });
     Report {
         valid,
         cyclic,
+        release: inst.release,
         makespan,
         peak_memory: peak.0,
         peak_at: peak.1,
@@ -661,7 +681,15 @@ pub fn check(inst: &Instance, s: &Schedule) -> Report {
     }
 }
 
-fn to_violation(b: Breach, event: EventId, at: Ticks, op: Option<OpId>) -> Violation {
+/// A breach as a witness: `rel` maps replay ticks into the period.
+fn to_violation(
+    b: Breach,
+    event: EventId,
+    at: Ticks,
+    op: Option<OpId>,
+    s: &Schedule,
+    rel: &dyn Fn(Ticks) -> Ticks,
+) -> Violation {
     let op = op.unwrap_or(OpId(0));
     match b {
         Breach::InputNotResident { tensor, ready_at } => Violation::InputNotResident {
@@ -721,7 +749,47 @@ fn to_violation(b: Breach, event: EventId, at: Ticks, op: Option<OpId>) -> Viola
             cpu_version: cpu,
             latest,
         },
+        Breach::ReleasedWhileInUse {
+            tensor,
+            holder,
+            from,
+            until,
+        } => Violation::ReleasedWhileInUse {
+            event,
+            at,
+            tensor,
+            holder,
+            holder_event: locate_holder(s, holder, tensor, rel(from)),
+            from: rel(from),
+            until: rel(until),
+        },
     }
+}
+
+/// The schedule event that holds `tensor` from `from` (a time in the period for
+/// cyclic schedules, possibly negative for a transfer crossing in from the
+/// period before): for the witness of rule R10.
+fn locate_holder(s: &Schedule, holder: Holder, tensor: TensorId, from: Ticks) -> Option<EventId> {
+    let same = |a: Ticks| match s.period {
+        Some(p) if p.0 > 0 => (a.0 - from.0).rem_euclid(p.0) == 0,
+        _ => a == from,
+    };
+    s.events
+        .iter()
+        .position(|e| match (*e, holder) {
+            (Event::Compute { op, start, .. }, Holder::Op(h)) => op == h && same(start),
+            (
+                Event::Transfer {
+                    tensor: t,
+                    dir,
+                    start,
+                    ..
+                },
+                Holder::Transfer(d),
+            ) => t == tensor && dir == d && same(start),
+            _ => false,
+        })
+        .map(|i| EventId(i as u32))
 }
 
 /// Reads and productions per tensor over the unrolled ops, for "needed later".

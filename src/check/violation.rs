@@ -4,7 +4,7 @@
 
 use crate::model::{Channel, Device, Direction, Instance, OpId, TensorId};
 use crate::schedule::{Event, EventId, Schedule};
-use crate::semantics::Version;
+use crate::semantics::{Holder, Version};
 use crate::units::{Bandwidth, Bytes, Ticks};
 use serde::{Deserialize, Serialize};
 
@@ -117,6 +117,19 @@ pub enum Violation {
         at: Ticks,
         tensor: TensorId,
     },
+    /// Rule *in use* (R10, default release rule): `event` releases the GPU
+    /// copy of `tensor` at `at` (a delete, or an op consuming or freeing it),
+    /// strictly inside the interval [from, until) of `holder`, which still uses
+    /// it (`holder_event` is that op or transfer in the schedule).
+    ReleasedWhileInUse {
+        event: EventId,
+        at: Ticks,
+        tensor: TensorId,
+        holder: Holder,
+        holder_event: Option<EventId>,
+        from: Ticks,
+        until: Ticks,
+    },
     /// Rule *no data loss*: the GPU copy is released while still needed and no
     /// CPU copy holds the latest version.
     DataLoss {
@@ -212,6 +225,7 @@ impl Violation {
             | PrefetchResident { .. }
             | DeleteAbsent { .. } => "dependencies",
             DataLoss { .. } => "no-data-loss",
+            ReleasedWhileInUse { .. } => "released-while-in-use",
             MemoryExceeded { .. } | CpuMemoryExceeded { .. } => "memory",
             OutsidePeriod { .. }
             | OutOfOrder { .. }
@@ -253,6 +267,7 @@ impl Violation {
             | PrefetchResident { at, .. }
             | DeleteAbsent { at, .. }
             | DataLoss { at, .. }
+            | ReleasedWhileInUse { at, .. }
             | MemoryExceeded { at, .. }
             | CpuMemoryExceeded { at, .. } => *at,
             TransferTooFast { .. }
@@ -319,7 +334,10 @@ impl Violation {
             } => {
                 matches!(ev(event), Some(e) if e.start() == *start && e.end() == *end)
                     && Some(*period) == s.period
-                    && (start.0 >= period.0
+                    && ((start.0 >= period.0
+                        && !(matches!(ev(event), Some(Event::Compute { .. }))
+                            && start == period
+                            && end == period))
                         || (matches!(ev(event), Some(Event::Compute { .. })) && end.0 > period.0))
             }
             NotTransferable { event, tensor, .. } => {
@@ -361,6 +379,54 @@ impl Violation {
             DeleteAbsent { event, tensor, .. } => {
                 matches!(ev(event), Some(Event::Delete { tensor: t, .. }) if t == tensor)
             }
+            ReleasedWhileInUse {
+                event,
+                at,
+                tensor,
+                holder,
+                holder_event,
+                from,
+                until,
+            } => {
+                let releases = match ev(event) {
+                    Some(Event::Delete { tensor: t, at: a }) => t == tensor && same_time(*a, *at),
+                    Some(Event::Compute { op, start, end }) => {
+                        let o = inst.op(*op);
+                        (o.consumes.contains(tensor) && same_time(*start, *at))
+                            || (o.frees.contains(tensor) && same_time(*end, *at))
+                    }
+                    _ => false,
+                };
+                let holds = match (holder_event.and_then(|h| ev(&h)), holder) {
+                    (Some(Event::Compute { op, start, end }), Holder::Op(h)) => {
+                        let o = inst.op(*op);
+                        op == h
+                            && !o.consumes.contains(tensor)
+                            && (o.reads.contains(tensor)
+                                || o.produces.contains(tensor)
+                                || o.modifies.contains(tensor))
+                            && start == from
+                            && end == until
+                    }
+                    (
+                        Some(Event::Transfer {
+                            tensor: t,
+                            dir,
+                            start,
+                            end,
+                            ..
+                        }),
+                        Holder::Transfer(d),
+                    ) => t == tensor && dir == d && start == from && end == until,
+                    _ => false,
+                };
+                // Strictly inside, directly or one period on (a crossing transfer).
+                let inside = |x: i64| from.0 < x && x < until.0;
+                inst.release == crate::model::ReleaseRule::AfterEnd
+                    && releases
+                    && holds
+                    && (inside(at.0) || (p.0 > 0 && inside(at.0 + p.0)))
+            }
             DataLoss {
                 event,
                 tensor,
@@ -368,17 +434,26 @@ impl Violation {
                 cpu_version,
                 ..
             } => {
+                // A release deferred by R10 happens at the end of the copy's last
+                // user (an op pinning it, or another transfer of it), and is
+                // reported there; it needs an offload with delete of the tensor.
+                let deferred = s.events.iter().any(|e| {
+                    matches!(e, Event::Transfer { tensor: t, delete: true, dir: Direction::Offload, .. } if t == tensor)
+                });
+                let o = |op: &OpId| inst.op(*op);
                 *cpu_version != Some(*latest)
                     && match ev(event) {
                         Some(Event::Delete { tensor: t, .. }) => t == tensor,
                         Some(Event::Transfer {
-                            tensor: t,
-                            delete: true,
-                            ..
-                        }) => t == tensor,
+                            tensor: t, delete, ..
+                        }) => t == tensor && (*delete || deferred),
                         Some(Event::Compute { op, .. }) => {
-                            inst.op(*op).frees.contains(tensor)
-                                || inst.op(*op).consumes.contains(tensor)
+                            o(op).frees.contains(tensor)
+                                || o(op).consumes.contains(tensor)
+                                || (deferred
+                                    && (o(op).reads.contains(tensor)
+                                        || o(op).produces.contains(tensor)
+                                        || o(op).modifies.contains(tensor)))
                         }
                         _ => false,
                     }
@@ -497,6 +572,18 @@ impl Violation {
             PrefetchWithoutCpuCopy { event, at, tensor } => format!("events[{}] at {at}: prefetch of {} which has no CPU copy", event.0, t(tensor)),
             PrefetchResident { event, at, tensor } => format!("events[{}] at {at}: prefetch of {} which is already on the GPU", event.0, t(tensor)),
             DeleteAbsent { event, at, tensor } => format!("events[{}] at {at}: delete of {} which is not on the GPU", event.0, t(tensor)),
+            ReleasedWhileInUse { event, at, tensor, holder, holder_event, from, until } => {
+                let who = match holder {
+                    Holder::Op(h) => o(h),
+                    Holder::Transfer(Direction::Offload) => format!("the offload of {}", t(tensor)),
+                    Holder::Transfer(Direction::Prefetch) => format!("the prefetch of {}", t(tensor)),
+                };
+                let which = holder_event.map_or(String::new(), |h| format!(" (events[{}])", h.0));
+                format!(
+                    "events[{}] at {at}: {} released while in use by {who}{which} over [{from}, {until})",
+                    event.0, t(tensor)
+                )
+            }
             DataLoss { event, at, tensor, gpu_version, cpu_version, latest } => format!(
                 "events[{}] at {at}: GPU copy of {} ({}) released while still needed; latest is v{latest}, CPU holds {}",
                 event.0, t(tensor), v(gpu_version), v(cpu_version)

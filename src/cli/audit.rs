@@ -138,16 +138,19 @@ pub fn run(a: AuditArgs) -> anyhow::Result<ExitCode> {
         }
         _ => None,
     };
-    let clean = ta.violations() == 0 && mapped.as_ref().is_none_or(|m| m.report.valid);
+    // Violations that rounding to ticks alone made are not held against the run.
+    let clean = ta.violations() == 0 && mapped.as_ref().is_none_or(|m| m.valid());
     if a.json {
         let out = Out {
             verdict: if clean { "clean" } else { "violations" },
             trace: &ta,
             counts: &tr.counts,
             mapped: mapped.as_ref(),
-            mapped_verdict: mapped
-                .as_ref()
-                .map(|m| if m.report.valid { "valid" } else { "invalid" }),
+            mapped_verdict: mapped.as_ref().map(|m| match (m.report.valid, m.valid()) {
+                (true, _) => "valid",
+                (false, true) => "valid_in_ns_invalid_after_rounding",
+                (false, false) => "invalid",
+            }),
             explanations: match (&mapped, &inst) {
                 (Some(m), Some(i)) => {
                     Some(m.report.violations.iter().map(|v| v.describe(i)).collect())
@@ -268,6 +271,28 @@ fn render(
                 s,
                 "  race: {} starts at {} but the prefetch of {} ends at {}",
                 r.op, r.start, r.tensor, r.prefetch_ends
+            );
+        }
+        for r in &m.release_races {
+            let _ = writeln!(
+                s,
+                "  race: {} released while in use: {} at {} ns (tick {}) inside {} over [{}, {}) ns (ticks [{}, {}))",
+                r.tensor,
+                r.released_by,
+                r.at_ns.0,
+                r.at,
+                r.held_by,
+                r.held_from_ns.0,
+                r.held_to_ns.0,
+                r.held_from,
+                r.held_to
+            );
+        }
+        if !m.release_rounding_only.is_empty() {
+            let _ = writeln!(
+                s,
+                "  note: {} released-while-in-use witness(es) of the checker come from rounding to ticks alone (the trace's nanoseconds put the release at or after the holder's end, or at or before its start): not races",
+                m.release_rounding_only.len()
             );
         }
         for d in &m.deletes_without_cpu_copy {

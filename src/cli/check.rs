@@ -16,6 +16,8 @@ pub struct CheckArgs {
     /// Print the machine-readable verdict.
     #[arg(long)]
     pub json: bool,
+    #[command(flatten)]
+    pub release: super::ReleaseOpt,
 }
 
 /// The JSON verdict: the report plus the digests of the files as read.
@@ -35,7 +37,8 @@ pub struct FileVerdict<'a> {
 pub fn run(a: CheckArgs) -> anyhow::Result<ExitCode> {
     let itext = io::read_text(&a.instance)?;
     let stext = io::read_text(&a.schedule)?;
-    let (_, inst) = io::parse_instance(&a.instance.display().to_string(), &itext)?;
+    let (_, mut inst) = io::parse_instance(&a.instance.display().to_string(), &itext)?;
+    a.release.apply(&mut inst);
     let sched = io::parse_schedule(&a.schedule.display().to_string(), &stext, &inst)?;
     let report = check(&inst, &sched);
     if a.json {
@@ -85,6 +88,7 @@ pub fn render_text(inst: &Instance, r: &Report, ifile: &str, sfile: &str) -> Str
             "INVALID"
         }
     );
+    let _ = writeln!(s, "release rule: {} ({})", r.release, r.release.describe());
     let _ = writeln!(
         s,
         "{}: {} ticks",

@@ -21,6 +21,8 @@ pub struct BoundArgs {
     /// Print JSON.
     #[arg(long)]
     pub json: bool,
+    #[command(flatten)]
+    pub release: super::ReleaseOpt,
 }
 
 #[derive(clap::Args, Debug)]
@@ -39,6 +41,8 @@ pub struct HeuristicArgs {
     /// Print JSON.
     #[arg(long)]
     pub json: bool,
+    #[command(flatten)]
+    pub release: super::ReleaseOpt,
 }
 
 #[derive(clap::Args, Debug)]
@@ -77,6 +81,8 @@ pub struct GapArgs {
     /// Never show the progress bar.
     #[arg(long)]
     pub quiet: bool,
+    #[command(flatten)]
+    pub release: super::ReleaseOpt,
 }
 
 #[derive(clap::Args, Debug)]
@@ -112,7 +118,8 @@ fn at_budget(
 }
 
 pub fn run_bound(a: BoundArgs) -> anyhow::Result<ExitCode> {
-    let (file, _) = load(&a.instance)?;
+    let (mut file, _) = load(&a.instance)?;
+    a.release.apply_file(&mut file);
     let (file, inst) = at_budget(&a.instance, file, a.memory.as_deref())?;
     let results = bound::evaluate(&file, &inst);
     if a.json {
@@ -131,16 +138,18 @@ pub fn run_bound(a: BoundArgs) -> anyhow::Result<ExitCode> {
             serde_json::to_string_pretty(&serde_json::json!({
                 "instance": a.instance.display().to_string(),
                 "family": file.family(),
+                "release": inst.release.as_str(),
                 "memory": report::budget::own_budget(&file),
                 "bounds": v,
             }))?
         );
     } else {
         println!(
-            "instance {} ({}), memory {} B",
+            "instance {} ({}), memory {} B, release rule {}",
             a.instance.display(),
             file.family(),
-            report::budget::own_budget(&file)
+            report::budget::own_budget(&file),
+            inst.release
         );
         if results.is_empty() {
             println!("no bound applies to family {}", file.family());
@@ -169,7 +178,8 @@ pub fn run_bound(a: BoundArgs) -> anyhow::Result<ExitCode> {
 }
 
 pub fn run_heuristic(a: HeuristicArgs) -> anyhow::Result<ExitCode> {
-    let (file, _) = load(&a.instance)?;
+    let (mut file, _) = load(&a.instance)?;
+    a.release.apply_file(&mut file);
     let (file, inst) = at_budget(&a.instance, file, a.memory.as_deref())?;
     let all = heuristic::all();
     let known: Vec<&str> = all.iter().map(|h| h.name()).collect();
@@ -204,6 +214,7 @@ pub fn run_heuristic(a: HeuristicArgs) -> anyhow::Result<ExitCode> {
                 }
                 out.push(serde_json::json!({
                     "heuristic": run.name, "verdict": "valid",
+                    "release": run.report.release.as_str(),
                     "makespan": run.report.makespan.0,
                     "peak_memory": run.report.peak_memory.0,
                     "compute_idle": run.report.compute_idle.0,
@@ -227,10 +238,11 @@ pub fn run_heuristic(a: HeuristicArgs) -> anyhow::Result<ExitCode> {
         println!("{}", serde_json::to_string_pretty(&out)?);
     } else {
         println!(
-            "instance {} ({}), memory {} B",
+            "instance {} ({}), memory {} B, release rule {}",
             a.instance.display(),
             file.family(),
-            report::budget::own_budget(&file)
+            report::budget::own_budget(&file),
+            inst.release
         );
         for o in &out {
             match o.get("makespan") {
@@ -302,7 +314,8 @@ pub fn run_gap(a: GapArgs) -> anyhow::Result<ExitCode> {
     // Load everything first: bad input fails before any long computation.
     let mut jobs: Vec<(String, InstanceFile, Vec<u64>)> = Vec::new();
     for f in &files {
-        let (file, _) = load(f)?;
+        let (mut file, _) = load(f)?;
+        a.release.apply_file(&mut file);
         let budgets = match &spec {
             Some(s) => s.budgets(&file).with_context(|| f.display().to_string())?,
             None => vec![report::budget::own_budget(&file)],

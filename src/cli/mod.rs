@@ -59,6 +59,29 @@ pub fn run() -> anyhow::Result<ExitCode> {
     }
 }
 
+/// `--release RULE`: override the instance file's release rule (R10).
+#[derive(clap::Args, Debug, Clone, Copy, Default)]
+pub struct ReleaseOpt {
+    /// Release rule, overriding the instance file's: `after_end` (the default:
+    /// an operation holds its operands until it ends) or `after_start` (a
+    /// relaxation, optimistic: an op needs its inputs only at its start).
+    #[arg(long, value_name = "RULE")]
+    pub release: Option<crate::model::ReleaseRule>,
+}
+
+impl ReleaseOpt {
+    pub fn apply(self, inst: &mut crate::model::Instance) {
+        if let Some(r) = self.release {
+            inst.release = r;
+        }
+    }
+    pub fn apply_file(self, f: &mut crate::family::InstanceFile) {
+        if let Some(r) = self.release {
+            f.set_release(r);
+        }
+    }
+}
+
 /// Exit code for a verdict.
 pub fn verdict_code(valid: bool) -> ExitCode {
     if valid {

@@ -6,10 +6,11 @@
 //! far is still printed (and written).
 
 use crate::check::sha256_bytes;
-use crate::exact::crosscheck::{self, Label, Verdict};
+use crate::exact::crosscheck::{self, Verdict};
 use crate::exact::{milp, rescale, ExactError, Limits, Method};
+use crate::family::{CoreFile, InstanceFile};
 use crate::io;
-use crate::model::{Instance, Mode};
+use crate::model::{Instance, Mode, ReleaseRule};
 use crate::schedule::ScheduleFile;
 use crate::units::Ticks;
 use anyhow::Context;
@@ -49,6 +50,8 @@ pub struct SolveArgs {
     /// Print the verdict as JSON.
     #[arg(long)]
     pub json: bool,
+    #[command(flatten)]
+    pub release: super::ReleaseOpt,
 }
 
 fn methods(m: MethodArg) -> Vec<Method> {
@@ -66,6 +69,8 @@ pub fn run(a: SolveArgs) -> anyhow::Result<ExitCode> {
     }
     let text = io::read_text(&a.instance)?;
     let (_, mut inst) = io::parse_instance(&a.instance.display().to_string(), &text)?;
+    let file_release = inst.release;
+    a.release.apply(&mut inst);
     let mut scale = 1u64;
     if a.rescale {
         let (r, k) = rescale(&inst).with_context(|| {
@@ -111,16 +116,27 @@ pub fn run(a: SolveArgs) -> anyhow::Result<ExitCode> {
     let v = crosscheck::run(&inst, &methods(a.method), &limits);
     print_verdict(&a, &inst, &v, scale)?;
     if let (Some(path), Some(s)) = (&a.schedule_out, &v.schedule) {
-        let f = ScheduleFile::from_schedule(s, &inst);
+        let mut f = ScheduleFile::from_schedule(s, &inst);
+        if scale > 1 {
+            f.note = Some(format!(
+                "in rescaled ticks: 1 tick = 1/{scale} tick of {}; check it against the rescaled instance (`solve --rescale --certificate DIR` writes it)",
+                a.instance.display()
+            ));
+            eprintln!(
+                "solve: note: {} is in rescaled ticks (1/{scale} of the file's); `--certificate DIR` writes the rescaled instance it checks against",
+                path.display()
+            );
+        }
         std::fs::write(path, serde_json::to_string_pretty(&f)? + "\n")
             .with_context(|| format!("{}: cannot write the schedule", path.display()))?;
     }
     if let Some(dir) = &a.certificate {
-        write_certificate(dir, &a.instance, &text, &inst, &v)?;
+        write_certificate(dir, &a.instance, &text, &inst, &v, scale, file_release)?;
     }
-    Ok(match v.label {
-        Label::Infeasible => ExitCode::from(1),
-        _ => ExitCode::SUCCESS,
+    Ok(if v.label.is_infeasible() {
+        ExitCode::from(1)
+    } else {
+        ExitCode::SUCCESS
     })
 }
 
@@ -133,6 +149,7 @@ fn print_verdict(a: &SolveArgs, inst: &Instance, v: &Verdict, scale: u64) -> any
     if a.json {
         let j = serde_json::json!({
             "instance": a.instance.display().to_string(),
+            "release_rule": inst.release,
             "status": v.label.words(),
             "label": v.label,
             what: v.makespan,
@@ -152,6 +169,11 @@ fn print_verdict(a: &SolveArgs, inst: &Instance, v: &Verdict, scale: u64) -> any
         Some(t) if scale > 1 => format!("{t} (= {t}/{scale} in the file's ticks)"),
         Some(t) => t.to_string(),
     };
+    println!(
+        "release rule: {} ({})",
+        inst.release,
+        inst.release.describe()
+    );
     println!("status:   {}", v.label.words());
     println!(
         "{what}: {}{}",
@@ -161,10 +183,13 @@ fn print_verdict(a: &SolveArgs, inst: &Instance, v: &Verdict, scale: u64) -> any
     println!("bound:    {}", show(v.bound));
     println!("time:     {:.2} s", v.elapsed.as_secs_f64());
     for m in &v.methods {
-        let claim = match (&m.status, &m.error) {
-            (Some(s), _) => format!("{s:?}").to_lowercase(),
-            (None, Some(e)) => format!("failed: {e}"),
-            (None, None) => "-".into(),
+        let claim = match (&m.status, &m.rejected_claim, &m.error) {
+            (Some(s), _, _) => format!("{s:?}").to_lowercase(),
+            (None, Some(c), Some(e)) => {
+                format!("{} REJECTED: {e}", format!("{c:?}").to_lowercase())
+            }
+            (None, _, Some(e)) => format!("failed: {e}"),
+            (None, _, None) => "-".into(),
         };
         println!(
             "method:   {:<7} {:<10} {what} {:<6} bound {:<6} {:.2} s",
@@ -203,25 +228,77 @@ fn run_external(cmd: &str, args: &[&str], file: &Path) -> Option<String> {
     Some(s.lines().next().unwrap_or("").trim().to_string())
 }
 
-fn write_certificate(
+/// The certificate directory: the instance the schedule is in the ticks of
+/// (`instance.json`; with `--rescale`, the rescaled instance, the original next
+/// to it as `original-instance.json`), the schedule, the checker's verdict, and
+/// refutation files whose README lines claim no more than the verdict's label.
+pub fn write_certificate(
     dir: &Path,
     inst_path: &Path,
     text: &str,
     inst: &Instance,
     v: &Verdict,
+    scale: u64,
+    file_release: ReleaseRule,
 ) -> anyhow::Result<()> {
     std::fs::create_dir_all(dir).with_context(|| format!("{}: cannot create", dir.display()))?;
     let mut readme = format!(
-        "offcert certificate for {} (file sha256 {})\nstatus: {}\n",
+        "offcert certificate for {} (file sha256 {})\nrelease rule: {} ({})\nstatus: {}\n",
         inst_path.display(),
         sha256_bytes(text.as_bytes()),
+        inst.release,
+        inst.release.describe(),
         v.label.words()
     );
+    // The instance the schedule's ticks belong to.
+    if scale > 1 {
+        std::fs::write(dir.join("original-instance.json"), text)?;
+        let mut core = CoreFile::from_instance(inst);
+        core.note = Some(format!(
+            "{} (family {}) rescaled by K = {scale} (offcert solve --rescale): 1 tick here = 1/{scale} tick there",
+            inst_path.display(),
+            inst.family
+        ));
+        let f = InstanceFile::Core(core);
+        std::fs::write(
+            dir.join("instance.json"),
+            serde_json::to_string_pretty(&f)? + "\n",
+        )?;
+        readme.push_str(&format!(
+            "time scale: K = {scale}: every tick here is 1/{scale} tick of the original file, so that every transfer time |t|/beta is whole (proofs/EXACTNESS.md §2)\n\
+             instance.json: the rescaled instance (durations x{scale}, beta per tick /{scale}), in the `core` family; every time below is in its ticks\n\
+             original-instance.json: the instance file as given\n"
+        ));
+    } else if inst.release != file_release {
+        // `--release` overrode the file's rule: write the file with the rule used,
+        // so that `offcert check instance.json schedule.json` replays under it.
+        std::fs::write(dir.join("original-instance.json"), text)?;
+        let (mut f, _) = io::parse_instance(&inst_path.display().to_string(), text)?;
+        f.set_release(inst.release);
+        std::fs::write(
+            dir.join("instance.json"),
+            serde_json::to_string_pretty(&f)? + "\n",
+        )?;
+        readme.push_str(&format!(
+            "instance.json: the instance file with `\"release\": \"{}\"` (set by --release; the file says {file_release})\noriginal-instance.json: the instance file as given\n",
+            inst.release
+        ));
+    } else {
+        std::fs::write(dir.join("instance.json"), text)?;
+        readme.push_str("instance.json: the instance file as given\n");
+    }
     let Some(m) = v.makespan else {
         readme.push_str("no schedule was found: nothing to certify\n");
+        for e in &v.evidence {
+            readme.push_str(&format!("evidence: {e}\n"));
+        }
+        for d in &v.disagreements {
+            readme.push_str(&format!("DISAGREEMENT: {d}\n"));
+        }
         std::fs::write(dir.join("README.txt"), readme)?;
         return Ok(());
     };
+    let optimal = v.label.is_optimal();
     let s = v
         .schedule
         .as_ref()
@@ -234,23 +311,62 @@ fn write_certificate(
     let rep = v.report.as_ref().expect("a schedule comes with its report");
     let verdict = serde_json::json!({
         "verdict": if rep.valid { "valid" } else { "invalid" },
+        "release_rule": rep.release,
         "report": rep,
     });
     std::fs::write(
         dir.join("verdict.json"),
         serde_json::to_string_pretty(&verdict)? + "\n",
     )?;
-    std::fs::write(dir.join("instance.json"), text)?;
+    let in_file = if scale > 1 {
+        format!(" (= {m}/{scale} ticks of the original file)")
+    } else {
+        String::new()
+    };
     readme.push_str(&format!(
-        "schedule.json: the schedule, makespan/period {m}; re-check: offcert check instance.json schedule.json\nverdict.json: the checker's report on it\n"
+        "schedule.json: a schedule of makespan/period {m}{in_file}, valid by the checker; re-check: offcert check instance.json schedule.json\nverdict.json: the checker's report on it\n"
     ));
+    if optimal {
+        readme.push_str(&format!(
+            "claim: {m} is optimal, status {}; the files below let you re-check that no schedule does better\n",
+            v.label.words()
+        ));
+    } else {
+        readme.push_str(&format!(
+            "claim: only that a schedule of makespan/period {m} exists; optimality is NOT established (status {}), so the refutation files below are open questions, not proofs\n",
+            v.label.words()
+        ));
+    }
+    for e in &v.evidence {
+        readme.push_str(&format!("evidence: {e}\n"));
+    }
+    for d in &v.disagreements {
+        readme.push_str(&format!("DISAGREEMENT: {d}\n"));
+    }
     let below = Ticks(m.0 - 1);
+    // What an infeasible refutation file would prove, and whether it was proved.
+    let refutes = |answer: &str, limits: &str| {
+        if optimal {
+            format!(
+                "{answer} proves that no schedule within {limits} has makespan/period <= {}",
+                below.0
+            )
+        } else {
+            format!(
+                "asks whether a schedule within {limits} has makespan/period <= {}; no method answered it (not a proof)",
+                below.0
+            )
+        }
+    };
     let smt = dir.join("refutation.smt2");
     match smt_refutation(inst, below, &smt) {
         Some(Ok(())) => {
             readme.push_str(&format!(
-                "refutation.smt2: QF_LIA; `unsat` proves no schedule has makespan/period <= {}\n",
-                below.0
+                "refutation.smt2: QF_LIA; {}; re-check: z3 -smt2 refutation.smt2 (or cvc5)\n",
+                refutes(
+                    "`unsat`",
+                    "the structural limits of proofs/SMT.md (scope: models/SMT.md §1)"
+                )
             ));
             for (cmd, args) in [("z3", vec!["-smt2"]), ("cvc5", vec!["--lang=smt2"])] {
                 if let Some(ans) = run_external(cmd, &args, &smt) {
@@ -268,13 +384,21 @@ fn write_certificate(
     match milp::write_lp(inst, below, false, &lp) {
         Ok(()) => {
             readme.push_str(&format!(
-                "milp-refute.lp: the MILP with horizon (period) {}; infeasible <=> no schedule within the structural limits of proofs/EXACTNESS.md; re-check: highs milp-refute.lp\n",
-                below.0
+                "milp-refute.lp: the MILP with horizon (period) {}; {}; re-check: highs milp-refute.lp\n",
+                below.0,
+                refutes("infeasible", "the structural limits of proofs/EXACTNESS.md §3")
             ));
             if inst.mode == Mode::OneShot {
                 let opt = dir.join("milp-optimise.lp");
                 if milp::write_lp(inst, m, true, &opt).is_ok() {
-                    readme.push_str(&format!("milp-optimise.lp: the makespan model with horizon {m}; its optimum is {m}\n"));
+                    readme.push_str(&format!(
+                        "milp-optimise.lp: the makespan model with horizon {m}; {}\n",
+                        if optimal {
+                            format!("its optimum is {m} (within the structural limits of proofs/EXACTNESS.md §3)")
+                        } else {
+                            format!("a schedule of makespan {m} exists; this model was not solved to optimality")
+                        }
+                    ));
                 }
             }
         }

@@ -10,8 +10,15 @@
 //!   it (by refuting T*−1) and the MILP independently refutes T*−1;
 //! - `optimal (solver-reported)`: one method proves it;
 //! - `feasible, gap g`: a checked schedule and the best proven bound;
-//! - `infeasible`: every method that ran says so, with its evidence;
+//! - `infeasible (cross-checked)`: two or more methods ran and every one says
+//!   so, with its evidence, and no method contests it;
+//! - `infeasible (solver-reported)`: one method says so, or the infeasibility is
+//!   contested (a method returned a schedule the checker rejects);
 //! - `unknown`: nothing established within the limits.
+//!
+//! A method whose schedule the checker rejects (or that claims a schedule and
+//! returns none) is kept out of the vote, but never silently: its claim stays in
+//! [`MethodResult::rejected_claim`] and is reported as a disagreement.
 
 use super::{milp, ExactError, Limits, Method, Outcome, Status};
 use crate::check::{check, Report};
@@ -38,19 +45,36 @@ pub fn solver(m: Method) -> Option<SolveFn> {
 pub enum Label {
     OptimalCrossChecked,
     OptimalSolverReported,
-    Feasible { gap: Ticks },
+    Feasible {
+        gap: Ticks,
+    },
+    /// Two or more methods prove infeasibility and none contests it.
     Infeasible,
+    /// One method proves infeasibility, or it is contested.
+    InfeasibleSolverReported,
     Unknown,
 }
 
 impl Label {
     /// The words shown to users.
+    pub fn is_infeasible(&self) -> bool {
+        matches!(self, Label::Infeasible | Label::InfeasibleSolverReported)
+    }
+
+    pub fn is_optimal(&self) -> bool {
+        matches!(
+            self,
+            Label::OptimalCrossChecked | Label::OptimalSolverReported
+        )
+    }
+
     pub fn words(&self) -> String {
         match self {
             Label::OptimalCrossChecked => "optimal (cross-checked)".into(),
             Label::OptimalSolverReported => "optimal (solver-reported)".into(),
             Label::Feasible { gap } => format!("feasible, gap {gap}"),
-            Label::Infeasible => "infeasible".into(),
+            Label::Infeasible => "infeasible (cross-checked)".into(),
+            Label::InfeasibleSolverReported => "infeasible (solver-reported)".into(),
             Label::Unknown => "unknown".into(),
         }
     }
@@ -68,6 +92,10 @@ pub struct MethodResult {
     pub elapsed_ms: u128,
     pub notes: Vec<String>,
     pub error: Option<String>,
+    /// The method's own claim when the checker rejected its schedule (or it
+    /// claimed a schedule and returned none): out of the vote, reported as a
+    /// disagreement.
+    pub rejected_claim: Option<Status>,
     #[serde(skip)]
     pub schedule: Option<Schedule>,
 }
@@ -92,8 +120,18 @@ pub struct Verdict {
 
 /// Run one method and replay its schedule.
 pub fn run_one(inst: &Instance, m: Method, limits: &Limits) -> MethodResult {
+    run_one_with(inst, m, solver(m), limits)
+}
+
+/// [`run_one`] with the entry point given (`None`: not in this build).
+pub fn run_one_with(
+    inst: &Instance,
+    m: Method,
+    f: Option<SolveFn>,
+    limits: &Limits,
+) -> MethodResult {
     let started = std::time::Instant::now();
-    let Some(f) = solver(m) else {
+    let Some(f) = f else {
         return MethodResult {
             method: m,
             status: None,
@@ -102,6 +140,7 @@ pub fn run_one(inst: &Instance, m: Method, limits: &Limits) -> MethodResult {
             elapsed_ms: 0,
             notes: vec![],
             error: Some("not available in this build".into()),
+            rejected_claim: None,
             schedule: None,
         };
     };
@@ -115,6 +154,7 @@ pub fn run_one(inst: &Instance, m: Method, limits: &Limits) -> MethodResult {
                 elapsed_ms: o.elapsed.as_millis(),
                 notes: o.notes,
                 error: None,
+                rejected_claim: None,
                 schedule: None,
             };
             if let Some(s) = o.schedule {
@@ -123,18 +163,36 @@ pub fn run_one(inst: &Instance, m: Method, limits: &Limits) -> MethodResult {
                     r.makespan = Some(rep.makespan);
                     r.schedule = Some(s);
                 } else {
+                    let v: Vec<String> = rep
+                        .violations
+                        .iter()
+                        .map(|v| format!("{} at {}", v.kind(), v.at()))
+                        .collect();
                     r.error = Some(format!(
-                        "its schedule is rejected by the checker: {:?}",
-                        rep.violations
+                        "its schedule is rejected by the checker: {}",
+                        v.join("; ")
                     ));
-                    r.status = None;
+                    r.rejected_claim = r.status.take();
                 }
             } else if matches!(o.status, Status::Optimal | Status::Feasible) {
                 r.error = Some("claims a schedule but returned none".into());
-                r.status = None;
+                r.rejected_claim = r.status.take();
             }
             r
         }
+        // The method replayed its own schedule and the checker rejected it: a
+        // claim that a schedule exists, out of the vote but not silently.
+        Err(e @ ExactError::CheckerRejected { .. }) => MethodResult {
+            method: m,
+            status: None,
+            makespan: None,
+            bound: None,
+            elapsed_ms: started.elapsed().as_millis(),
+            notes: vec![],
+            error: Some(e.to_string()),
+            rejected_claim: Some(Status::Feasible),
+            schedule: None,
+        },
         Err(e) => MethodResult {
             method: m,
             status: None,
@@ -143,6 +201,7 @@ pub fn run_one(inst: &Instance, m: Method, limits: &Limits) -> MethodResult {
             elapsed_ms: started.elapsed().as_millis(),
             notes: vec![],
             error: Some(e.to_string()),
+            rejected_claim: None,
             schedule: None,
         },
     }
@@ -150,16 +209,26 @@ pub fn run_one(inst: &Instance, m: Method, limits: &Limits) -> MethodResult {
 
 /// Run `methods` in turn (each with the full limits) and label the result.
 pub fn run(inst: &Instance, methods: &[Method], limits: &Limits) -> Verdict {
+    let with: Vec<(Method, Option<SolveFn>)> = methods.iter().map(|&m| (m, solver(m))).collect();
+    run_with(inst, &with, limits)
+}
+
+/// [`run`] with each method's entry point given (tests plant faulty methods).
+pub fn run_with(
+    inst: &Instance,
+    methods: &[(Method, Option<SolveFn>)],
+    limits: &Limits,
+) -> Verdict {
     let started = std::time::Instant::now();
     let mut results = Vec::new();
-    for &m in methods {
+    for &(m, f) in methods {
         if limits.cancel.load(std::sync::atomic::Ordering::SeqCst) {
             break;
         }
         if limits.progress {
             eprintln!("solve: running {m:?}");
         }
-        results.push(run_one(inst, m, limits));
+        results.push(run_one_with(inst, m, f, limits));
     }
     let mut v = label(inst, results, limits);
     v.elapsed = started.elapsed();
@@ -179,6 +248,35 @@ pub fn label(inst: &Instance, results: Vec<MethodResult>, limits: &Limits) -> Ve
     let schedule = best.and_then(|r| r.schedule.clone());
     let report = schedule.as_ref().map(|s| check(inst, s));
     let mut agree = Vec::new();
+    // Methods whose schedule the checker rejected: out of the vote, not silently.
+    let said_infeasible: Vec<Method> = results
+        .iter()
+        .filter(|r| r.status == Some(Status::Infeasible))
+        .map(|r| r.method)
+        .collect();
+    for r in &results {
+        if let Some(c) = r.rejected_claim {
+            let prefix = format!("{:?}: ", r.method);
+            let why = r.error.as_deref().unwrap_or("its schedule is rejected");
+            let why = why.strip_prefix(&prefix).unwrap_or(why);
+            let claim = match c {
+                Status::Optimal => "an optimum",
+                Status::Feasible => "a schedule",
+                Status::Infeasible => "infeasibility",
+                Status::Unknown => "nothing",
+            };
+            let mut d = format!(
+                "{:?} claims {claim} but {why}; its claim is not counted",
+                r.method
+            );
+            if best_ms.is_none() && !said_infeasible.is_empty() {
+                d.push_str(&format!(
+                    ", while {said_infeasible:?} say no schedule exists"
+                ));
+            }
+            disagreements.push(d);
+        }
+    }
     for r in &results {
         match r.status {
             Some(Status::Optimal) => {
@@ -267,7 +365,12 @@ pub fn label(inst: &Instance, results: Vec<MethodResult>, limits: &Limits) -> Ve
     } else {
         let ran: Vec<&MethodResult> = results.iter().filter(|r| r.status.is_some()).collect();
         if !ran.is_empty() && ran.iter().all(|r| r.status == Some(Status::Infeasible)) {
-            label = Label::Infeasible;
+            // Cross-checked only when two methods prove it and nobody contests it.
+            label = if ran.len() >= 2 && disagreements.is_empty() {
+                Label::Infeasible
+            } else {
+                Label::InfeasibleSolverReported
+            };
             for r in &ran {
                 let why: Vec<&String> = r
                     .notes

@@ -119,6 +119,7 @@ impl ThreePartition {
             y_last: 0,
             gpu_memory: m as u64 * v,
             bandwidth: BandwidthFile::PerTick(1),
+            release: Default::default(),
         }
     }
 
@@ -164,6 +165,7 @@ impl ThreePartition {
             y_last: 0,
             gpu_memory: m as u64 * v,
             bandwidth: BandwidthFile::PerTick(1),
+            release: Default::default(),
         }
     }
 
@@ -204,6 +206,7 @@ impl ThreePartition {
             a0: 0,
             gpu_memory: m as u64 * v + v,
             bandwidth: BandwidthFile::PerTick(1),
+            release: Default::default(),
         }
     }
 }

@@ -52,6 +52,9 @@ pub struct ActivationChain {
     pub gpu_memory: u64,
     /// β.
     pub bandwidth: BandwidthFile,
+    /// The release rule (`after_end` unless the file selects the relaxation).
+    #[serde(default, skip_serializing_if = "ReleaseRule::is_default")]
+    pub release: ReleaseRule,
 }
 
 impl ActivationChain {
@@ -184,6 +187,7 @@ impl ActivationChain {
                 bandwidth: self.bandwidth.to_bandwidth(),
             },
             mode: Mode::OneShot,
+            release: self.release,
         })
     }
 

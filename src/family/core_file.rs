@@ -58,6 +58,9 @@ pub struct CoreFile {
     pub duplex: Duplex,
     pub bandwidth: BandwidthFile,
     pub mode: Mode,
+    /// The release rule (`after_end` unless the file selects the relaxation).
+    #[serde(default, skip_serializing_if = "ReleaseRule::is_default")]
+    pub release: ReleaseRule,
 }
 
 impl CoreFile {
@@ -140,6 +143,7 @@ impl CoreFile {
                 bandwidth: self.bandwidth.to_bandwidth(),
             },
             mode: self.mode,
+            release: self.release,
         })
     }
 
@@ -177,6 +181,7 @@ impl CoreFile {
             duplex: inst.machine.duplex,
             bandwidth: BandwidthFile::from_bandwidth(inst.machine.bandwidth),
             mode: inst.mode,
+            release: inst.release,
         }
     }
 }

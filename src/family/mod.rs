@@ -10,7 +10,7 @@ pub mod activation_chain;
 pub mod core_file;
 pub mod weight_chain;
 
-use crate::model::{Instance, ModelError};
+use crate::model::{Instance, ModelError, ReleaseRule};
 use crate::units::Bandwidth;
 use serde::{Deserialize, Serialize};
 
@@ -37,6 +37,24 @@ impl InstanceFile {
         };
         inst.validate()?;
         Ok(inst)
+    }
+
+    /// The release rule the file selects (R10).
+    pub fn release(&self) -> ReleaseRule {
+        match self {
+            InstanceFile::ActivationChain(a) => a.release,
+            InstanceFile::WeightChain(w) => w.release,
+            InstanceFile::Core(c) => c.release,
+        }
+    }
+
+    /// Select a release rule (a CLI override).
+    pub fn set_release(&mut self, r: ReleaseRule) {
+        match self {
+            InstanceFile::ActivationChain(a) => a.release = r,
+            InstanceFile::WeightChain(w) => w.release = r,
+            InstanceFile::Core(c) => c.release = r,
+        }
     }
 
     pub fn family(&self) -> &'static str {

@@ -42,6 +42,9 @@ pub struct WeightChain {
     pub a0: u64,
     pub gpu_memory: u64,
     pub bandwidth: BandwidthFile,
+    /// The release rule (`after_end` unless the file selects the relaxation).
+    #[serde(default, skip_serializing_if = "ReleaseRule::is_default")]
+    pub release: ReleaseRule,
 }
 
 impl WeightChain {
@@ -187,6 +190,7 @@ impl WeightChain {
                 bandwidth: self.bandwidth.to_bandwidth(),
             },
             mode: Mode::Cyclic,
+            release: self.release,
         })
     }
 

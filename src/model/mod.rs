@@ -218,6 +218,61 @@ pub enum Mode {
     Cyclic,
 }
 
+/// When an operation lets go of the tensors it uses (`models/MODEL.md` §2.5, R10).
+///
+/// The default, [`ReleaseRule::AfterEnd`], is what a GPU can run: an op holds
+/// its operands (reads it does not consume, productions, modifications) until it
+/// ends, and a transfer holds its GPU buffer until it ends. [`ReleaseRule::AfterStart`]
+/// is a named relaxation, optimistic and never the default: "an op needs its
+/// inputs only at its start", so a release may fall while the op still reads.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq, Hash, Serialize, Deserialize)]
+#[serde(rename_all = "snake_case")]
+pub enum ReleaseRule {
+    #[default]
+    AfterEnd,
+    AfterStart,
+}
+
+impl ReleaseRule {
+    pub fn is_default(&self) -> bool {
+        *self == ReleaseRule::AfterEnd
+    }
+    pub fn as_str(self) -> &'static str {
+        match self {
+            ReleaseRule::AfterEnd => "after_end",
+            ReleaseRule::AfterStart => "after_start",
+        }
+    }
+    /// What a report says next to the rule's name.
+    pub fn describe(self) -> &'static str {
+        match self {
+            ReleaseRule::AfterEnd => "an operation holds its operands until it ends",
+            ReleaseRule::AfterStart => {
+                "relaxation (optimistic): an op needs its inputs only at its start"
+            }
+        }
+    }
+}
+
+impl std::fmt::Display for ReleaseRule {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.write_str(self.as_str())
+    }
+}
+
+impl std::str::FromStr for ReleaseRule {
+    type Err = String;
+    fn from_str(s: &str) -> Result<Self, String> {
+        match s {
+            "after_end" => Ok(ReleaseRule::AfterEnd),
+            "after_start" => Ok(ReleaseRule::AfterStart),
+            _ => Err(format!(
+                "unknown release rule `{s}` (after_end or after_start)"
+            )),
+        }
+    }
+}
+
 /// A compiled problem instance. Build it with a front-end or [`Instance::validate`].
 #[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
 pub struct Instance {
@@ -229,6 +284,9 @@ pub struct Instance {
     pub order: ComputeOrder,
     pub machine: Machine,
     pub mode: Mode,
+    /// Which release rule the replay applies (the digest covers it).
+    #[serde(default)]
+    pub release: ReleaseRule,
 }
 
 /// Why an instance is not well formed. The `field` is a path into the instance

@@ -1,5 +1,5 @@
 //! The independent re-check: a second, deliberately plain implementation of the
-//! rules of `models/MODEL.md` (R1–R9), used to cross-check the certified checker
+//! rules of `models/MODEL.md` (R1–R10), used to cross-check the certified checker
 //! on fixtures and on random schedules.
 //!
 //! Owns: [`recheck`], [`Verdict`], [`Finding`].
@@ -16,12 +16,14 @@
 //! - completeness: the sequence of ops that ran is compared with the order as a
 //!   whole; the cyclic boundary state is compared tensor by tensor;
 //! - the state is its own small model of copies and versions, written from the
-//!   transition table of MODEL.md §2.3 rather than from `semantics`.
+//!   transition table of MODEL.md §2.3 rather than from `semantics`;
+//! - "in use" (R10): no list of pins; at a release it scans every unrolled op
+//!   and transfer for one whose interval strictly contains the instant.
 //!
 //! It is quadratic on purpose and meant for small schedules (tests), not for the
 //! million-event benchmark.
 
-use crate::model::{ComputeOrder, Device, Direction, Instance, Mode, OpId, TensorId};
+use crate::model::{ComputeOrder, Device, Direction, Instance, Mode, OpId, ReleaseRule, TensorId};
 use crate::schedule::{Event, EventId, Schedule};
 use crate::units::{Bytes, Ticks};
 use std::collections::BTreeSet;
@@ -85,6 +87,10 @@ struct Copies {
     latest: u64,
     /// Has the value ever been materialised?
     born: bool,
+    /// GPU buffers taken so far (the identity of the copy a modifier started on).
+    buffers: u64,
+    /// An offload's delete waits for the copy's users to end (R10).
+    waiting_release: bool,
 }
 
 impl Copies {
@@ -127,6 +133,9 @@ impl Half {
 #[derive(Clone, Copy, Debug)]
 struct Step {
     time: Ticks,
+    /// A delete or start at time 0 of its period (R8: it comes after everything
+    /// else of the instant where the period before ends).
+    opens: bool,
     half: Half,
     /// Zero-length events start and end in this one step.
     instant: bool,
@@ -142,8 +151,12 @@ struct Replay<'a> {
     tensors: Vec<Copies>,
     /// Version read by each copy's transfer (set at its start).
     carried: Vec<Option<u64>>,
+    /// Per copy of a GPU op: the buffer of each tensor it modifies, at its start.
+    modified_buffers: Vec<Vec<(TensorId, u64)>>,
     /// Copies of positive-length ops that have started and not ended.
     running: BTreeSet<usize>,
+    /// Copies of positive-length transfers that have started and not ended.
+    flying: BTreeSet<usize>,
     findings: Vec<Finding>,
 }
 
@@ -191,6 +204,7 @@ pub fn recheck(inst: &Instance, s: &Schedule) -> Verdict {
         }
     }
 
+    let opens = |u: &Unrolled| cyclic && u.ev.start().0 == u.period_index * period;
     let mut steps = Vec::new();
     for (c, u) in copies.iter().enumerate() {
         let (start, end) = (u.ev.start(), u.ev.end());
@@ -199,6 +213,7 @@ pub fn recheck(inst: &Instance, s: &Schedule) -> Verdict {
             Event::Compute { .. } => {
                 steps.push(Step {
                     time: start,
+                    opens: opens(u),
                     half: Half::OpStart,
                     instant,
                     copy: c,
@@ -206,6 +221,7 @@ pub fn recheck(inst: &Instance, s: &Schedule) -> Verdict {
                 if !instant {
                     steps.push(Step {
                         time: end,
+                        opens: false,
                         half: Half::OpEnd,
                         instant,
                         copy: c,
@@ -215,6 +231,7 @@ pub fn recheck(inst: &Instance, s: &Schedule) -> Verdict {
             Event::Transfer { .. } => {
                 steps.push(Step {
                     time: start,
+                    opens: opens(u),
                     half: Half::TransferStart,
                     instant,
                     copy: c,
@@ -222,6 +239,7 @@ pub fn recheck(inst: &Instance, s: &Schedule) -> Verdict {
                 if !instant {
                     steps.push(Step {
                         time: end,
+                        opens: false,
                         half: Half::TransferEnd,
                         instant,
                         copy: c,
@@ -230,6 +248,7 @@ pub fn recheck(inst: &Instance, s: &Schedule) -> Verdict {
             }
             Event::Delete { .. } => steps.push(Step {
                 time: start,
+                opens: opens(u),
                 half: Half::Delete,
                 instant: false,
                 copy: c,
@@ -241,6 +260,7 @@ pub fn recheck(inst: &Instance, s: &Schedule) -> Verdict {
     steps.sort_by_key(|st| {
         (
             st.time,
+            st.opens,
             st.half,
             !st.instant,
             copies[st.copy].event,
@@ -255,6 +275,8 @@ pub fn recheck(inst: &Instance, s: &Schedule) -> Verdict {
             offloads_in_flight: 0,
             latest: 0,
             born: false,
+            buffers: 0,
+            waiting_release: false,
         };
         inst.tensors.len()
     ];
@@ -297,9 +319,11 @@ pub fn recheck(inst: &Instance, s: &Schedule) -> Verdict {
         period,
         persistent,
         carried: vec![None; copies.len()],
+        modified_buffers: vec![Vec::new(); copies.len()],
         copies,
         tensors,
         running: BTreeSet::new(),
+        flying: BTreeSet::new(),
         findings: Vec::new(),
     };
     let mut peak = r.gpu_in_use(None);
@@ -318,7 +342,7 @@ pub fn recheck(inst: &Instance, s: &Schedule) -> Verdict {
         // at kP, before the allocations at kP.
         while cyclic && at_boundaries.len() < 2 {
             let b = period * (at_boundaries.len() as i64 + 1);
-            if st.time.0 > b || (st.time.0 == b && st.half.allocates()) {
+            if st.time.0 > b || (st.time.0 == b && st.opens) {
                 at_boundaries.push(boundary(&r.tensors));
             } else {
                 break;
@@ -362,6 +386,9 @@ pub fn recheck(inst: &Instance, s: &Schedule) -> Verdict {
                     }
                 }
                 r.transfer_start(dir, tensor, end, st.copy);
+                if !st.instant {
+                    r.flying.insert(st.copy);
+                }
                 let crossing = s.events[u.event].end().0 > period;
                 if cyclic && crossing && u.period_index >= 0 {
                     let t = r.tensors[tensor.ix()];
@@ -370,13 +397,14 @@ pub fn recheck(inst: &Instance, s: &Schedule) -> Verdict {
                 }
             }
             (Event::Transfer { dir, tensor, .. }, _) => {
+                r.flying.remove(&st.copy);
                 r.transfer_end(dir, tensor, st.time, st.copy);
             }
             (Event::Delete { tensor, .. }, _) => {
                 if r.tensors[tensor.ix()].gpu == Gpu::Off {
                     r.found("dependencies", "delete_absent", st.copy, st.time, tensor);
                 } else {
-                    r.release(tensor, st.time, st.copy);
+                    r.release_explicitly(tensor, st.time, st.copy);
                 }
             }
         }
@@ -419,6 +447,7 @@ pub fn recheck(inst: &Instance, s: &Schedule) -> Verdict {
                 Event::Delete { .. } => {}
             }
         }
+        r.release_waiting(st.time, st.copy);
         if !counts {
             r.findings.truncate(before);
         }
@@ -528,6 +557,64 @@ impl Replay<'_> {
             self.found("no-data-loss", "data_loss", copy, at, t);
         }
         self.tensors[t.ix()].gpu = Gpu::Off;
+        self.tensors[t.ix()].waiting_release = false;
+    }
+
+    /// A delete, a consume or an end-free: under the default rule, one that
+    /// falls strictly inside a user's interval breaks R10.
+    fn release_explicitly(&mut self, t: TensorId, at: Ticks, copy: usize) {
+        if self.inst.release == ReleaseRule::AfterEnd && self.in_use(t, at) {
+            self.found(
+                "released-while-in-use",
+                "released_while_in_use",
+                copy,
+                at,
+                t,
+            );
+        }
+        self.release(t, at, copy);
+    }
+
+    /// Is `t`'s GPU copy used at `at` by an op or transfer whose interval
+    /// strictly contains `at`? Scans every unrolled event.
+    fn in_use(&self, t: TensorId, at: Ticks) -> bool {
+        self.copies
+            .iter()
+            .enumerate()
+            .any(|(k, u)| u.ev.start() < at && at < u.ev.end() && self.uses_copy(k, t))
+    }
+
+    /// Does `u` (an unrolled event) use the GPU copy of `t` while it runs?
+    fn uses_copy(&self, k: usize, t: TensorId) -> bool {
+        match self.copies[k].ev {
+            Event::Compute { op, .. } => {
+                let o = self.inst.op(op);
+                o.device == Device::Gpu
+                    && !o.consumes.contains(&t)
+                    && (o.reads.contains(&t) || o.produces.contains(&t) || o.modifies.contains(&t))
+            }
+            // An offload uses its source only if it found one to read.
+            Event::Transfer { tensor, dir, .. } => {
+                tensor == t && (dir == Direction::Prefetch || self.carried[k].is_some())
+            }
+            Event::Delete { .. } => false,
+        }
+    }
+
+    /// Offload deletes waiting for the copy's users: done once none of them is
+    /// still running (its end step processed).
+    fn release_waiting(&mut self, at: Ticks, copy: usize) {
+        for k in 0..self.tensors.len() {
+            let t = TensorId(k as u32);
+            let used = self
+                .running
+                .iter()
+                .chain(self.flying.iter())
+                .any(|&u| self.uses_copy(u, t));
+            if self.tensors[k].waiting_release && !used {
+                self.release(t, at, copy);
+            }
+        }
     }
 
     fn op_start(&mut self, op: OpId, at: Ticks, end: Ticks, copy: usize) {
@@ -552,7 +639,7 @@ impl Replay<'_> {
         if o.device == Device::Gpu {
             for &t in &o.consumes {
                 if self.tensors[t.ix()].gpu != Gpu::Off {
-                    self.release(t, at, copy);
+                    self.release_explicitly(t, at, copy);
                 }
             }
             for &t in &o.produces {
@@ -560,7 +647,13 @@ impl Replay<'_> {
                     self.found("dependencies", "produces_resident", copy, at, t);
                 }
                 self.tensors[t.ix()].gpu = Gpu::Coming { ready: end };
+                self.tensors[t.ix()].buffers += 1;
             }
+            self.modified_buffers[copy] = o
+                .modifies
+                .iter()
+                .map(|&t| (t, self.tensors[t.ix()].buffers))
+                .collect();
         }
     }
 
@@ -590,7 +683,15 @@ impl Replay<'_> {
                 // Only a copy on the GPU takes the new version: one still
                 // coming keeps what its prefetch (or producer) brings, and the
                 // update reaches no buffer.
-                Device::Gpu if matches!(c.gpu, Gpu::On(_)) => c.gpu = Gpu::On(c.latest),
+                // Only the buffer the op started on, if it is still there.
+                Device::Gpu
+                    if matches!(c.gpu, Gpu::On(_))
+                        && self.modified_buffers[copy]
+                            .iter()
+                            .all(|&(m, b)| m != t || b == c.buffers) =>
+                {
+                    c.gpu = Gpu::On(c.latest)
+                }
                 Device::Cpu if c.cpu.is_some() => c.cpu = Some(c.latest),
                 _ => {}
             }
@@ -598,7 +699,7 @@ impl Replay<'_> {
         if o.device == Device::Gpu {
             for &t in &o.frees {
                 if self.tensors[t.ix()].gpu != Gpu::Off {
-                    self.release(t, at, copy);
+                    self.release_explicitly(t, at, copy);
                 }
             }
         }
@@ -630,6 +731,10 @@ impl Replay<'_> {
                 }
                 self.carried[copy] = c.cpu;
                 self.tensors[t.ix()].gpu = Gpu::Coming { ready: end };
+                // A prefetch onto a resident copy overwrites that buffer in place.
+                if c.gpu == Gpu::Off {
+                    self.tensors[t.ix()].buffers += 1;
+                }
             }
         }
     }
@@ -645,7 +750,12 @@ impl Replay<'_> {
                 }
                 let delete = matches!(self.copies[copy].ev, Event::Transfer { delete: true, .. });
                 if delete && self.tensors[t.ix()].gpu != Gpu::Off {
-                    self.release(t, at, copy);
+                    // Default rule: the copy goes when its last user ends.
+                    if self.inst.release == ReleaseRule::AfterEnd && self.in_use(t, at) {
+                        self.tensors[t.ix()].waiting_release = true;
+                    } else {
+                        self.release(t, at, copy);
+                    }
                 }
             }
             Direction::Prefetch => {
@@ -743,8 +853,11 @@ fn static_rules(inst: &Instance, s: &Schedule, cyclic: bool, period: i64, out: &
             Event::Delete { .. } => {}
         }
         if cyclic {
-            let outside =
-                e.start().0 >= period || (matches!(e, Event::Compute { .. }) && e.end().0 > period);
+            let outside = (e.start().0 >= period
+                && !(matches!(e, Event::Compute { .. })
+                    && e.start().0 == period
+                    && e.end().0 == period))
+                || (matches!(e, Event::Compute { .. }) && e.end().0 > period);
             if outside {
                 out.push(Finding {
                     rule: "completeness",

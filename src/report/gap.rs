@@ -81,6 +81,8 @@ pub struct HeuristicCell {
 pub struct GapEntry {
     pub instance: String,
     pub family: String,
+    /// The release rule every figure of this row was established under (R10).
+    pub release: crate::model::ReleaseRule,
     /// GPU memory in bytes.
     pub budget: u64,
     /// Position of the budget from the least feasible memory (0 %) to M_peak
@@ -251,6 +253,7 @@ pub fn gap(label: &str, file: &InstanceFile, inst: &Instance, opts: &GapOptions)
     GapEntry {
         instance: label.into(),
         family: file.family().into(),
+        release: inst.release,
         budget,
         budget_percent: position(file, budget),
         bounds: bounds.iter().map(BoundCell::from_bound).collect(),

@@ -126,7 +126,11 @@ pub fn text(entries: &[GapEntry]) -> String {
     let mut current = String::new();
     for e in entries {
         if e.instance != current {
-            let _ = writeln!(s, "== {} ({})", e.instance, e.family);
+            let _ = writeln!(
+                s,
+                "== {} ({}, release rule {})",
+                e.instance, e.family, e.release
+            );
             current = e.instance.clone();
         }
         let pct = e

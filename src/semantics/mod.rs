@@ -9,10 +9,18 @@
 //!
 //! Every transition *applies* its effect even when it breaks a rule (and returns
 //! the breaches), so that a replay can go on and report every violation.
+//!
+//! Rule *in use* (R10, `models/MODEL.md` §2.5): a running GPU op pins the GPU
+//! copies it reads (less those it consumes), produces and modifies; a running
+//! transfer pins its GPU buffer. Under the default [`ReleaseRule::AfterEnd`] an
+//! explicit release strictly inside a pin is a breach, and an offload's
+//! `delete` that ends inside one takes effect when the last pin ends. Pins are
+//! kept under the relaxation too: they decide whether a modification reaches
+//! the copy (only the copy that stayed through the whole op takes it).
 
 pub mod order;
 
-use crate::model::{Device, Direction, Instance, OpId, TensorId};
+use crate::model::{Device, Direction, Instance, OpId, ReleaseRule, TensorId};
 use crate::schedule::CyclicState;
 use crate::units::{Bytes, Ticks};
 use serde::{Deserialize, Serialize};
@@ -46,6 +54,9 @@ pub struct TensorState {
     pub latest: Version,
     /// Has it ever been materialised?
     pub exists: bool,
+    /// An offload with `delete` ended while the copy was in use (R10): the copy
+    /// is released when the last pin on it ends.
+    pub release_deferred: bool,
 }
 
 impl TensorState {
@@ -95,6 +106,15 @@ pub enum Breach {
     PrefetchResident { tensor: TensorId },
     /// Delete of a tensor with no GPU copy.
     DeleteAbsent { tensor: TensorId },
+    /// Rule *in use* (R10): a GPU copy is released (delete, consume, free)
+    /// strictly inside the interval of an op or transfer that uses it.
+    ReleasedWhileInUse {
+        tensor: TensorId,
+        holder: Holder,
+        /// The holder's interval, in the replay's own (unrolled) ticks.
+        from: Ticks,
+        until: Ticks,
+    },
     /// The GPU copy is released while still needed, and no CPU copy holds its
     /// latest version.
     DataLoss {
@@ -103,6 +123,38 @@ pub enum Breach {
         cpu: Option<Version>,
         latest: Version,
     },
+}
+
+/// Who holds a GPU copy in use (rule R10).
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash, Serialize, Deserialize)]
+#[serde(rename_all = "snake_case")]
+pub enum Holder {
+    /// A running GPU op: its reads (less consumed), productions, modifications.
+    Op(OpId),
+    /// A running transfer of the tensor: an offload's source, a prefetch's
+    /// destination.
+    Transfer(Direction),
+}
+
+/// One use of a GPU copy over [from, until).
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct Pin {
+    pub tensor: TensorId,
+    pub holder: Holder,
+    pub from: Ticks,
+    pub until: Ticks,
+    /// The buffer pinned (see `State::buffers`): a modification reaches the copy
+    /// only if this buffer is still the one holding the tensor at the op's end.
+    buffer: u64,
+}
+
+impl Pin {
+    /// Is the instant `at` strictly inside the pin? An interval test on integer
+    /// instants, independent of the same-instant phase order: a release exactly
+    /// at the holder's end (or start) is not inside.
+    pub fn covers(&self, at: Ticks) -> bool {
+        self.from < at && at < self.until
+    }
 }
 
 /// What the replay knows of the future: is `t` read again after `at`?
@@ -124,6 +176,13 @@ pub struct State {
     pub gpu_used: i128,
     /// Bytes held on the CPU: copies plus offloads in flight.
     pub cpu_used: i128,
+    /// The release rule in force (from the instance).
+    pub release: ReleaseRule,
+    /// The pins of running ops and transfers (rule R10).
+    pub pins: Vec<Pin>,
+    /// Per tensor, a counter of the GPU buffers allocated for it: the identity
+    /// of the copy an op pinned. Not part of the observable state.
+    buffers: Vec<u64>,
     sizes: Vec<i128>,
 }
 
@@ -134,6 +193,7 @@ fn fresh() -> TensorState {
         cpu_incoming: 0,
         latest: 0,
         exists: false,
+        release_deferred: false,
     }
 }
 
@@ -192,6 +252,9 @@ impl State {
             tensors: vec![fresh(); inst.tensors.len()],
             gpu_used: 0,
             cpu_used: 0,
+            release: inst.release,
+            pins: Vec::new(),
+            buffers: vec![0; inst.tensors.len()],
             sizes: inst.tensors.iter().map(|t| t.size.0 as i128).collect(),
         }
     }
@@ -214,10 +277,75 @@ impl State {
 
     fn release_gpu(&mut self, t: TensorId) {
         let ts = &mut self.tensors[t.ix()];
+        ts.release_deferred = false;
         if ts.on_gpu() {
             ts.gpu = GpuCopy::Absent;
             self.gpu_used -= self.sizes[t.ix()];
         }
+    }
+
+    /// A new GPU buffer for `t` (a production or a prefetch takes memory).
+    fn allocate_gpu(&mut self, t: TensorId, copy: GpuCopy) {
+        self.tensors[t.ix()].gpu = copy;
+        self.buffers[t.ix()] += 1;
+        self.gpu_used += self.sizes[t.ix()];
+    }
+
+    /// The pin of `t` that covers `at`, if any (rule R10).
+    pub fn pin_covering(&self, t: TensorId, at: Ticks) -> Option<&Pin> {
+        self.pins.iter().find(|p| p.tensor == t && p.covers(at))
+    }
+
+    /// Is some copy's release waiting for its users to end?
+    pub fn has_deferred_release(&self) -> bool {
+        self.tensors.iter().any(|t| t.release_deferred)
+    }
+
+    fn pin(&mut self, t: TensorId, holder: Holder, from: Ticks, until: Ticks) {
+        if until > from {
+            let buffer = self.buffers[t.ix()];
+            self.pins.push(Pin {
+                tensor: t,
+                holder,
+                from,
+                until,
+                buffer,
+            });
+        }
+    }
+
+    /// Remove the pin `holder` has on `t` ending at `at`; return it.
+    fn unpin(&mut self, t: TensorId, holder: Holder, at: Ticks) -> Option<Pin> {
+        let k = self
+            .pins
+            .iter()
+            .position(|p| p.tensor == t && p.holder == holder && p.until == at)?;
+        Some(self.pins.swap_remove(k))
+    }
+
+    /// After a pin on `t` ends at `at`: a deferred release happens once no pin
+    /// covers the instant any more.
+    fn settle(&mut self, t: TensorId, at: Ticks, look: &dyn Lookahead, out: &mut Vec<Breach>) {
+        if self.tensors[t.ix()].release_deferred && self.pin_covering(t, at).is_none() {
+            self.drop_gpu(t, at, look, out);
+        }
+    }
+
+    /// An explicit release (delete, consume, end-free) of the GPU copy of `t`:
+    /// under the default rule, one inside a pin breaks R10 (reported, and the
+    /// release still happens so the replay goes on).
+    fn release(&mut self, t: TensorId, at: Ticks, look: &dyn Lookahead, out: &mut Vec<Breach>) {
+        if self.release == ReleaseRule::AfterEnd {
+            if let Some(p) = self.pin_covering(t, at) {
+                out.push(Breach::ReleasedWhileInUse {
+                    tensor: t,
+                    holder: p.holder,
+                    from: p.from,
+                    until: p.until,
+                });
+            }
+        }
+        self.drop_gpu(t, at, look, out);
     }
 
     /// Release a GPU copy, breaching "no data loss" if the value is needed later
@@ -283,7 +411,7 @@ impl State {
         for &t in &o.consumes {
             // Consumed inputs are released after being read, before outputs take memory.
             match o.device {
-                Device::Gpu => self.drop_gpu(t, at, look, &mut out),
+                Device::Gpu => self.release(t, at, look, &mut out),
                 Device::Cpu => {}
             }
         }
@@ -295,11 +423,13 @@ impl State {
                         out.push(Breach::ProducesResident { tensor: t });
                         self.release_gpu(t);
                     }
-                    self.tensors[t.ix()].gpu = GpuCopy::Pending {
-                        ready: end,
-                        version: None,
-                    };
-                    self.gpu_used += size;
+                    self.allocate_gpu(
+                        t,
+                        GpuCopy::Pending {
+                            ready: end,
+                            version: None,
+                        },
+                    );
                 }
                 Device::Cpu => {
                     if self.tensors[t.ix()].cpu.is_none() {
@@ -309,14 +439,22 @@ impl State {
             }
         }
         match o.device {
-            Device::Gpu => self.gpu_used += o.temp.0 as i128,
+            Device::Gpu => {
+                self.gpu_used += o.temp.0 as i128;
+                // Rule R10: the op holds what it reads (less what it consumes),
+                // produces and modifies until it ends. (CPU copies are never
+                // released in this model, so a CPU op's pins would be vacuous.)
+                for t in pinned_by(inst, op) {
+                    self.pin(t, Holder::Op(op), at, end);
+                }
+            }
             Device::Cpu => self.cpu_used += o.temp.0 as i128,
         }
         out
     }
 
     /// An op ends at `at`: outputs become ready, modified tensors get a new
-    /// version, temporaries and freed tensors are released.
+    /// version, temporaries and freed tensors are released, its pins end.
     pub fn op_end(
         &mut self,
         inst: &Instance,
@@ -326,6 +464,16 @@ impl State {
     ) -> Vec<Breach> {
         let o = inst.op(op);
         let mut out = Vec::new();
+        // The op's pins end first: what it frees below is its own to free, and a
+        // release deferred until this instant happens now.
+        let mut ended: Vec<Pin> = Vec::new();
+        if o.device == Device::Gpu {
+            for t in pinned_by(inst, op) {
+                if let Some(p) = self.unpin(t, Holder::Op(op), at) {
+                    ended.push(p);
+                }
+            }
+        }
         for &t in &o.produces {
             let ts = &mut self.tensors[t.ix()];
             if ts.exists {
@@ -344,21 +492,25 @@ impl State {
             }
         }
         for &t in &o.modifies {
-            let ts = &mut self.tensors[t.ix()];
-            ts.latest += 1;
+            self.tensors[t.ix()].latest += 1;
             match o.device {
-                // Only a present copy takes the new version; a pending one is
-                // left as it is and the update reaches no buffer. A prefetch in
-                // flight still lands the version it carries, now stale: either
-                // the op started before it landed (R1), or the copy was released
-                // and fetched again while the op ran (the next reader sees a
-                // stale input).
+                // Only the copy that stayed present through the whole op takes
+                // the new version: a copy released and fetched again while the op
+                // ran is another buffer (it holds what its prefetch carried, now
+                // stale), and a pending copy was never read (R1 at the start).
                 Device::Gpu => {
-                    if let GpuCopy::Present(_) = ts.gpu {
+                    let buffer = self.buffers[t.ix()];
+                    let same = ended
+                        .iter()
+                        .find(|p| p.tensor == t)
+                        .map_or(true, |p| p.buffer == buffer);
+                    let ts = &mut self.tensors[t.ix()];
+                    if let (GpuCopy::Present(_), true) = (ts.gpu, same) {
                         ts.gpu = GpuCopy::Present(ts.latest);
                     }
                 }
                 Device::Cpu => {
+                    let ts = &mut self.tensors[t.ix()];
                     if ts.cpu.is_some() {
                         ts.cpu = Some(ts.latest);
                     }
@@ -369,9 +521,16 @@ impl State {
             Device::Gpu => self.gpu_used -= o.temp.0 as i128,
             Device::Cpu => self.cpu_used -= o.temp.0 as i128,
         }
+        for p in &ended {
+            self.settle(p.tensor, at, look, &mut out);
+        }
         for &t in &o.frees {
             match o.device {
-                Device::Gpu => self.drop_gpu(t, at, look, &mut out),
+                Device::Gpu => {
+                    if self.tensors[t.ix()].on_gpu() {
+                        self.release(t, at, look, &mut out)
+                    }
+                }
                 Device::Cpu => {}
             }
         }
@@ -379,12 +538,14 @@ impl State {
     }
 
     /// A transfer starts: an offload reads the GPU copy, a prefetch reads the CPU
-    /// copy and takes GPU memory at once (assumption (E)).
+    /// copy and takes GPU memory at once (assumption (E)). Either pins the GPU
+    /// buffer until `end` (R10).
     pub fn transfer_start(
         &mut self,
         inst: &Instance,
         dir: Direction,
         t: TensorId,
+        at: Ticks,
         end: Ticks,
     ) -> (InFlight, Vec<Breach>) {
         let mut out = Vec::new();
@@ -406,32 +567,37 @@ impl State {
                     self.cpu_used += size;
                 }
                 ts.cpu_incoming += 1;
+                if version.is_some() {
+                    self.pin(t, Holder::Transfer(dir), at, end);
+                }
                 (InFlight { version }, out)
             }
             Direction::Prefetch => {
                 if ts.cpu.is_none() {
                     out.push(Breach::PrefetchWithoutCpuCopy { tensor: t });
                 }
-                if ts.on_gpu() {
-                    out.push(Breach::PrefetchResident { tensor: t });
-                    // Keep one copy's worth of memory: the old copy is replaced.
-                    ts.gpu = GpuCopy::Absent;
-                    self.gpu_used -= size;
-                }
                 let version = ts.cpu;
-                let ts = &mut self.tensors[t.ix()];
-                ts.gpu = GpuCopy::Pending {
+                let pending = GpuCopy::Pending {
                     ready: end,
                     version,
                 };
-                self.gpu_used += size;
+                if ts.on_gpu() {
+                    out.push(Breach::PrefetchResident { tensor: t });
+                    // One copy's worth of memory: the transfer overwrites the
+                    // buffer in place (the same buffer, for R10's copy identity).
+                    ts.gpu = pending;
+                } else {
+                    self.allocate_gpu(t, pending);
+                }
+                self.pin(t, Holder::Transfer(dir), at, end);
                 (InFlight { version }, out)
             }
         }
     }
 
     /// A transfer ends: an offload writes its version to the CPU (and releases the
-    /// GPU copy if `delete`); a prefetch makes its copy present.
+    /// GPU copy if `delete`, at once unless the copy is in use: then when its last
+    /// user ends, R10); a prefetch makes its copy present. Its pin ends.
     pub fn transfer_end(
         &mut self,
         dir: Direction,
@@ -442,6 +608,7 @@ impl State {
         look: &dyn Lookahead,
     ) -> Vec<Breach> {
         let mut out = Vec::new();
+        let pinned = self.unpin(t, Holder::Transfer(dir), at).is_some();
         let size = self.sizes[t.ix()];
         let ts = &mut self.tensors[t.ix()];
         match dir {
@@ -455,8 +622,11 @@ impl State {
                         }
                     }
                 }
-                if delete {
-                    if self.tensors[t.ix()].on_gpu() {
+                if delete && self.tensors[t.ix()].on_gpu() {
+                    let in_use = self.pin_covering(t, at).is_some();
+                    if in_use && self.release == ReleaseRule::AfterEnd {
+                        self.tensors[t.ix()].release_deferred = true;
+                    } else {
                         self.drop_gpu(t, at, look, &mut out);
                     }
                 }
@@ -471,17 +641,20 @@ impl State {
                 }
             }
         }
+        if pinned {
+            self.settle(t, at, look, &mut out);
+        }
         out
     }
 
-    /// An explicit delete of the GPU copy.
+    /// An explicit delete of the GPU copy (R3; R10 under the default rule).
     pub fn delete(&mut self, t: TensorId, at: Ticks, look: &dyn Lookahead) -> Vec<Breach> {
         let mut out = Vec::new();
         if !self.tensors[t.ix()].on_gpu() {
             out.push(Breach::DeleteAbsent { tensor: t });
             return out;
         }
-        self.drop_gpu(t, at, look, &mut out);
+        self.release(t, at, look, &mut out);
         out
     }
 
@@ -495,6 +668,19 @@ impl State {
     pub fn gpu_bytes(&self) -> Bytes {
         Bytes(self.gpu_used.max(0) as u64)
     }
+}
+
+/// The tensors a GPU op pins while it runs (R10): what it reads, less what it
+/// consumes, and what it produces or modifies; each once.
+pub fn pinned_by(inst: &Instance, op: OpId) -> Vec<TensorId> {
+    let o = inst.op(op);
+    let mut v: Vec<TensorId> = Vec::new();
+    for &t in o.reads.iter().chain(&o.produces).chain(&o.modifies) {
+        if !o.consumes.contains(&t) && !v.contains(&t) {
+            v.push(t);
+        }
+    }
+    v
 }
 
 /// The memory an op needs on the GPU while it runs, counting only what it itself

@@ -134,7 +134,7 @@ pub fn memory_timeline(inst: &Instance, s: &Schedule) -> Vec<(Ticks, i128)> {
                     },
                     TRANSFER_START,
                 ) => {
-                    flights[i] = state.transfer_start(inst, dir, tensor, end).0;
+                    flights[i] = state.transfer_start(inst, dir, tensor, now, end).0;
                 }
                 (
                     Event::Transfer {

@@ -235,6 +235,9 @@ pub struct Reconstruction {
     pub file: ScheduleFile,
     pub tick_ns: i64,
     pub origin_ns: i64,
+    /// Each schedule event's trace times in nanoseconds, before rounding to ticks
+    /// (same index as `schedule.events`; a delete has start = end).
+    pub event_ns: Vec<(Nanos, Nanos)>,
     /// Matched events per role.
     pub matched: HashMap<&'static str, u64>,
     pub notes: Vec<MappingNote>,
@@ -431,7 +434,7 @@ pub fn reconstruct(
             message: "times in ticks overflow".into(),
         })
     };
-    let mut events: Vec<(i64, u8, EventFile)> = Vec::new();
+    let mut events: Vec<(i64, u8, EventFile, (Nanos, Nanos))> = Vec::new();
     let mut matched: HashMap<&'static str, u64> = HashMap::new();
     let mut size_notes: Vec<MappingNote> = Vec::new();
     for it in &items {
@@ -498,9 +501,10 @@ pub fn reconstruct(
             }
         }
         *matched.entry(key).or_insert(0) += 1;
-        events.push((start, order, ev));
+        events.push((start, order, ev, (it.start, it.end)));
     }
-    events.sort_by_key(|(s, o, _)| (*s, *o));
+    events.sort_by_key(|(s, o, _, _)| (*s, *o));
+    let event_ns: Vec<(Nanos, Nanos)> = events.iter().map(|e| e.3).collect();
     let cyclic = inst.mode == Mode::Cyclic;
     let period = if cyclic {
         mapping.period.or(meta.and_then(|m| m.period))
@@ -565,6 +569,7 @@ pub fn reconstruct(
         file,
         tick_ns,
         origin_ns,
+        event_ns,
         matched,
         notes,
     })

@@ -141,6 +141,7 @@ pub fn activation_chain(spec: &[(u8, u8, u8, u8)], bw: u8, slack: u8) -> Activat
             bytes: 1 + (bw % 4) as u64,
             ticks: 1 + (bw / 4 % 3) as u64,
         },
+        release: Default::default(),
     };
     c.gpu_memory = c.m_peak().unwrap().saturating_sub((slack % 10) as u64);
     c
@@ -184,6 +185,7 @@ pub fn weight_chain(spec: &[(u8, u8, u8, u8)], bw: u8) -> WeightChain {
             bytes: 1 + (bw % 4) as u64,
             ticks: 1 + (bw / 4 % 3) as u64,
         },
+        release: Default::default(),
     };
     let inst = c.compile().unwrap();
     let all: u64 = inst.tensors.iter().map(|t| t.size.0).sum();

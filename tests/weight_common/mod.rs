@@ -43,6 +43,7 @@ impl Arbitrary for SmallChain {
                 bytes: 1 + pick(g, 4),
                 ticks: 1 + pick(g, 3),
             },
+            release: Default::default(),
         };
         let peak = (1..=l)
             .map(|i| c.mb(i).unwrap().max(c.mf(i).unwrap()))

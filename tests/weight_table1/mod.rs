@@ -149,5 +149,6 @@ pub fn derive(row: &Row) -> WeightChain {
         a0: a,
         gpu_memory: gpu_memory(row.batch),
         bandwidth: BandwidthFile::PerTick(BETA_BYTES_PER_US),
+        release: Default::default(),
     }
 }

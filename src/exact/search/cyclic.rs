@@ -210,7 +210,13 @@ pub(super) fn root(ctx: &Ctx, ix: usize) -> Option<Node> {
     let mut state = State::from_cyclic(ctx.inst, &b.state());
     let mut flights: Vec<Option<Flight>> = vec![None; ctx.channels.len()];
     for &(dir, tensor, left) in &b.flights {
-        let (flight, breaches) = state.transfer_start(ctx.inst, dir, tensor, Ticks(left));
+        let (flight, breaches) = state.transfer_start(
+            ctx.inst,
+            dir,
+            tensor,
+            Ticks(left - ctx.tau[tensor.ix()]),
+            Ticks(left),
+        );
         if !breaches.is_empty() {
             return None;
         }

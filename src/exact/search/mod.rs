@@ -742,9 +742,9 @@ fn apply(
     for (ch, s) in combo.iter().enumerate() {
         let Some(s) = s else { continue };
         let end = n.time + ctx.tau[s.tensor.ix()];
-        let (flight, b) = n
-            .state
-            .transfer_start(ctx.inst, s.dir, s.tensor, Ticks(end));
+        let (flight, b) =
+            n.state
+                .transfer_start(ctx.inst, s.dir, s.tensor, Ticks(n.time), Ticks(end));
         if !b.is_empty() || n.state.gpu_used > ctx.cap {
             return None;
         }
