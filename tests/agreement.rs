@@ -540,3 +540,41 @@ fn fallback_bound_is_at_most_the_optimum() {
         "too few one-shot cases"
     );
 }
+
+/// R8 and solve-path defect 2 (issue 9): the optimum of
+/// `instances/regressions/milp/r8-boundary-delete.json` puts the zero-duration
+/// Z at P and deletes w at time 0, after it (7 under the default rule, 6 under
+/// the relaxation). The MILP once fixed the first op at time 0 and proved 8;
+/// both exact encodings once forbade explicit deletes at the boundary.
+#[test]
+fn zero_duration_op_at_p_then_a_time_0_delete() {
+    let path = std::path::Path::new("instances/regressions/milp/r8-boundary-delete.json");
+    let (_, mut inst) = offcert::io::load_instance(path).unwrap();
+    for (rule, want) in [(ReleaseRule::AfterEnd, 7), (ReleaseRule::AfterStart, 6)] {
+        inst.release = rule;
+        for (m, r) in [
+            (Method::Milp, milp::solve(&inst, &limits())),
+            (Method::Smt, smt::solve(&inst, &limits())),
+        ] {
+            let got = proved(&inst, r).unwrap();
+            assert_eq!(got, Some(Some(Ticks(want))), "{m:?} ({rule})");
+        }
+        assert!(matches!(
+            milp::refute(&inst, Ticks(want - 1), &limits()).unwrap(),
+            milp::Refutation::Refuted
+        ));
+    }
+    // Under the default rule, period 7 needs Z at P and the delete of w at 0.
+    inst.release = ReleaseRule::AfterEnd;
+    for r in [milp::solve(&inst, &limits()), smt::solve(&inst, &limits())] {
+        let s = r.unwrap().schedule.unwrap();
+        let z = inst.op_by_name("Z").unwrap();
+        let w = inst.tensor_by_name("w").unwrap();
+        assert!(
+            s.events.iter().any(|e| matches!(e,
+            offcert::schedule::Event::Compute { op, start, .. } if *op == z && *start == Ticks(7)))
+        );
+        assert!(s.events.iter().any(|e| matches!(e,
+            offcert::schedule::Event::Delete { tensor, at } if *tensor == w && *at == Ticks(0))));
+    }
+}
