@@ -699,7 +699,10 @@ impl Encoding {
         // the period that ends).
         let last = plus(&s(n - 1), self.dur[n - 1]);
         a.push(format!("(<= {last} C)"));
-        if !self.cyclic {
+        if self.cyclic {
+            // A period is positive (R8).
+            a.push("(< 0 C)".into());
+        } else {
             // Makespan: the last event end.
             for g in &self.gaps {
                 a.push(format!("(=> {} (<= {} C))", g.e, plus(&g.a, g.tau)));
