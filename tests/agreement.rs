@@ -361,8 +361,9 @@ fn the_relaxation_is_never_worse_than_the_default_rule() {
 /// Shrunk failures found by the properties above, replayed every run.
 /// (instance JSON, checked optimum)
 const REGRESSIONS: &[(&str, Option<i64>)] = &[
-    // An explicit delete at an instant = 0 (mod P) is not replayed at 2P by the
-    // checker: the MILP now writes such releases as an offload's delete flag.
+    // An explicit delete at an instant = 0 (mod P) was once not replayed at 2P
+    // by the checker, and the encodings then forbade it; the checker replays it
+    // now and neither encoding restricts boundary releases (issue 9, defect 2).
     (
         r#"{"family":"weight_chain","name":"reg-boundary-delete","layers":[{"u_f":1,"u_b":2,"w":0,"a":1},{"u_f":2,"u_b":2,"w":2,"a":0},{"u_f":0,"u_b":1,"w":1,"a":0}],"a0":1,"gpu_memory":6,"bandwidth":2}"#,
         Some(9),
@@ -576,5 +577,45 @@ fn zero_duration_op_at_p_then_a_time_0_delete() {
         );
         assert!(s.events.iter().any(|e| matches!(e,
             offcert::schedule::Event::Delete { tensor, at } if *tensor == w && *at == Ticks(0))));
+    }
+}
+
+/// Shrunk failures of the MILP/SMT agreement properties with zero-duration
+/// B ops (R8: B_1 may sit at P), replayed under both rules: (instance JSON,
+/// optimum under after_end, optimum under after_start). The MILP once let an
+/// offload's delete flag ending at P count before a zero-duration op that was
+/// not at P (a schedule the checker rejected for memory).
+const ZERO_B_REGRESSIONS: &[(&str, i64, i64)] = &[
+    (
+        r#"{"family":"weight_chain","name":"reg-zero-b-1","layers":[{"u_f":2,"u_b":0,"w":3,"a":0},{"u_f":1,"u_b":1,"w":3,"a":1}],"a0":0,"gpu_memory":8,"bandwidth":{"bytes":1,"ticks":2}}"#,
+        14,
+        14,
+    ),
+    (
+        r#"{"family":"weight_chain","name":"reg-zero-b-2","layers":[{"u_f":0,"u_b":0,"w":11,"a":0},{"u_f":1,"u_b":0,"w":3,"a":0},{"u_f":0,"u_b":1,"w":1,"a":1}],"a0":0,"gpu_memory":22,"bandwidth":2}"#,
+        7,
+        7,
+    ),
+    (
+        r#"{"family":"weight_chain","name":"reg-zero-b-3","layers":[{"u_f":0,"u_b":0,"w":13,"a":1},{"u_f":1,"u_b":0,"w":4,"a":0}],"a0":1,"gpu_memory":28,"bandwidth":2}"#,
+        5,
+        5,
+    ),
+];
+
+#[test]
+fn zero_duration_b_regressions_replayed() {
+    for (json, end, start) in ZERO_B_REGRESSIONS {
+        let (_, mut inst) = offcert::io::parse_instance("regression", json).unwrap();
+        for (rule, want) in [
+            (ReleaseRule::AfterEnd, end),
+            (ReleaseRule::AfterStart, start),
+        ] {
+            inst.release = rule;
+            for r in [milp::solve(&inst, &limits()), smt::solve(&inst, &limits())] {
+                let got = proved(&inst, r).unwrap().expect("finishes");
+                assert_eq!(got, Some(Ticks(*want)), "{rule}: {json}");
+            }
+        }
     }
 }

@@ -447,21 +447,37 @@ impl Encoding {
                         // Op k at P (R8): a release at unrolled P is, in general,
                         // the next period's time-0 delete, after it; so it must
                         // come strictly before P (+ s_{k,P}) unless it is the
-                        // `delete` flag of an offload ending at P (− o_{e,P−dt}:
-                        // transfer completions at P precede the zero-duration ops
-                        // there), which the decoder writes only when the window's
-                        // reader is not itself at P (+ s_{a,P}).
-                        c.add(ops[k].vars[(p - ops[k].lo) as usize], 1);
+                        // `delete` flag of an offload ending at P (transfer
+                        // completions at P precede the zero-duration ops there),
+                        // which the decoder writes only when the window's reader
+                        // is not itself at P: − φ, with φ ≤ s_{k,P},
+                        // φ ≤ o_{e,P−dt}, φ ≤ 1 − s_{a,P}.
+                        let skp = ops[k].vars[(p - ops[k].lo) as usize];
+                        c.add(skp, 1);
                         let d = st.dt[w.tensor.ix()];
-                        if let Some(o) = &offloads[w.epoch] {
-                            if o.lo <= p - d && p - d <= o.hi() {
-                                c.add(o.vars[(p - d - o.lo) as usize], -1);
+                        let oe = offloads[w.epoch]
+                            .as_ref()
+                            .filter(|o| o.lo <= p - d && p - d <= o.hi())
+                            .map(|o| o.vars[(p - d - o.lo) as usize]);
+                        if let Some(oe) = oe {
+                            let phi = lp.binary(format!("phi_{wi}_{k}"));
+                            let mut f = Lin::new();
+                            f.add(phi, 1);
+                            f.add(skp, -1);
+                            lp.le(format!("R7_flag_at_p_{wi}_{k}"), &f, 0);
+                            let mut f = Lin::new();
+                            f.add(phi, 1);
+                            f.add(oe, -1);
+                            lp.le(format!("R7_flag_offload_ends_at_p_{wi}_{k}"), &f, 0);
+                            if let Anchor::Read(a) = w.from {
+                                if a < n && st.dur[a] == 0 && ops[a].hi() >= p {
+                                    let mut f = Lin::new();
+                                    f.add(phi, 1);
+                                    f.add(ops[a].vars[(p - ops[a].lo) as usize], 1);
+                                    lp.le(format!("R7_flag_reader_before_p_{wi}_{k}"), &f, 1);
+                                }
                             }
-                        }
-                        if let Anchor::Read(a) = w.from {
-                            if a < n && st.dur[a] == 0 && ops[a].hi() >= p {
-                                c.add(ops[a].vars[(p - ops[a].lo) as usize], 1);
-                            }
+                            c.add(phi, -1);
                         }
                     }
                     lp.le(format!("R7_absent_after_release_{wi}_{k}"), &c, big + lap);
