@@ -89,16 +89,27 @@ fn activation_as_stated_cannot_reach_t_even_for_yes() {
 }
 
 #[test]
-fn weight_as_stated_yes_misses_t_by_one_tick_no_misses_by_more() {
-    // The zero-duration B_1 must start before the period ends (R8), so a
-    // yes-instance needs T + 1 ticks; a no-instance needs more (REDUCTIONS.md §2).
+fn weight_as_stated_yes_reaches_t_no_does_not() {
+    // The zero-duration B_1 starts at P, in the period that ends (R8), so the
+    // paper's yes-schedule has period T exactly; a no-instance needs more
+    // (REDUCTIONS.md §2).
     for tp in [yes1(), yes2()] {
         let inst = weight(&tp);
-        assert!(!reaches(&inst, tp.target()), "{:?}", tp.nums);
-        assert!(reaches(&inst, tp.target() + 1), "{:?}", tp.nums);
+        assert!(reaches(&inst, tp.target()), "{:?}", tp.nums);
+        assert!(!reaches(&inst, tp.target() - 1), "{:?}", tp.nums);
     }
     let tp = no2();
-    assert!(!reaches(&weight(&tp), tp.target() + 1));
+    assert!(!reaches(&weight(&tp), tp.target()));
+}
+
+#[test]
+fn the_weight_reduction_reaches_t_under_both_rules() {
+    // The relaxation reaches T too, and not T - 1.
+    let tp = yes1();
+    let mut inst = weight(&tp);
+    inst.release = offcert::model::ReleaseRule::AfterStart;
+    assert!(reaches(&inst, tp.target()));
+    assert!(!reaches(&inst, tp.target() - 1));
 }
 
 #[test]
