@@ -4,6 +4,7 @@
 #   pkg-config           - highs-sys finds the prebuilt HiGHS (below) through it
 #   cmake                - to compile HiGHS from source when no prebuilt one is found
 #   libz3-dev            - the z3 crate links against the system libz3
+#   libsqlite3-dev       - rusqlite links against the system SQLite (no bundled C build)
 #   z3, cvc5             - command-line solvers that re-check SMT-LIB2 certificates
 # Then fetch a prebuilt HiGHS (PyPI's `highsbox` wheel, pinned by version and hash)
 # into .deps/highs and write .deps/pkgconfig/highs.pc for it; .cargo/config.toml
@@ -12,7 +13,7 @@
 # `discover` + `build`), which takes about 7 more minutes on 2 cores.
 set -euo pipefail
 need=()
-for p in libclang-dev pkg-config cmake libz3-dev z3 cvc5; do
+for p in libclang-dev pkg-config cmake libz3-dev libsqlite3-dev z3 cvc5; do
   dpkg -s "$p" >/dev/null 2>&1 || need+=("$p")
 done
 if [ ${#need[@]} -gt 0 ]; then
