@@ -21,9 +21,8 @@
 //! [`MethodResult::rejected_claim`] and is reported as a disagreement.
 
 use super::{milp, ExactError, Limits, Method, Outcome, Status};
-use crate::check::{check, Report};
+use crate::check::{check, CheckOutcome, Checked};
 use crate::model::Instance;
-use crate::schedule::Schedule;
 use crate::units::Ticks;
 use std::time::Duration;
 
@@ -86,8 +85,9 @@ pub struct MethodResult {
     pub method: Method,
     /// The method's claim; `None` if it failed (see `error`).
     pub status: Option<Status>,
-    /// The checker's makespan (period) of its schedule.
-    pub makespan: Option<Ticks>,
+    /// Its schedule once the checker accepted it (serialized as its makespan).
+    #[serde(rename = "makespan", serialize_with = "makespan_of")]
+    pub checked: Option<Checked>,
     pub bound: Option<Ticks>,
     pub elapsed_ms: u128,
     pub notes: Vec<String>,
@@ -96,26 +96,39 @@ pub struct MethodResult {
     /// claimed a schedule and returned none): out of the vote, reported as a
     /// disagreement.
     pub rejected_claim: Option<Status>,
-    #[serde(skip)]
-    pub schedule: Option<Schedule>,
+}
+
+impl MethodResult {
+    /// The checker's makespan (period) of its schedule.
+    pub fn makespan(&self) -> Option<Ticks> {
+        self.checked.as_ref().map(Checked::makespan)
+    }
+}
+
+fn makespan_of<S: serde::Serializer>(c: &Option<Checked>, s: S) -> Result<S::Ok, S::Error> {
+    serde::Serialize::serialize(&c.as_ref().map(Checked::makespan), s)
 }
 
 #[derive(Clone, Debug)]
 pub struct Verdict {
     pub label: Label,
-    /// The checker's makespan (period) of `schedule`.
-    pub makespan: Option<Ticks>,
     /// The best proven lower bound (equal to the makespan when optimal).
     pub bound: Option<Ticks>,
-    pub schedule: Option<Schedule>,
-    /// The checker's report on `schedule` (always valid when present).
-    pub report: Option<Report>,
+    /// The best schedule any method found, as the checker accepted it.
+    pub checked: Option<Checked>,
     pub methods: Vec<MethodResult>,
     /// Why the label holds: which methods agree, refutations, infeasibility witnesses.
     pub evidence: Vec<String>,
     /// Claims refuted by another method's checked schedule, or conflicting claims.
     pub disagreements: Vec<String>,
     pub elapsed: Duration,
+}
+
+impl Verdict {
+    /// The checker's makespan (period) of the best schedule.
+    pub fn makespan(&self) -> Option<Ticks> {
+        self.checked.as_ref().map(Checked::makespan)
+    }
 }
 
 /// Run one method and replay its schedule.
@@ -135,13 +148,12 @@ pub fn run_one_with(
         return MethodResult {
             method: m,
             status: None,
-            makespan: None,
+            checked: None,
             bound: None,
             elapsed_ms: 0,
             notes: vec![],
             error: Some("not available in this build".into()),
             rejected_claim: None,
-            schedule: None,
         };
     };
     match f(inst, limits) {
@@ -149,30 +161,28 @@ pub fn run_one_with(
             let mut r = MethodResult {
                 method: m,
                 status: Some(o.status),
-                makespan: None,
+                checked: None,
                 bound: o.bound,
                 elapsed_ms: o.elapsed.as_millis(),
                 notes: o.notes,
                 error: None,
                 rejected_claim: None,
-                schedule: None,
             };
             if let Some(s) = o.schedule {
-                let rep = check(inst, &s);
-                if rep.valid {
-                    r.makespan = Some(rep.makespan);
-                    r.schedule = Some(s);
-                } else {
-                    let v: Vec<String> = rep
-                        .violations
-                        .iter()
-                        .map(|v| format!("{} at {}", v.kind(), v.at()))
-                        .collect();
-                    r.error = Some(format!(
-                        "its schedule is rejected by the checker: {}",
-                        v.join("; ")
-                    ));
-                    r.rejected_claim = r.status.take();
+                match check(inst, &s) {
+                    CheckOutcome::Valid(c) => r.checked = Some(c),
+                    CheckOutcome::Invalid(rep) => {
+                        let v: Vec<String> = rep
+                            .violations()
+                            .iter()
+                            .map(|v| format!("{} at {}", v.kind(), v.at()))
+                            .collect();
+                        r.error = Some(format!(
+                            "its schedule is rejected by the checker: {}",
+                            v.join("; ")
+                        ));
+                        r.rejected_claim = r.status.take();
+                    }
                 }
             } else if matches!(o.status, Status::Optimal | Status::Feasible) {
                 r.error = Some("claims a schedule but returned none".into());
@@ -185,24 +195,22 @@ pub fn run_one_with(
         Err(e @ ExactError::CheckerRejected { .. }) => MethodResult {
             method: m,
             status: None,
-            makespan: None,
+            checked: None,
             bound: None,
             elapsed_ms: started.elapsed().as_millis(),
             notes: vec![],
             error: Some(e.to_string()),
             rejected_claim: Some(Status::Feasible),
-            schedule: None,
         },
         Err(e) => MethodResult {
             method: m,
             status: None,
-            makespan: None,
+            checked: None,
             bound: None,
             elapsed_ms: started.elapsed().as_millis(),
             notes: vec![],
             error: Some(e.to_string()),
             rejected_claim: None,
-            schedule: None,
         },
     }
 }
@@ -242,11 +250,10 @@ pub fn label(inst: &Instance, results: Vec<MethodResult>, limits: &Limits) -> Ve
     // The best checked schedule wins, whoever found it.
     let best = results
         .iter()
-        .filter(|r| r.makespan.is_some())
-        .min_by_key(|r| r.makespan.unwrap());
-    let best_ms = best.and_then(|r| r.makespan);
-    let schedule = best.and_then(|r| r.schedule.clone());
-    let report = schedule.as_ref().map(|s| check(inst, s));
+        .filter(|r| r.checked.is_some())
+        .min_by_key(|r| r.makespan());
+    let best_ms = best.and_then(|r| r.makespan());
+    let checked = best.and_then(|r| r.checked.clone());
     let mut agree = Vec::new();
     // Methods whose schedule the checker rejected: out of the vote, not silently.
     let said_infeasible: Vec<Method> = results
@@ -280,13 +287,13 @@ pub fn label(inst: &Instance, results: Vec<MethodResult>, limits: &Limits) -> Ve
     for r in &results {
         match r.status {
             Some(Status::Optimal) => {
-                if r.makespan == best_ms {
+                if r.makespan() == best_ms {
                     agree.push(r.method);
                 } else {
                     disagreements.push(format!(
                         "{:?} claims optimum {} but a checked schedule of makespan {} exists",
                         r.method,
-                        r.makespan.map(|m| m.to_string()).unwrap_or("-".into()),
+                        r.makespan().map(|m| m.to_string()).unwrap_or("-".into()),
                         best_ms.map(|m| m.to_string()).unwrap_or("-".into())
                     ));
                 }
@@ -398,10 +405,8 @@ pub fn label(inst: &Instance, results: Vec<MethodResult>, limits: &Limits) -> Ve
     };
     Verdict {
         label,
-        makespan: best_ms,
         bound,
-        schedule,
-        report,
+        checked,
         methods: results,
         evidence,
         disagreements,

@@ -7,7 +7,7 @@
 pub mod activation;
 pub mod weight;
 
-use crate::check::{check, Report};
+use crate::check::{check, CheckOutcome, Checked, Rejected};
 use crate::family::InstanceFile;
 use crate::model::Instance;
 use crate::schedule::Schedule;
@@ -31,7 +31,8 @@ pub enum HeuristicError {
     Invalid {
         heuristic: &'static str,
         first: String,
-        report: Box<Report>,
+        /// The schedule and every violation.
+        rejected: Box<Rejected>,
     },
 }
 
@@ -42,13 +43,11 @@ pub trait Heuristic: Send + Sync {
     fn schedule(&self, file: &InstanceFile, inst: &Instance) -> Result<Schedule, HeuristicError>;
 }
 
-/// A heuristic's checked result.
+/// A heuristic's checked result: only the checker can build the [`Checked`].
 #[derive(Clone, Debug)]
 pub struct HeuristicRun {
     pub name: &'static str,
-    pub schedule: Schedule,
-    /// The checker's report; `report.valid` is always true here.
-    pub report: Report,
+    pub checked: Checked,
 }
 
 /// Run `h` and pass its schedule through the checker.
@@ -58,23 +57,21 @@ pub fn run(
     inst: &Instance,
 ) -> Result<HeuristicRun, HeuristicError> {
     let schedule = h.schedule(file, inst)?;
-    let report = check(inst, &schedule);
-    if !report.valid {
-        return Err(HeuristicError::Invalid {
+    match check(inst, &schedule) {
+        CheckOutcome::Valid(checked) => Ok(HeuristicRun {
+            name: h.name(),
+            checked,
+        }),
+        CheckOutcome::Invalid(rejected) => Err(HeuristicError::Invalid {
             heuristic: h.name(),
-            first: report
-                .violations
+            first: rejected
+                .violations()
                 .first()
                 .map(|v| v.describe(inst))
                 .unwrap_or_default(),
-            report: Box::new(report),
-        });
+            rejected: Box::new(rejected),
+        }),
     }
-    Ok(HeuristicRun {
-        name: h.name(),
-        schedule,
-        report,
-    })
 }
 
 /// Every heuristic, both families.

@@ -3,7 +3,7 @@
 //! schedule mutations of the property tests.
 #![allow(dead_code)]
 
-use offcert::check::{check, Report, Violation};
+use offcert::check::{check, CheckOutcome, Report, Violation};
 use offcert::family::activation_chain::{ActivationChain, ActivationLayer};
 use offcert::family::weight_chain::{WeightChain, WeightLayer};
 use offcert::family::BandwidthFile;
@@ -70,7 +70,7 @@ pub fn kinds(r: &Report) -> BTreeSet<String> {
 /// Run both implementations; panic with both outputs if they disagree on the
 /// verdict, the broken rules, the kinds of violation, the peak memory or the
 /// redundant offloads.
-pub fn agree(inst: &Instance, s: &Schedule) -> Report {
+pub fn agree(inst: &Instance, s: &Schedule) -> CheckOutcome {
     let r = check(inst, s);
     let v = recheck(inst, s);
     let ck: BTreeSet<String> = v.kinds().into_iter().map(String::from).collect();

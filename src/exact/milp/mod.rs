@@ -21,7 +21,7 @@ mod lp;
 mod structure;
 
 use super::{ExactError, Limits, Method, Outcome, Status};
-use crate::check::check;
+use crate::check::{check, Checked};
 use crate::model::{Instance, TensorId};
 use crate::schedule::Schedule;
 use crate::simulate::{asap, Plan};
@@ -42,7 +42,7 @@ pub enum Refutation {
     /// No such schedule exists (within the structural limits of EXACTNESS §3).
     Refuted,
     /// A checked schedule with makespan (period) ≤ below.
-    Feasible(Schedule),
+    Feasible(Checked),
     /// Time limit or interrupt.
     Unknown,
 }
@@ -55,15 +55,19 @@ fn backend(m: impl Into<String>) -> ExactError {
 }
 
 /// Replay a decoded schedule; the checker's verdict is final.
-fn checked(inst: &Instance, s: Schedule) -> Result<(Schedule, Ticks), ExactError> {
-    let r = check(inst, &s);
-    if !r.valid {
-        return Err(ExactError::CheckerRejected {
+fn checked(inst: &Instance, s: Schedule) -> Result<Checked, ExactError> {
+    check(inst, &s)
+        .into_result()
+        .map_err(|r| ExactError::CheckerRejected {
             method: Method::Milp,
-            violations: r.violations.iter().map(|v| format!("{v:?}")).collect(),
-        });
-    }
-    Ok((s, r.makespan))
+            violations: r.violations().iter().map(|v| format!("{v:?}")).collect(),
+        })
+}
+
+/// A checked schedule as the search's incumbent: the schedule and the checker's makespan.
+fn incumbent(c: Checked) -> (Schedule, Ticks) {
+    let m = c.makespan();
+    (c.into_schedule(), m)
 }
 
 /// Run one HiGHS solve in a worker thread so that an interrupt (`limits.cancel`)
@@ -219,9 +223,9 @@ pub fn solve(inst: &Instance, limits: &Limits) -> Result<Outcome, ExactError> {
             *sizes = model_note(&enc, &format!("model at {what} {p}"));
             let res = run_lp(&enc.lp, deadline, limits, &format!("{what} {p}"), start)?;
             Ok(match res {
-                Some(LpResult::Optimal(x)) | Some(LpResult::Feasible(x)) => {
-                    Some(Some(checked(inst, decode::decode(&st, &enc, &x))?))
-                }
+                Some(LpResult::Optimal(x)) | Some(LpResult::Feasible(x)) => Some(Some(incumbent(
+                    checked(inst, decode::decode(&st, &enc, &x))?,
+                ))),
                 Some(LpResult::Infeasible) => Some(None),
                 Some(LpResult::Unknown) | None => None,
             })
@@ -329,7 +333,7 @@ pub fn refute(inst: &Instance, below: Ticks, limits: &Limits) -> Result<Refutati
         match run_lp(&enc.lp, deadline, limits, "refutation", start)? {
             Some(LpResult::Infeasible) => Refutation::Refuted,
             Some(LpResult::Optimal(x)) | Some(LpResult::Feasible(x)) => {
-                Refutation::Feasible(checked(inst, decode::decode(&st, &enc, &x))?.0)
+                Refutation::Feasible(checked(inst, decode::decode(&st, &enc, &x))?)
             }
             _ => Refutation::Unknown,
         },
