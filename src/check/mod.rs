@@ -14,10 +14,12 @@
 //! instantaneous need of a zero-duration op counts too.
 
 mod digest;
+mod profile;
 mod violation;
 
 pub use digest::{instance_digest, schedule_digest};
 
+pub use profile::MemoryProfile;
 pub use violation::{Violation, Warning};
 
 use crate::model::{Channel, Device, Direction, Instance, Mode, OpId, ReleaseRule, TensorId};
@@ -161,6 +163,21 @@ impl Lookahead for Uses {
 
 /// Replay `s` against `inst` and report every violation.
 pub fn check(inst: &Instance, s: &Schedule) -> Report {
+    check_observed(inst, s, None)
+}
+
+/// [`check`], also recording the replay's GPU-memory profile.
+pub fn check_with_profile(inst: &Instance, s: &Schedule) -> (Report, MemoryProfile) {
+    let mut p = MemoryProfile::default();
+    let r = check_observed(inst, s, Some(&mut p));
+    (r, p)
+}
+
+fn check_observed(
+    inst: &Instance,
+    s: &Schedule,
+    mut profile: Option<&mut MemoryProfile>,
+) -> Report {
     let cyclic = inst.mode == Mode::Cyclic;
     let period = s.period.unwrap_or(Ticks::ZERO);
     let mut violations = Vec::new();
@@ -383,6 +400,9 @@ pub fn check(inst: &Instance, s: &Schedule) -> Report {
         (Ticks(i64::MIN), Ticks(i64::MAX))
     };
     let mut peak = (state.gpu_bytes(), Ticks::ZERO);
+    if let Some(p) = profile.as_mut() {
+        p.push(Ticks::ZERO, state.gpu_used);
+    }
     let cap = inst.machine.gpu_capacity.0 as i128;
     let cpu_cap = inst.machine.cpu_capacity.map(|c| c.0 as i128);
     let rel = |t: Ticks| if cyclic { Ticks(t.0 - period.0) } else { t };
@@ -500,6 +520,9 @@ pub fn check(inst: &Instance, s: &Schedule) -> Report {
             // event's own release), once the instant's releases are done.
             if allocated && now >= win_lo && now < win_hi {
                 let used = state.gpu_used;
+                if let Some(p) = profile.as_mut() {
+                    p.push(rel(now), used);
+                }
                 if used > peak.0 .0 as i128 {
                     peak = (Bytes(used as u64), rel(now));
                 }
@@ -568,6 +591,11 @@ pub fn check(inst: &Instance, s: &Schedule) -> Report {
                         ));
                     }
                     Event::Delete { .. } => {}
+                }
+            }
+            if let Some(p) = profile.as_mut() {
+                if (!allocated || a.positive == 0) && now >= win_lo && now < win_hi {
+                    p.push(rel(now), state.gpu_used);
                 }
             }
             if report {
