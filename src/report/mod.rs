@@ -4,7 +4,7 @@
 //!
 //! Owns: [`GapEntry`] and its cells, [`budget`] (budget series), [`gap`] (the
 //! computation), [`table`] (text/CSV/JSON), [`plot`] (SVG); and the pictures
-//! of one schedule ([`schedule_plot`]),
+//! of one schedule ([`schedule_plot`]) or one audited trace ([`trace_plot`]),
 //! drawn by [`svg`].
 //! Numbers shown come from the checker (makespans), from bounds computed in exact
 //! rationals (labelled with their source and strength), or from the exact
@@ -18,6 +18,7 @@ pub mod plot;
 pub mod schedule_plot;
 pub mod svg;
 pub mod table;
+pub mod trace_plot;
 
 pub use budget::{budget_range, with_budget, BudgetSpec, BudgetValue};
 pub use gap::{gap, BoundCell, GapEntry, GapOptions, HeuristicCell, OptimumCell, OptimumFn};
