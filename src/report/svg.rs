@@ -380,9 +380,7 @@ fn draw_lane(s: &mut String, ax: &Axis, lane: &Lane, top: f64) {
             let c = cols
                 .entry(b.kind.class())
                 .or_insert_with(|| vec![false; PLOT_W as usize]);
-            for k in ax.column(b.start)..=ax.column(b.end) {
-                c[k] = true;
-            }
+            c[ax.column(b.start)..=ax.column(b.end)].fill(true);
         }
         let _ = writeln!(
             s,
