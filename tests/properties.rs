@@ -17,7 +17,7 @@ use offcert::family::InstanceFile;
 use offcert::model::{Direction, Instance};
 use offcert::schedule::{Event, Schedule, ScheduleFile};
 use offcert::units::{Bytes, Ticks};
-use quickcheck::{QuickCheck, TestResult};
+use quickcheck::TestResult;
 use std::sync::atomic::{AtomicUsize, Ordering::Relaxed};
 
 type Spec = Vec<(u8, u8, u8, u8)>;
@@ -40,11 +40,10 @@ fn build(family: bool, spec: &Spec, bw: u8, slack: u8, mask: u16) -> Option<(Ins
     }
 }
 
-fn qc() -> QuickCheck {
-    QuickCheck::new()
-        .tests(cases(200))
-        .max_tests(cases(4000))
-        .min_tests_passed(cases(60))
+/// 200 cases, at most 4,000 draws (most schedules offer nothing to mutate),
+/// at least 60 passing.
+fn props() -> quickcheck::QuickCheck {
+    qc(200, 60).max_tests(cases(4000))
 }
 
 static MOVED_DATA: [AtomicUsize; 2] = [AtomicUsize::new(0), AtomicUsize::new(0)];
@@ -71,7 +70,7 @@ fn earliest_start_schedules_of_both_families_pass() {
         // Valid, and the certificate carries the checker's makespan.
         TestResult::from_bool(r.valid && r.certificate().map(|c| c.makespan()) == Some(r.makespan))
     }
-    qc().quickcheck(prop as fn(bool, Spec, u8, u8, u16) -> TestResult);
+    props().quickcheck(prop as fn(bool, Spec, u8, u8, u16) -> TestResult);
     // Not vacuous: both families produced many schedules that move data.
     assert!(
         MOVED_DATA[0].load(Relaxed) >= 20,
@@ -99,7 +98,7 @@ fn shortened_transfer_is_caught_by_bandwidth() {
                 if event.ix() == i && *took + Ticks(1) == *needs_at_least)
         }))
     }
-    qc().quickcheck(prop as fn(bool, Spec, u8, u8, u16, usize) -> TestResult);
+    props().quickcheck(prop as fn(bool, Spec, u8, u8, u16, usize) -> TestResult);
 }
 
 /// Starting an op one tick before the prefetch of its input ends is a
@@ -119,7 +118,7 @@ fn op_before_its_prefetch_ends_is_caught_by_dependencies() {
             |v| matches!(v, Violation::InputNotResident { event, tensor, .. } if event.ix() == j && *tensor == t),
         ))
     }
-    qc().quickcheck(prop as fn(bool, Spec, u8, u8, u16, usize) -> TestResult);
+    props().quickcheck(prop as fn(bool, Spec, u8, u8, u16, usize) -> TestResult);
 }
 
 /// Deleting a value still needed whose only current copy is on the GPU is data
@@ -141,7 +140,7 @@ fn delete_without_current_cpu_copy_is_caught_by_no_data_loss() {
             |v| matches!(v, Violation::DataLoss { event, tensor, .. } if event.ix() == last && *tensor == t),
         ))
     }
-    qc().quickcheck(prop as fn(bool, Spec, u8, u8, u16, usize) -> TestResult);
+    props().quickcheck(prop as fn(bool, Spec, u8, u8, u16, usize) -> TestResult);
 }
 
 /// Moving a transfer onto the start of another on the same channel is a
@@ -158,7 +157,7 @@ fn overlapping_transfers_are_caught_by_resources() {
         let r = agree(&inst, &m);
         TestResult::from_bool(has(&r, |v| matches!(v, Violation::ChannelOverlap { .. })))
     }
-    qc().quickcheck(prop as fn(bool, Spec, u8, u8, u16, usize) -> TestResult);
+    props().quickcheck(prop as fn(bool, Spec, u8, u8, u16, usize) -> TestResult);
 }
 
 /// With the capacity one byte below the reported peak the same schedule breaks
@@ -187,7 +186,7 @@ fn capacity_below_the_peak_is_caught_by_memory() {
             worst == Some(peak) && r.violations.iter().all(|v| v.rule() == "memory"),
         )
     }
-    qc().quickcheck(prop as fn(bool, Spec, u8, u8, u16) -> TestResult);
+    props().quickcheck(prop as fn(bool, Spec, u8, u8, u16) -> TestResult);
 }
 
 static CONFIRMED: AtomicUsize = AtomicUsize::new(0);
@@ -223,7 +222,7 @@ fn every_witness_confirms() {
         }
         TestResult::passed()
     }
-    qc().quickcheck(prop as fn(bool, Spec, u8, u8, u16, Vec<(u8, usize, i8)>) -> TestResult);
+    props().quickcheck(prop as fn(bool, Spec, u8, u8, u16, Vec<(u8, usize, i8)>) -> TestResult);
     assert!(
         CONFIRMED.load(Relaxed) >= 100,
         "too few witnesses exercised"
@@ -297,7 +296,7 @@ fn serde_round_trips() {
                 && j["peak_memory"] == serde_json::json!(r.peak_memory.0),
         )
     }
-    qc().quickcheck(prop as fn(bool, Spec, u8, u8, u16, Vec<(u8, usize, i8)>) -> TestResult);
+    props().quickcheck(prop as fn(bool, Spec, u8, u8, u16, Vec<(u8, usize, i8)>) -> TestResult);
 }
 
 /// The discount rule in the builder is really exercised: some weight chains
