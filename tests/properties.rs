@@ -14,31 +14,13 @@ mod common;
 use common::*;
 use offcert::check::{check, Violation};
 use offcert::family::InstanceFile;
-use offcert::model::{Direction, Instance};
-use offcert::schedule::{Event, Schedule, ScheduleFile};
+use offcert::model::Direction;
+use offcert::schedule::{Event, ScheduleFile};
 use offcert::units::{Bytes, Ticks};
 use quickcheck::TestResult;
 use std::sync::atomic::{AtomicUsize, Ordering::Relaxed};
 
 type Spec = Vec<(u8, u8, u8, u8)>;
-
-/// A random valid-by-construction schedule of either family (None: the
-/// simulator's plan did not fit in memory).
-fn build(family: bool, spec: &Spec, bw: u8, slack: u8, mask: u16) -> Option<(Instance, Schedule)> {
-    if spec.is_empty() {
-        return None;
-    }
-    if family {
-        let c = activation_chain(spec, bw, slack);
-        activation_schedule(&c, mask, slack / 16)
-    } else {
-        let c = weight_chain(spec, bw);
-        let keep: Vec<Keep> = (0..spec.len())
-            .map(|i| Keep::from_bits((mask.checked_shr(2 * i as u32).unwrap_or(0) & 3) as u8))
-            .collect();
-        Some(weight_schedule(&c, &keep))
-    }
-}
 
 /// 200 cases, at most 4,000 draws (most schedules offer nothing to mutate),
 /// at least 60 passing.
@@ -51,7 +33,7 @@ static MOVED_DATA: [AtomicUsize; 2] = [AtomicUsize::new(0), AtomicUsize::new(0)]
 #[test]
 fn earliest_start_schedules_of_both_families_pass() {
     fn prop(family: bool, spec: Spec, bw: u8, slack: u8, mask: u16) -> TestResult {
-        let Some((inst, s)) = build(family, &spec, bw, slack, mask) else {
+        let Some((inst, s)) = either_schedule(family, &spec, bw, slack, mask) else {
             return TestResult::discard();
         };
         if s.events.iter().any(|e| matches!(e, Event::Transfer { .. })) {
@@ -86,7 +68,7 @@ fn earliest_start_schedules_of_both_families_pass() {
 #[test]
 fn shortened_transfer_is_caught_by_bandwidth() {
     fn prop(family: bool, spec: Spec, bw: u8, slack: u8, mask: u16, pick: usize) -> TestResult {
-        let Some((inst, s)) = build(family, &spec, bw, slack, mask) else {
+        let Some((inst, s)) = either_schedule(family, &spec, bw, slack, mask) else {
             return TestResult::discard();
         };
         let Some((m, i)) = shorten_transfer(&inst, &s, pick) else {
@@ -106,7 +88,7 @@ fn shortened_transfer_is_caught_by_bandwidth() {
 #[test]
 fn op_before_its_prefetch_ends_is_caught_by_dependencies() {
     fn prop(family: bool, spec: Spec, bw: u8, slack: u8, mask: u16, pick: usize) -> TestResult {
-        let Some((inst, s)) = build(family, &spec, bw, slack, mask) else {
+        let Some((inst, s)) = either_schedule(family, &spec, bw, slack, mask) else {
             return TestResult::discard();
         };
         let Some((m, j, t)) = start_before_prefetch_ends(&inst, &s, pick) else {
@@ -127,7 +109,7 @@ fn op_before_its_prefetch_ends_is_caught_by_dependencies() {
 #[test]
 fn delete_without_current_cpu_copy_is_caught_by_no_data_loss() {
     fn prop(family: bool, spec: Spec, bw: u8, slack: u8, mask: u16, pick: usize) -> TestResult {
-        let Some((inst, s)) = build(family, &spec, bw, slack, mask) else {
+        let Some((inst, s)) = either_schedule(family, &spec, bw, slack, mask) else {
             return TestResult::discard();
         };
         let Some((m, t)) = delete_without_cpu_copy(&inst, &s, pick) else {
@@ -148,7 +130,7 @@ fn delete_without_current_cpu_copy_is_caught_by_no_data_loss() {
 #[test]
 fn overlapping_transfers_are_caught_by_resources() {
     fn prop(family: bool, spec: Spec, bw: u8, slack: u8, mask: u16, pick: usize) -> TestResult {
-        let Some((inst, s)) = build(family, &spec, bw, slack, mask) else {
+        let Some((inst, s)) = either_schedule(family, &spec, bw, slack, mask) else {
             return TestResult::discard();
         };
         let Some(m) = overlap_transfers(&inst, &s, pick) else {
@@ -165,7 +147,7 @@ fn overlapping_transfers_are_caught_by_resources() {
 #[test]
 fn capacity_below_the_peak_is_caught_by_memory() {
     fn prop(family: bool, spec: Spec, bw: u8, slack: u8, mask: u16) -> TestResult {
-        let Some((mut inst, s)) = build(family, &spec, bw, slack, mask) else {
+        let Some((mut inst, s)) = either_schedule(family, &spec, bw, slack, mask) else {
             return TestResult::discard();
         };
         let peak = check(&inst, &s).peak_memory;
@@ -203,15 +185,10 @@ fn every_witness_confirms() {
         mask: u16,
         muts: Vec<(u8, usize, i8)>,
     ) -> TestResult {
-        let Some((inst, s)) = build(family, &spec, bw, slack, mask) else {
+        let Some((inst, s)) = either_schedule(family, &spec, bw, slack, mask) else {
             return TestResult::discard();
         };
-        let mut m = s;
-        for (w, i, d) in muts.into_iter().take(3) {
-            if let Some(x) = random_mutation(&m, w, i, d) {
-                m = x;
-            }
-        }
+        let m = mutate_up_to_three(s, muts, |_| {});
         let r = check(&inst, &m);
         for v in &r.violations {
             if !v.confirm(&inst, &m) {
@@ -266,7 +243,7 @@ fn serde_round_trips() {
         {
             return TestResult::failed();
         }
-        let Some((inst, s)) = build(family, &spec, bw, slack, mask) else {
+        let Some((inst, s)) = either_schedule(family, &spec, bw, slack, mask) else {
             return TestResult::discard();
         };
         let mut m = s;

@@ -4,6 +4,7 @@
 //! - functions of raw quickcheck values (`u8` tuples and the like), so that
 //!   quickcheck's own shrinking of vectors and integers shrinks the instance:
 //!   [`activation_chain`], [`activation_schedule`], [`weight_chain`],
+//!   [`either_schedule`],
 //!   [`activation_chain_4`], [`activation_chain_5`];
 //! - `Arbitrary` types, drawn with [`pick`]: [`TinyActivation`], [`TinyWeight`],
 //!   [`Small`], [`SmallChain`], [`RoomyWeight`], [`TightWeight`],
@@ -20,6 +21,8 @@ use offcert::model::{Duplex, Instance, ReleaseRule, TensorId};
 use offcert::schedule::Schedule;
 use offcert::simulate::{asap, Plan};
 use quickcheck::{Arbitrary, Gen};
+
+use super::cyclic::{weight_schedule, Keep};
 
 /// A value in `lo..=hi`: `lo + x % (hi - lo + 1)` for a fresh random `u64` x.
 pub fn pick(g: &mut Gen, lo: u64, hi: u64) -> u64 {
@@ -84,6 +87,34 @@ pub fn activation_schedule(c: &ActivationChain, mask: u16, la: u8) -> Option<(In
         lookahead: (la % 4 != 0).then_some((la % 4) as usize),
     };
     asap(&inst, &plan).ok().map(|s| (inst, s))
+}
+
+/// A valid-by-construction schedule of either family from the same raw values
+/// (None: `spec` is empty, or the simulator's plan did not fit in memory).
+/// `family` true: [`activation_chain`]`(spec, bw, slack)` scheduled by
+/// [`activation_schedule`] with offload mask `mask` and lookahead `slack / 16`;
+/// false: [`weight_chain`]`(spec, bw)` scheduled by the cyclic builder, weight i
+/// kept by bits 2i..2i+1 of `mask` ([`Keep::from_bits`]).
+pub fn either_schedule(
+    family: bool,
+    spec: &[(u8, u8, u8, u8)],
+    bw: u8,
+    slack: u8,
+    mask: u16,
+) -> Option<(Instance, Schedule)> {
+    if spec.is_empty() {
+        return None;
+    }
+    if family {
+        let c = activation_chain(spec, bw, slack);
+        activation_schedule(&c, mask, slack / 16)
+    } else {
+        let c = weight_chain(spec, bw);
+        let keep: Vec<Keep> = (0..spec.len())
+            .map(|i| Keep::from_bits((mask.checked_shr(2 * i as u32).unwrap_or(0) & 3) as u8))
+            .collect();
+        Some(weight_schedule(&c, &keep))
+    }
 }
 
 /// A weight chain with 1..=6 layers (the first 6 of `spec`), each drawn from

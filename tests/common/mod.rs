@@ -90,16 +90,12 @@ pub fn assert_has_note(f: &Path) {
     );
 }
 
-/// Apply up to three random mutations ([`random_mutation`]) to `s` in turn and
-/// run [`agree`] after each one that applies.
+/// Apply up to three random mutations to `s` in turn ([`mutate_up_to_three`])
+/// and run [`agree`] after each one that applies.
 pub fn agree_after_mutations(inst: &Instance, s: Schedule, muts: Vec<(u8, usize, i8)>) {
-    let mut m = s;
-    for (w, i, d) in muts.into_iter().take(3) {
-        if let Some(x) = random_mutation(&m, w, i, d) {
-            m = x;
-            agree(inst, &m);
-        }
-    }
+    mutate_up_to_three(s, muts, |m| {
+        agree(inst, m);
+    });
 }
 
 /// The external SMT solver `bin` (`z3` or `cvc5`), which re-checks the SMT-LIB2

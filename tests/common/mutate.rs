@@ -173,6 +173,24 @@ pub fn overlap_transfers(inst: &Instance, s: &Schedule, pick: usize) -> Option<S
     Some(m)
 }
 
+/// Apply up to three random mutations ([`random_mutation`], one per entry of
+/// `muts`) to `s` in turn, calling `after` on each mutated schedule; returns the
+/// last one.
+pub fn mutate_up_to_three(
+    s: Schedule,
+    muts: Vec<(u8, usize, i8)>,
+    mut after: impl FnMut(&Schedule),
+) -> Schedule {
+    let mut m = s;
+    for (w, i, d) in muts.into_iter().take(3) {
+        if let Some(x) = random_mutation(&m, w, i, d) {
+            m = x;
+            after(&m);
+        }
+    }
+    m
+}
+
 /// A random small change: move an event, stretch or shrink it, drop it, or
 /// duplicate it. Used to compare the checker and the re-check on invalid input.
 pub fn random_mutation(s: &Schedule, which: u8, idx: usize, delta: i8) -> Option<Schedule> {
