@@ -296,3 +296,14 @@ fn the_discount_builder_uses_one_offload_for_two_prefetches() {
         (4, 2)
     );
 }
+
+/// The helper every property goes through fails, not passes, when every case
+/// is discarded.
+#[test]
+#[should_panic(expected = "Unable to generate enough tests")]
+fn qc_fails_when_every_case_is_discarded() {
+    fn prop(_: u8) -> TestResult {
+        TestResult::discard()
+    }
+    qc(10, 1).quickcheck(prop as fn(u8) -> TestResult);
+}
