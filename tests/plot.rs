@@ -13,7 +13,7 @@ use offcert::schedule::Schedule;
 use offcert::trace::audit::{audit_trace, Finding, Options};
 use offcert::trace::kineto;
 use offcert::units::Bytes;
-use quickcheck::{QuickCheck, TestResult};
+use quickcheck::TestResult;
 use std::path::Path;
 use std::process::Command;
 use std::sync::atomic::{AtomicUsize, Ordering::Relaxed};
@@ -128,27 +128,10 @@ fn randomly_broken_schedules_are_drawn_with_their_violations() {
         mask: u16,
         muts: Vec<(u8, usize, i8)>,
     ) -> TestResult {
-        if spec.is_empty() {
-            return TestResult::discard();
-        }
-        let built = if family {
-            activation_schedule(&activation_chain(&spec, bw, slack), mask, slack / 16)
-        } else {
-            let c = weight_chain(&spec, bw);
-            let keep: Vec<Keep> = (0..spec.len())
-                .map(|i| Keep::from_bits((mask.checked_shr(2 * i as u32).unwrap_or(0) & 3) as u8))
-                .collect();
-            Some(weight_schedule(&c, &keep))
-        };
-        let Some((mut inst, s)) = built else {
+        let Some((mut inst, s)) = either_schedule(family, &spec, bw, slack, mask) else {
             return TestResult::discard();
         };
-        let mut m = s;
-        for (w, i, d) in muts.into_iter().take(3) {
-            if let Some(x) = random_mutation(&m, w, i, d) {
-                m = x;
-            }
-        }
+        let m = mutate_up_to_three(s, muts, |_| {});
         // Tight memory: one byte below the peak half of the time.
         let peak = check(&inst, &m).peak_memory;
         if mask & 1 == 1 && peak.0 > 0 {
@@ -158,10 +141,8 @@ fn randomly_broken_schedules_are_drawn_with_their_violations() {
         MARKERS.fetch_add(r.violations.len(), Relaxed);
         TestResult::passed()
     }
-    QuickCheck::new()
-        .tests(cases(60))
+    qc(60, 30)
         .max_tests(cases(2000))
-        .min_tests_passed(cases(30))
         .quickcheck(prop as fn(bool, Spec, u8, u8, u16, Vec<(u8, usize, i8)>) -> TestResult);
     assert!(MARKERS.load(Relaxed) >= 30, "too few violations drawn");
 }
