@@ -11,6 +11,7 @@ pub mod exact;
 pub mod family;
 pub mod heuristic;
 pub mod io;
+pub mod lp;
 pub mod model;
 pub mod recheck;
 pub mod report;

@@ -11,7 +11,7 @@
 //! bound are set to 0; a column with no upper bound (idle time) whose d_j would be
 //! negative has the rows that push it below zero scaled down until d_j = 0.
 
-use super::model::Milp;
+use crate::lp::rational::Milp;
 use num_bigint::BigInt;
 use num_rational::BigRational;
 use num_traits::{One, Signed, Zero};

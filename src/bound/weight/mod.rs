@@ -3,22 +3,21 @@
 //!
 //! Owns: [`Sec6Milp`] (`milp-sec6`, solver-reported: HiGHS's proven MIP bound),
 //! [`Sec6Certified`] (`milp-sec6-lp`, certified: Neumaier–Shcherbina from the LP
-//! duals in exact rationals), the model ([`model`]) and the registry.
+//! duals in exact rationals), the MILP ([`sec6_milp`]) and the registry.
 //! The proof that the (corrected) MILP bounds every valid schedule of our model,
 //! and the counterexample to the MILP as printed, are in `proofs/WEIGHT-BOUND.md`.
-//! Must not import: heuristics, exact solvers. HiGHS types stay in `solve.rs`.
+//! Must not import: heuristics, exact solvers. HiGHS is reached only through [`crate::lp`].
 
 pub mod certify;
-pub mod model;
-mod solve;
+pub mod sec6_milp;
 
 use super::{BoundError, BoundMethod, LowerBound, Strength};
 use crate::family::{InstanceFile, WeightChain};
+use crate::lp::{self, rational, SolveStatus};
 use crate::model::Instance;
-use highs::HighsModelStatus;
-use model::{build, ModelIssue, Variant};
 use num_bigint::BigInt;
 use num_rational::BigRational;
+use sec6_milp::{build, ModelIssue, Variant};
 use std::time::Duration;
 
 /// Both §6 bounds.
@@ -103,22 +102,22 @@ impl Sec6Milp {
     pub fn compute(&self, c: &WeightChain) -> Result<LowerBound, BoundError> {
         let name = self.name();
         let m = build(c, self.variant).map_err(|e| issue(name, e))?;
-        let s = solve::solve(&m, false, self.time_limit).map_err(|message| BoundError::Failed {
+        let s = lp::solve_rational(&m, false, self.time_limit).map_err(|e| BoundError::Failed {
             bound: name,
-            message,
+            message: e.to_string(),
         })?;
         match s.status {
-            HighsModelStatus::Optimal | HighsModelStatus::ReachedTimeLimit => {}
-            HighsModelStatus::Infeasible => {
+            SolveStatus::Optimal | SolveStatus::ReachedTimeLimit => {}
+            SolveStatus::Infeasible => {
                 return Err(BoundError::Failed {
                     bound: name,
                     message: "the MILP is infeasible (solver-reported)".into(),
                 })
             }
-            other => {
+            SolveStatus::Other(other) => {
                 return Err(BoundError::Failed {
                     bound: name,
-                    message: format!("HiGHS status {other:?}"),
+                    message: format!("HiGHS status {other}"),
                 })
             }
         }
@@ -128,7 +127,7 @@ impl Sec6Milp {
                 message: "no finite MIP bound before the time limit".into(),
             });
         }
-        let value = solver_value(s.dual_bound + model::f(&m.constant));
+        let value = solver_value(s.dual_bound + rational::f(&m.constant));
         Ok(LowerBound {
             value,
             source: name.into(),
@@ -141,12 +140,12 @@ impl Sec6Certified {
     pub fn compute(&self, c: &WeightChain) -> Result<LowerBound, BoundError> {
         let name = self.name();
         let m = build(c, self.variant).map_err(|e| issue(name, e))?;
-        let s = solve::solve(&m, true, self.time_limit).map_err(|message| BoundError::Failed {
+        let s = lp::solve_rational(&m, true, self.time_limit).map_err(|e| BoundError::Failed {
             bound: name,
-            message,
+            message: e.to_string(),
         })?;
         // Any y gives a valid bound; without an optimal basis, y = 0 still gives Σu.
-        let y = if s.status == HighsModelStatus::Optimal {
+        let y = if s.status == SolveStatus::Optimal {
             s.row_duals
         } else {
             Vec::new()

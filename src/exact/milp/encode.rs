@@ -4,7 +4,7 @@
 //!
 //! Owns: [`Encoding`] (the model and the map from its columns back to events).
 
-use super::lp::{Lin, Lp, Var};
+use crate::lp::{Lin, Lp, Var};
 use super::structure::{Anchor, Base, Release, Structure, UPos};
 use std::collections::BTreeMap;
 

@@ -17,17 +17,16 @@
 
 mod decode;
 mod encode;
-mod lp;
 mod structure;
 
 use super::{ExactError, Limits, Method, Outcome, Status};
 use crate::check::check;
+use crate::lp::{self, LpResult};
 use crate::model::{Instance, TensorId};
 use crate::schedule::Schedule;
 use crate::simulate::{asap, Plan};
 use crate::units::Ticks;
 use encode::{Encoding, TooShort};
-use lp::LpResult;
 use std::sync::atomic::Ordering;
 use std::time::{Duration, Instant};
 use structure::{Base, Structure};
@@ -87,7 +86,7 @@ fn run_lp(
     let mut last = Instant::now();
     loop {
         match rx.recv_timeout(Duration::from_millis(100)) {
-            Ok(r) => return r.map(Some).map_err(backend),
+            Ok(r) => return r.map(Some).map_err(|e| backend(e.to_string())),
             Err(std::sync::mpsc::RecvTimeoutError::Timeout) => {}
             Err(_) => return Err(backend("the HiGHS worker stopped")),
         }

@@ -14,67 +14,15 @@
 //! bound (see the counterexample in `proofs/WEIGHT-BOUND.md`).
 
 use crate::family::WeightChain;
+use crate::lp::rational::Milp;
 use num_bigint::BigInt;
 use num_rational::BigRational;
-use num_traits::{One, ToPrimitive, Zero};
+use num_traits::{One, Zero};
 
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub enum Variant {
     Corrected,
     Literal,
-}
-
-#[derive(Clone, Debug)]
-pub struct Column {
-    pub cost: BigRational,
-    pub lo: BigRational,
-    /// `None`: +∞.
-    pub hi: Option<BigRational>,
-    pub integer: bool,
-}
-
-#[derive(Clone, Debug)]
-pub struct Row {
-    pub coefs: Vec<(usize, BigRational)>,
-    pub lo: Option<BigRational>,
-    pub hi: Option<BigRational>,
-}
-
-/// min cost·x + constant, s.t. lo ≤ A x ≤ hi per row, the column boxes and integrality.
-#[derive(Clone, Debug, Default)]
-pub struct Milp {
-    pub cols: Vec<Column>,
-    pub rows: Vec<Row>,
-    pub constant: BigRational,
-}
-
-impl Milp {
-    fn col(
-        &mut self,
-        cost: BigRational,
-        lo: BigRational,
-        hi: Option<BigRational>,
-        integer: bool,
-    ) -> usize {
-        self.cols.push(Column {
-            cost,
-            lo,
-            hi,
-            integer,
-        });
-        self.cols.len() - 1
-    }
-    fn row(
-        &mut self,
-        coefs: Vec<(usize, BigRational)>,
-        lo: Option<BigRational>,
-        hi: Option<BigRational>,
-    ) {
-        self.rows.push(Row { coefs, lo, hi });
-    }
-    pub fn nonzeros(&self) -> usize {
-        self.rows.iter().map(|r| r.coefs.len()).sum()
-    }
 }
 
 fn int(x: i128) -> BigRational {
@@ -283,13 +231,4 @@ pub fn build(c: &WeightChain, variant: Variant) -> Result<Milp, ModelIssue> {
         }
     }
     Ok(m)
-}
-
-/// A rational as the nearest f64 (for the solver only).
-pub fn f(x: &BigRational) -> f64 {
-    x.to_f64().unwrap_or(if x > &BigRational::zero() {
-        f64::INFINITY
-    } else {
-        f64::NEG_INFINITY
-    })
 }
