@@ -30,12 +30,12 @@ use std::time::Duration;
 /// A method's entry point.
 pub type SolveFn = fn(&Instance, &Limits) -> Result<Outcome, ExactError>;
 
-/// The entry point of each method available in this build.
-pub fn solver(m: Method) -> Option<SolveFn> {
+/// The entry point of each method.
+pub fn solver(m: Method) -> SolveFn {
     match m {
-        Method::Milp => Some(milp::solve),
-        Method::Smt => Some(super::smt::solve),
-        Method::Search => Some(super::search::solve),
+        Method::Milp => milp::solve,
+        Method::Smt => super::smt::solve,
+        Method::Search => super::search::solve,
     }
 }
 
@@ -123,27 +123,9 @@ pub fn run_one(inst: &Instance, m: Method, limits: &Limits) -> MethodResult {
     run_one_with(inst, m, solver(m), limits)
 }
 
-/// [`run_one`] with the entry point given (`None`: not in this build).
-pub fn run_one_with(
-    inst: &Instance,
-    m: Method,
-    f: Option<SolveFn>,
-    limits: &Limits,
-) -> MethodResult {
+/// [`run_one`] with the entry point given.
+pub fn run_one_with(inst: &Instance, m: Method, f: SolveFn, limits: &Limits) -> MethodResult {
     let started = std::time::Instant::now();
-    let Some(f) = f else {
-        return MethodResult {
-            method: m,
-            status: None,
-            makespan: None,
-            bound: None,
-            elapsed_ms: 0,
-            notes: vec![],
-            error: Some("not available in this build".into()),
-            rejected_claim: None,
-            schedule: None,
-        };
-    };
     match f(inst, limits) {
         Ok(o) => {
             let mut r = MethodResult {
@@ -209,16 +191,12 @@ pub fn run_one_with(
 
 /// Run `methods` in turn (each with the full limits) and label the result.
 pub fn run(inst: &Instance, methods: &[Method], limits: &Limits) -> Verdict {
-    let with: Vec<(Method, Option<SolveFn>)> = methods.iter().map(|&m| (m, solver(m))).collect();
+    let with: Vec<(Method, SolveFn)> = methods.iter().map(|&m| (m, solver(m))).collect();
     run_with(inst, &with, limits)
 }
 
 /// [`run`] with each method's entry point given (tests plant faulty methods).
-pub fn run_with(
-    inst: &Instance,
-    methods: &[(Method, Option<SolveFn>)],
-    limits: &Limits,
-) -> Verdict {
+pub fn run_with(inst: &Instance, methods: &[(Method, SolveFn)], limits: &Limits) -> Verdict {
     let started = std::time::Instant::now();
     let mut results = Vec::new();
     for &(m, f) in methods {
