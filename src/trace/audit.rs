@@ -492,95 +492,68 @@ pub fn audit_trace(trace: &Trace, opts: &Options) -> TraceAudit {
             }
         }
 
-        // Device memory: stable-sorted by time already.
-        let mem: Vec<&super::MemoryEvent> = trace
-            .memory
-            .iter()
-            .filter(|m| m.device_type == CUDA_DEVICE_TYPE && m.device == dev)
-            .collect();
-        let memory = if mem.is_empty() {
-            None
-        } else {
-            let (baseline, known) = match mem[0].total_allocated {
-                Some(ta) => ((ta as i128) - (mem[0].bytes as i128), true),
-                None => {
-                    let mut run = 0i128;
-                    let mut lo = 0i128;
-                    for m in &mem {
-                        run += m.bytes as i128;
-                        lo = lo.min(run);
-                    }
-                    (-lo, false)
-                }
-            };
-            if !known {
-                notes.push(Note::BaselineInferred {
-                    device: dev,
-                    baseline: Bytes(baseline.max(0) as u64),
-                });
-            }
-            let mut run = baseline;
-            let mut peak = (baseline, mem[0].at);
-            let mut mismatches = 0u64;
-            let mut first_over: Option<Nanos> = None;
-            let mut time_over = 0i128;
-            let mut over_since: Option<Nanos> = None;
-            let budget = opts.budget.map(|b| b.0 as i128);
-            for (i, m) in mem.iter().enumerate() {
-                run += m.bytes as i128;
-                if let Some(ta) = m.total_allocated {
-                    if ta as i128 != run {
-                        mismatches += 1;
-                    }
-                }
-                // Measure after every event of one instant.
-                let last_of_instant = mem.get(i + 1).is_none_or(|n| n.at != m.at);
-                if !last_of_instant {
-                    continue;
-                }
-                if run > peak.0 {
-                    peak = (run, m.at);
-                }
-                if let Some(b) = budget {
-                    if run > b {
-                        first_over.get_or_insert(m.at);
-                        over_since.get_or_insert(m.at);
-                    } else if let Some(s) = over_since.take() {
-                        time_over += (m.at.0 - s.0) as i128;
-                    }
-                }
-            }
-            if let (Some(s), Some(last)) = (over_since, mem.last()) {
-                time_over += (last.at.0 - s.0) as i128;
-            }
-            if mismatches > 0 {
-                notes.push(Note::TotalAllocatedMismatch {
-                    device: dev,
-                    count: mismatches,
-                });
-            }
-            let peak_b = Bytes(peak.0.clamp(0, u64::MAX as i128) as u64);
-            if let (Some(b), Some(at)) = (opts.budget, first_over) {
-                push(
-                    Finding::MemoryOverBudget {
+        let memory = match memory_timeline(trace, dev) {
+            None => None,
+            Some(tl) => {
+                let (baseline, known) = (tl.baseline, tl.baseline_known);
+                if !known {
+                    notes.push(Note::BaselineInferred {
                         device: dev,
-                        budget: b,
-                        peak: peak_b,
-                        peak_at: peak.1,
-                        first_over_at: at,
-                        time_over: ns(time_over),
-                    },
-                    &mut findings,
-                );
+                        baseline: Bytes(baseline.max(0) as u64),
+                    });
+                }
+                let mismatches = tl.mismatches;
+                let mut peak = tl.samples[0];
+                let mut first_over: Option<Nanos> = None;
+                let mut time_over = 0i128;
+                let mut over_since: Option<Nanos> = None;
+                let budget = opts.budget.map(|b| b.0 as i128);
+                for &(at, run) in &tl.samples[1..] {
+                    if run > peak.1 {
+                        peak = (at, run);
+                    }
+                    if let Some(b) = budget {
+                        if run > b {
+                            first_over.get_or_insert(at);
+                            over_since.get_or_insert(at);
+                        } else if let Some(s) = over_since.take() {
+                            time_over += (at.0 - s.0) as i128;
+                        }
+                    }
+                }
+                let peak = (peak.1, peak.0);
+                if let (Some(s), Some(last)) = (over_since, tl.samples.last()) {
+                    time_over += (last.0 .0 - s.0) as i128;
+                }
+                if mismatches > 0 {
+                    notes.push(Note::TotalAllocatedMismatch {
+                        device: dev,
+                        count: mismatches,
+                    });
+                }
+                let peak_b = Bytes(peak.0.clamp(0, u64::MAX as i128) as u64);
+                if let (Some(b), Some(at)) = (opts.budget, first_over) {
+                    push(
+                        Finding::MemoryOverBudget {
+                            device: dev,
+                            budget: b,
+                            peak: peak_b,
+                            peak_at: peak.1,
+                            first_over_at: at,
+                            time_over: ns(time_over),
+                        },
+                        &mut findings,
+                    );
+                }
+                Some(MemorySummary {
+                    device: dev,
+                    events: tl.events,
+                    baseline: Bytes(baseline.clamp(0, u64::MAX as i128) as u64),
+                    baseline_known: known,
+                    peak: peak_b,
+                    peak_at: peak.1,
+                })
             }
-            Some(MemorySummary {
-                device: dev,
-                events: mem.len() as u64,
-                baseline: Bytes(baseline.clamp(0, u64::MAX as i128) as u64),
-                baseline_known: known,
-                peak: peak_b,
-                peak_at: peak.1,
-            })
         };
         out_devices.push(DeviceAudit {
             device: dev,
@@ -612,6 +585,68 @@ pub fn audit_trace(trace: &Trace, opts: &Options) -> TraceAudit {
             .collect(),
         notes,
     }
+}
+
+/// The device-memory timeline of one GPU from the trace's allocator events.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct MemoryTimeline {
+    /// Memory held before the first event.
+    pub baseline: i128,
+    /// True when read from `Total Allocated`; false when inferred (a lower bound).
+    pub baseline_known: bool,
+    /// Allocator events of this GPU.
+    pub events: u64,
+    /// Events whose `Total Allocated` disagrees with the running sum.
+    pub mismatches: u64,
+    /// (instant, bytes held): the baseline at the first event's instant, then
+    /// the running sum after the last event of every instant (what the
+    /// memory-budget rule measures).
+    pub samples: Vec<(Nanos, i128)>,
+}
+
+/// The memory timeline of GPU `dev`, or `None` without allocator events.
+pub fn memory_timeline(trace: &Trace, dev: i64) -> Option<MemoryTimeline> {
+    // Stable-sorted by time already.
+    let mem: Vec<&super::MemoryEvent> = trace
+        .memory
+        .iter()
+        .filter(|m| m.device_type == CUDA_DEVICE_TYPE && m.device == dev)
+        .collect();
+    let first = mem.first()?;
+    let (baseline, known) = match first.total_allocated {
+        Some(ta) => ((ta as i128) - (first.bytes as i128), true),
+        None => {
+            let mut run = 0i128;
+            let mut lo = 0i128;
+            for m in &mem {
+                run += m.bytes as i128;
+                lo = lo.min(run);
+            }
+            (-lo, false)
+        }
+    };
+    let mut run = baseline;
+    let mut samples = vec![(first.at, baseline)];
+    let mut mismatches = 0u64;
+    for (i, m) in mem.iter().enumerate() {
+        run += m.bytes as i128;
+        if let Some(ta) = m.total_allocated {
+            if ta as i128 != run {
+                mismatches += 1;
+            }
+        }
+        // Measure after every event of one instant.
+        if mem.get(i + 1).is_none_or(|n| n.at != m.at) {
+            samples.push((m.at, run));
+        }
+    }
+    Some(MemoryTimeline {
+        baseline,
+        baseline_known: known,
+        events: mem.len() as u64,
+        mismatches,
+        samples,
+    })
 }
 
 /// A compute op that started before the prefetch of its input finished (the
