@@ -375,7 +375,7 @@ fn bogus_optimum(_: &Instance, _: &Limits) -> Result<Outcome, ExactError> {
 fn self_rejected(_: &Instance, _: &Limits) -> Result<Outcome, ExactError> {
     Err(ExactError::CheckerRejected {
         method: Method::Search,
-        violations: vec!["planted".into()],
+        violations: offcert::exact::Rejected(vec![]),
     })
 }
 

@@ -20,7 +20,7 @@
 //! returns none) is kept out of the vote, but never silently: its claim stays in
 //! [`MethodResult::rejected_claim`] and is reported as a disagreement.
 
-use super::{milp, ExactError, Limits, Method, Outcome, Status};
+use super::{milp, ExactError, Limits, Method, Outcome, Rejected, Status};
 use crate::check::{check, Report};
 use crate::model::Instance;
 use crate::schedule::Schedule;
@@ -91,7 +91,9 @@ pub struct MethodResult {
     pub bound: Option<Ticks>,
     pub elapsed_ms: u128,
     pub notes: Vec<String>,
-    pub error: Option<String>,
+    /// Why the method failed, or why its claim is out of the vote.
+    #[serde(serialize_with = "as_text")]
+    pub error: Option<ExactError>,
     /// The method's own claim when the checker rejected its schedule (or it
     /// claimed a schedule and returned none): out of the vote, reported as a
     /// disagreement.
@@ -118,6 +120,11 @@ pub struct Verdict {
     pub elapsed: Duration,
 }
 
+/// An error as its message (the report's JSON field is text).
+fn as_text<S: serde::Serializer>(e: &Option<ExactError>, s: S) -> Result<S::Ok, S::Error> {
+    serde::Serialize::serialize(&e.as_ref().map(|e| e.to_string()), s)
+}
+
 /// Run one method and replay its schedule.
 pub fn run_one(inst: &Instance, m: Method, limits: &Limits) -> MethodResult {
     run_one_with(inst, m, solver(m), limits)
@@ -127,54 +134,9 @@ pub fn run_one(inst: &Instance, m: Method, limits: &Limits) -> MethodResult {
 pub fn run_one_with(inst: &Instance, m: Method, f: SolveFn, limits: &Limits) -> MethodResult {
     let started = std::time::Instant::now();
     match f(inst, limits) {
-        Ok(o) => {
-            let mut r = MethodResult {
-                method: m,
-                status: Some(o.status),
-                makespan: None,
-                bound: o.bound,
-                elapsed_ms: o.elapsed.as_millis(),
-                notes: o.notes,
-                error: None,
-                rejected_claim: None,
-                schedule: None,
-            };
-            if let Some(s) = o.schedule {
-                let rep = check(inst, &s);
-                if rep.valid {
-                    r.makespan = Some(rep.makespan);
-                    r.schedule = Some(s);
-                } else {
-                    let v: Vec<String> = rep
-                        .violations
-                        .iter()
-                        .map(|v| format!("{} at {}", v.kind(), v.at()))
-                        .collect();
-                    r.error = Some(format!(
-                        "its schedule is rejected by the checker: {}",
-                        v.join("; ")
-                    ));
-                    r.rejected_claim = r.status.take();
-                }
-            } else if matches!(o.status, Status::Optimal | Status::Feasible) {
-                r.error = Some("claims a schedule but returned none".into());
-                r.rejected_claim = r.status.take();
-            }
-            r
-        }
+        Ok(o) => replay(inst, m, o),
         // The method replayed its own schedule and the checker rejected it: a
         // claim that a schedule exists, out of the vote but not silently.
-        Err(e @ ExactError::CheckerRejected { .. }) => MethodResult {
-            method: m,
-            status: None,
-            makespan: None,
-            bound: None,
-            elapsed_ms: started.elapsed().as_millis(),
-            notes: vec![],
-            error: Some(e.to_string()),
-            rejected_claim: Some(Status::Feasible),
-            schedule: None,
-        },
         Err(e) => MethodResult {
             method: m,
             status: None,
@@ -182,11 +144,44 @@ pub fn run_one_with(inst: &Instance, m: Method, f: SolveFn, limits: &Limits) -> 
             bound: None,
             elapsed_ms: started.elapsed().as_millis(),
             notes: vec![],
-            error: Some(e.to_string()),
-            rejected_claim: None,
+            rejected_claim: matches!(e, ExactError::CheckerRejected { .. })
+                .then_some(Status::Feasible),
+            error: Some(e),
             schedule: None,
         },
     }
+}
+
+/// A method's outcome after the checker saw its schedule.
+fn replay(inst: &Instance, m: Method, o: Outcome) -> MethodResult {
+    let mut r = MethodResult {
+        method: m,
+        status: Some(o.status),
+        makespan: None,
+        bound: o.bound,
+        elapsed_ms: o.elapsed.as_millis(),
+        notes: o.notes,
+        error: None,
+        rejected_claim: None,
+        schedule: None,
+    };
+    if let Some(s) = o.schedule {
+        let rep = check(inst, &s);
+        if rep.valid {
+            r.makespan = Some(rep.makespan);
+            r.schedule = Some(s);
+        } else {
+            r.error = Some(ExactError::CheckerRejected {
+                method: m,
+                violations: Rejected(rep.violations),
+            });
+            r.rejected_claim = r.status.take();
+        }
+    } else if matches!(o.status, Status::Optimal | Status::Feasible) {
+        r.error = Some(ExactError::NoSchedule { method: m });
+        r.rejected_claim = r.status.take();
+    }
+    r
 }
 
 /// Run `methods` in turn (each with the full limits) and label the result.
@@ -235,8 +230,12 @@ pub fn label(inst: &Instance, results: Vec<MethodResult>, limits: &Limits) -> Ve
     for r in &results {
         if let Some(c) = r.rejected_claim {
             let prefix = format!("{:?}: ", r.method);
-            let why = r.error.as_deref().unwrap_or("its schedule is rejected");
-            let why = why.strip_prefix(&prefix).unwrap_or(why);
+            let why = r
+                .error
+                .as_ref()
+                .map(|e| e.to_string())
+                .unwrap_or("its schedule is rejected".into());
+            let why = why.strip_prefix(&prefix).unwrap_or(&why);
             let claim = match c {
                 Status::Optimal => "an optimum",
                 Status::Feasible => "a schedule",

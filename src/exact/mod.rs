@@ -77,8 +77,8 @@ pub struct Outcome {
     pub notes: Vec<String>,
 }
 
-/// Why a method could not run.
-#[derive(Debug, thiserror::Error)]
+/// Why a method could not run, or why its claim is out of the vote.
+#[derive(Clone, Debug, thiserror::Error)]
 #[non_exhaustive]
 pub enum ExactError {
     #[error("{method:?}: this instance is outside the method's scope: {reason}")]
@@ -91,12 +91,29 @@ pub enum ExactError {
     },
     #[error("{method:?}: solver failure: {message}")]
     Backend { method: Method, message: String },
-    #[error("{method:?}: returned a schedule the checker rejects: {violations:?}")]
+    /// HiGHS gave no answer.
+    #[error("{method:?}: solver failure: {source}")]
+    Lp {
+        method: Method,
+        #[source]
+        source: crate::lp::LpError,
+    },
+    /// The checker rejects the schedule the method returned.
+    #[error("{method:?}: its schedule is rejected by the checker: {violations}")]
     CheckerRejected {
         method: Method,
-        violations: Vec<String>,
+        #[source]
+        violations: Rejected,
     },
+    /// The method claims a schedule but returned none.
+    #[error("{method:?}: claims a schedule but returned none")]
+    NoSchedule { method: Method },
 }
+
+/// The checker's violations of a schedule (at least one).
+#[derive(Clone, Debug, PartialEq, Eq, thiserror::Error)]
+#[error("{}", self.0.iter().map(|v| format!("{} at {}", v.kind(), v.at())).collect::<Vec<_>>().join("; "))]
+pub struct Rejected(pub Vec<crate::check::Violation>);
 
 /// Rescale time so that every transfer time |t|/β is a whole number of ticks
 /// (`proofs/EXACTNESS.md` §2): with β = b/τ, each new tick is 1/K old ticks,

@@ -29,7 +29,7 @@
 //! [`FractionalOptimum`].
 
 use super::{infeasible, ChainProfile};
-use crate::bound::{BoundError, BoundMethod, LowerBound, Strength};
+use crate::bound::{BoundError, BoundMethod, Failure, LowerBound, Strength};
 use crate::family::{ActivationChain, InstanceFile};
 use crate::model::{Instance, ReleaseRule};
 use num_bigint::BigInt;
@@ -120,9 +120,9 @@ fn fractional(c: &ActivationChain, early_release: bool) -> Result<BigRational, B
     let mut avail = BigRational::zero(); // eager bytes whose first reader started
     let mut next = 0usize; // next op to start
     let mut running: Option<(usize, BigRational)> = None;
-    let fail = |msg: String| BoundError::Failed {
+    let fail = |cause: Failure| BoundError::Failed {
         bound: SOURCE,
-        message: msg,
+        cause,
     };
     // Each pass either starts or ends an op or moves the link to its next
     // target; there are at most 2n op events and 2 link targets per op.
@@ -155,7 +155,7 @@ fn fractional(c: &ActivationChain, early_release: bool) -> Result<BigRational, B
         }
         if next == n && running.is_none() {
             if !cpu.is_zero() {
-                return Err(fail(format!("ended with {cpu} B still on the CPU")));
+                return Err(fail(Failure::LeftOnCpu(cpu)));
             }
             return Ok(t);
         }
@@ -199,10 +199,11 @@ fn fractional(c: &ActivationChain, early_release: bool) -> Result<BigRational, B
             (Some(a), None) => a,
             (None, Some(b)) => b,
             (None, None) => {
-                return Err(fail(format!(
-                    "stuck at t={t} before {} with {cpu} B on the CPU",
-                    prof.op_name(next)
-                )))
+                return Err(fail(Failure::Stuck {
+                    at: t,
+                    op: prof.op_name(next),
+                    cpu,
+                }))
             }
         };
         let dt = &step_to - &t;
@@ -213,7 +214,7 @@ fn fractional(c: &ActivationChain, early_release: bool) -> Result<BigRational, B
         }
         t = step_to;
     }
-    Err(fail("did not converge (internal error)".into()))
+    Err(fail(Failure::NoConvergence))
 }
 
 impl BoundMethod for FractionalOptimum {
@@ -221,17 +222,12 @@ impl BoundMethod for FractionalOptimum {
         SOURCE
     }
     fn applies(&self, file: &InstanceFile) -> bool {
-        matches!(file, InstanceFile::ActivationChain(_))
+        file.activation_chain().is_some()
     }
     /// The rule is the compiled instance's (the CLI's `--release` overrides the
     /// file's).
     fn bound(&self, file: &InstanceFile, inst: &Instance) -> Result<LowerBound, BoundError> {
-        let InstanceFile::ActivationChain(c) = file else {
-            return Err(BoundError::NotApplicable {
-                bound: SOURCE,
-                family: file.family().into(),
-            });
-        };
+        let c = crate::bound::activation_chain(SOURCE, file)?;
         Ok(LowerBound {
             value: fractional_optimum_under(c, inst.release)?,
             source: SOURCE.into(),

@@ -33,7 +33,8 @@ fn dyadic(y: f64) -> BigRational {
 }
 
 /// Why no finite bound came out.
-#[derive(Clone, Debug, PartialEq, Eq)]
+#[derive(Clone, Debug, PartialEq, Eq, thiserror::Error)]
+#[error("no finite bound (column {column})")]
 pub struct Unbounded {
     pub column: usize,
 }

@@ -29,23 +29,17 @@ fn int(x: i128) -> BigRational {
     BigRational::from_integer(BigInt::from(x))
 }
 
-/// The op memory M_k of eq. (1), ops in the paper's order (B_L … B_1, F_1 … F_L).
-fn op_memory(c: &WeightChain) -> Option<Vec<u64>> {
-    let l = c.l();
-    (0..2 * l)
-        .map(|j| if j < l { c.mb(l - j) } else { c.mf(j - l + 1) })
-        .collect()
-}
-
 /// Why the model cannot be built.
-#[derive(Clone, Debug, PartialEq, Eq)]
+#[derive(Clone, Debug, PartialEq, Eq, thiserror::Error)]
 pub enum ModelIssue {
     /// Op `op` (paper numbering, 0-based) alone exceeds the GPU memory: no schedule exists.
+    #[error("op #{op} (paper numbering from B_L) alone needs {memory} B > {capacity} B: no schedule exists")]
     OpTooBig {
         op: usize,
         memory: u64,
         capacity: u64,
     },
+    #[error("memory sizes overflow 64 bits")]
     Overflow,
 }
 
@@ -53,7 +47,7 @@ pub enum ModelIssue {
 pub fn build(c: &WeightChain, variant: Variant) -> Result<Milp, ModelIssue> {
     let l = c.l();
     let n = 2 * l;
-    let mem = op_memory(c).ok_or(ModelIssue::Overflow)?;
+    let mem = c.op_memory().ok_or(ModelIssue::Overflow)?;
     for (j, m) in mem.iter().enumerate() {
         if *m > c.gpu_memory {
             return Err(ModelIssue::OpTooBig {

@@ -59,7 +59,7 @@ fn checked(inst: &Instance, s: Schedule) -> Result<(Schedule, Ticks), ExactError
     if !r.valid {
         return Err(ExactError::CheckerRejected {
             method: Method::Milp,
-            violations: r.violations.iter().map(|v| format!("{v:?}")).collect(),
+            violations: super::Rejected(r.violations),
         });
     }
     Ok((s, r.makespan))
@@ -86,7 +86,12 @@ fn run_lp(
     let mut last = Instant::now();
     loop {
         match rx.recv_timeout(Duration::from_millis(100)) {
-            Ok(r) => return r.map(Some).map_err(|e| backend(e.to_string())),
+            Ok(r) => {
+                return r.map(Some).map_err(|source| ExactError::Lp {
+                    method: Method::Milp,
+                    source,
+                })
+            }
             Err(std::sync::mpsc::RecvTimeoutError::Timeout) => {}
             Err(_) => return Err(backend("the HiGHS worker stopped")),
         }

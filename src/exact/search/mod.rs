@@ -505,7 +505,7 @@ pub fn solve(inst: &Instance, limits: &Limits) -> Result<Outcome, ExactError> {
             if !report.valid {
                 return Err(ExactError::CheckerRejected {
                     method: Method::Search,
-                    violations: report.violations.iter().map(|v| format!("{v:?}")).collect(),
+                    violations: super::Rejected(report.violations),
                 });
             }
             if report.makespan.0 != ms {

@@ -16,6 +16,7 @@ use crate::model::{
 use crate::schedule::{CyclicState, Event, Schedule};
 use crate::semantics::transfer_ticks;
 use crate::units::Ticks;
+use num_integer::gcd;
 use std::fmt::Write;
 
 fn unsupported(reason: impl Into<String>) -> ExactError {
@@ -157,14 +158,6 @@ fn or(v: &[String]) -> String {
         0 => "false".into(),
         1 => v[0].clone(),
         _ => format!("(or {})", v.join(" ")),
-    }
-}
-
-fn gcd(a: u128, b: u128) -> u128 {
-    if b == 0 {
-        a
-    } else {
-        gcd(b, a % b)
     }
 }
 

@@ -126,7 +126,7 @@ pub fn solve(inst: &Instance, limits: &Limits) -> Result<Outcome, ExactError> {
                         if !report.valid {
                             return Err(ExactError::CheckerRejected {
                                 method: Method::Smt,
-                                violations: report.violations.iter().map(|v| format!("{v:?}")).collect(),
+                                violations: super::Rejected(report.violations),
                             });
                         }
                         let ms = report.makespan;
