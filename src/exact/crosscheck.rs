@@ -211,7 +211,6 @@ pub fn run_with(inst: &Instance, methods: &[(Method, SolveFn)], limits: &Limits)
 /// Combine checked method results into a verdict.
 pub fn label(inst: &Instance, results: Vec<MethodResult>, limits: &Limits) -> Verdict {
     let mut evidence = Vec::new();
-    let mut disagreements = Vec::new();
     // The best checked schedule wins, whoever found it.
     let best = results
         .iter()
@@ -220,41 +219,90 @@ pub fn label(inst: &Instance, results: Vec<MethodResult>, limits: &Limits) -> Ve
     let best_ms = best.and_then(|r| r.makespan);
     let schedule = best.and_then(|r| r.schedule.clone());
     let report = schedule.as_ref().map(|s| check(inst, s));
-    let mut agree = Vec::new();
-    // Methods whose schedule the checker rejected: out of the vote, not silently.
+    let mut disagreements = rejected_claims(&results, best_ms);
+    let agree = contested_claims(&results, best_ms, &mut disagreements);
+    let bound = proven_bound(inst, &results, best_ms, &mut evidence);
+    let label = match best_ms {
+        Some(m) => {
+            let mut label = optimal_label(
+                inst,
+                &results,
+                &agree,
+                (m, bound),
+                limits,
+                (&mut evidence, &mut disagreements),
+            );
+            if !disagreements.is_empty() && label == Label::OptimalCrossChecked {
+                // Never call a contested optimum cross-checked.
+                label = Label::OptimalSolverReported;
+            }
+            label
+        }
+        None => infeasible_label(&results, &disagreements, &mut evidence),
+    };
+    let bound = match label {
+        Label::OptimalCrossChecked | Label::OptimalSolverReported => best_ms,
+        _ => bound,
+    };
+    Verdict {
+        label,
+        makespan: best_ms,
+        bound,
+        schedule,
+        report,
+        methods: results,
+        evidence,
+        disagreements,
+        elapsed: Duration::ZERO,
+    }
+}
+
+/// Methods whose schedule the checker rejected: out of the vote, not silently.
+fn rejected_claims(results: &[MethodResult], best_ms: Option<Ticks>) -> Vec<String> {
     let said_infeasible: Vec<Method> = results
         .iter()
         .filter(|r| r.status == Some(Status::Infeasible))
         .map(|r| r.method)
         .collect();
-    for r in &results {
-        if let Some(c) = r.rejected_claim {
-            let prefix = format!("{:?}: ", r.method);
-            let why = r
-                .error
-                .as_ref()
-                .map(|e| e.to_string())
-                .unwrap_or("its schedule is rejected".into());
-            let why = why.strip_prefix(&prefix).unwrap_or(&why);
-            let claim = match c {
-                Status::Optimal => "an optimum",
-                Status::Feasible => "a schedule",
-                Status::Infeasible => "infeasibility",
-                Status::Unknown => "nothing",
-            };
-            let mut d = format!(
-                "{:?} claims {claim} but {why}; its claim is not counted",
-                r.method
-            );
-            if best_ms.is_none() && !said_infeasible.is_empty() {
-                d.push_str(&format!(
-                    ", while {said_infeasible:?} say no schedule exists"
-                ));
-            }
-            disagreements.push(d);
+    let mut disagreements = Vec::new();
+    for r in results {
+        let Some(c) = r.rejected_claim else { continue };
+        let prefix = format!("{:?}: ", r.method);
+        let why = r
+            .error
+            .as_ref()
+            .map(|e| e.to_string())
+            .unwrap_or("its schedule is rejected".into());
+        let why = why.strip_prefix(&prefix).unwrap_or(&why);
+        let claim = match c {
+            Status::Optimal => "an optimum",
+            Status::Feasible => "a schedule",
+            Status::Infeasible => "infeasibility",
+            Status::Unknown => "nothing",
+        };
+        let mut d = format!(
+            "{:?} claims {claim} but {why}; its claim is not counted",
+            r.method
+        );
+        if best_ms.is_none() && !said_infeasible.is_empty() {
+            d.push_str(&format!(
+                ", while {said_infeasible:?} say no schedule exists"
+            ));
         }
+        disagreements.push(d);
     }
-    for r in &results {
+    disagreements
+}
+
+/// The methods whose optimum is the best checked makespan; every claim a
+/// checked schedule contradicts goes to `disagreements`.
+fn contested_claims(
+    results: &[MethodResult],
+    best_ms: Option<Ticks>,
+    disagreements: &mut Vec<String>,
+) -> Vec<Method> {
+    let mut agree = Vec::new();
+    for r in results {
         match r.status {
             Some(Status::Optimal) => {
                 if r.makespan == best_ms {
@@ -284,15 +332,25 @@ pub fn label(inst: &Instance, results: Vec<MethodResult>, limits: &Limits) -> Ve
             }
         }
     }
+    agree
+}
+
+/// The best bound a method proved (not above the checked makespan); with a
+/// schedule but no method's bound, the total compute on the busiest device
+/// still bounds the makespan (period) from below, solver-free.
+fn proven_bound(
+    inst: &Instance,
+    results: &[MethodResult],
+    best_ms: Option<Ticks>,
+    evidence: &mut Vec<String>,
+) -> Option<Ticks> {
     let solver_bound = results
         .iter()
         .filter(|r| r.status.is_some() && r.status != Some(Status::Infeasible))
         .filter_map(|r| r.bound)
         .filter(|b| best_ms.is_none_or(|m| *b <= m))
         .max();
-    // With a schedule but no method's bound, the total compute on the busiest
-    // device still bounds the makespan (period) from below, solver-free.
-    let bound = match (solver_bound, best_ms) {
+    match (solver_bound, best_ms) {
         (None, Some(_)) => {
             let c = inst.busiest_device_compute();
             evidence.push(format!(
@@ -301,87 +359,96 @@ pub fn label(inst: &Instance, results: Vec<MethodResult>, limits: &Limits) -> Ve
             Some(c)
         }
         (b, _) => b,
-    };
-    let mut label = Label::Unknown;
-    if let Some(m) = best_ms {
-        if agree.len() >= 2 {
-            evidence.push(format!("{agree:?} each prove optimum {m}"));
-            label = Label::OptimalCrossChecked;
-        } else if agree.len() == 1 {
-            label = Label::OptimalSolverReported;
-            evidence.push(format!("{:?} proves optimum {m}", agree[0]));
-            // Second route: z3 refutes T*-1 and the MILP refutes it too.
-            let asked_milp = results.iter().any(|r| r.method == Method::Milp);
-            if agree[0] == Method::Smt && asked_milp {
-                match milp::refute(inst, Ticks(m.0 - 1), limits) {
-                    Ok(milp::Refutation::Refuted) => {
-                        evidence.push(format!(
-                            "z3 refutes makespan <= {} and the MILP refutes it independently",
-                            m.0 - 1
-                        ));
-                        label = Label::OptimalCrossChecked;
-                    }
-                    Ok(milp::Refutation::Feasible(_)) => disagreements.push(format!(
-                        "the MILP finds a schedule of makespan <= {} that z3 excludes",
-                        m.0 - 1
-                    )),
-                    Ok(milp::Refutation::Unknown) => {}
-                    Err(e) => evidence.push(format!("MILP refutation unavailable: {e}")),
-                }
-            }
-        } else {
-            let b = bound.unwrap_or(Ticks(0));
-            label = Label::Feasible {
-                gap: Ticks(m.0 - b.0),
-            };
-        }
-        if !disagreements.is_empty() && label == Label::OptimalCrossChecked {
-            // Never call a contested optimum cross-checked.
-            label = Label::OptimalSolverReported;
-        }
-    } else {
-        let ran: Vec<&MethodResult> = results.iter().filter(|r| r.status.is_some()).collect();
-        if !ran.is_empty() && ran.iter().all(|r| r.status == Some(Status::Infeasible)) {
-            // Cross-checked only when two methods prove it and nobody contests it.
-            label = if ran.len() >= 2 && disagreements.is_empty() {
-                Label::Infeasible
-            } else {
-                Label::InfeasibleSolverReported
-            };
-            for r in &ran {
-                let why: Vec<&String> = r
-                    .notes
-                    .iter()
-                    .filter(|n| n.starts_with("infeasible"))
-                    .collect();
-                evidence.push(format!(
-                    "{:?}: {}",
-                    r.method,
-                    if why.is_empty() {
-                        "proves no schedule exists".to_string()
-                    } else {
-                        why.iter()
-                            .map(|s| s.as_str())
-                            .collect::<Vec<_>>()
-                            .join("; ")
-                    }
-                ));
-            }
-        }
     }
-    let bound = match label {
-        Label::OptimalCrossChecked | Label::OptimalSolverReported => best_ms,
-        _ => bound,
-    };
-    Verdict {
-        label,
-        makespan: best_ms,
-        bound,
-        schedule,
-        report,
-        methods: results,
-        evidence,
-        disagreements,
-        elapsed: Duration::ZERO,
+}
+
+/// The label when a checked schedule of makespan `m` exists.
+fn optimal_label(
+    inst: &Instance,
+    results: &[MethodResult],
+    agree: &[Method],
+    (m, bound): (Ticks, Option<Ticks>),
+    limits: &Limits,
+    (evidence, disagreements): (&mut Vec<String>, &mut Vec<String>),
+) -> Label {
+    if agree.len() >= 2 {
+        evidence.push(format!("{agree:?} each prove optimum {m}"));
+        return Label::OptimalCrossChecked;
+    }
+    if agree.len() == 1 {
+        evidence.push(format!("{:?} proves optimum {m}", agree[0]));
+        // Second route: z3 refutes T*-1 and the MILP refutes it too.
+        let asked_milp = results.iter().any(|r| r.method == Method::Milp);
+        if agree[0] == Method::Smt && asked_milp {
+            return milp_second_route(inst, m, limits, evidence, disagreements);
+        }
+        return Label::OptimalSolverReported;
+    }
+    let b = bound.unwrap_or(Ticks(0));
+    Label::Feasible {
+        gap: Ticks(m.0 - b.0),
+    }
+}
+
+/// z3 proved optimum `m` (refuting m−1): cross-checked when the MILP refutes
+/// m−1 independently.
+fn milp_second_route(
+    inst: &Instance,
+    m: Ticks,
+    limits: &Limits,
+    evidence: &mut Vec<String>,
+    disagreements: &mut Vec<String>,
+) -> Label {
+    match milp::refute(inst, Ticks(m.0 - 1), limits) {
+        Ok(milp::Refutation::Refuted) => {
+            evidence.push(format!(
+                "z3 refutes makespan <= {} and the MILP refutes it independently",
+                m.0 - 1
+            ));
+            return Label::OptimalCrossChecked;
+        }
+        Ok(milp::Refutation::Feasible(_)) => disagreements.push(format!(
+            "the MILP finds a schedule of makespan <= {} that z3 excludes",
+            m.0 - 1
+        )),
+        Ok(milp::Refutation::Unknown) => {}
+        Err(e) => evidence.push(format!("MILP refutation unavailable: {e}")),
+    }
+    Label::OptimalSolverReported
+}
+
+/// The label when no checked schedule exists: infeasible when every method
+/// that ran says so (cross-checked only when two prove it and nobody
+/// contests it), else unknown.
+fn infeasible_label(
+    results: &[MethodResult],
+    disagreements: &[String],
+    evidence: &mut Vec<String>,
+) -> Label {
+    let ran: Vec<&MethodResult> = results.iter().filter(|r| r.status.is_some()).collect();
+    if ran.is_empty() || !ran.iter().all(|r| r.status == Some(Status::Infeasible)) {
+        return Label::Unknown;
+    }
+    for r in &ran {
+        let why: Vec<&str> = r
+            .notes
+            .iter()
+            .filter(|n| n.starts_with("infeasible"))
+            .map(|s| s.as_str())
+            .collect();
+        evidence.push(format!(
+            "{:?}: {}",
+            r.method,
+            if why.is_empty() {
+                "proves no schedule exists".to_string()
+            } else {
+                why.join("; ")
+            }
+        ));
+    }
+    if ran.len() >= 2 && disagreements.is_empty() {
+        Label::Infeasible
+    } else {
+        Label::InfeasibleSolverReported
     }
 }
