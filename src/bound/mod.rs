@@ -200,3 +200,25 @@ pub fn best<'a>(bounds: impl IntoIterator<Item = &'a LowerBound>) -> Option<&'a 
     }
     best
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn a_failed_bound_keeps_its_typed_cause() {
+        let e = BoundError::Failed {
+            bound: "milp-sec6",
+            cause: Failure::from(weight::sec6_milp::ModelIssue::Overflow),
+        };
+        let cause = std::error::Error::source(&e).expect("a cause");
+        assert!(matches!(
+            cause.downcast_ref::<Failure>(),
+            Some(Failure::Model(weight::sec6_milp::ModelIssue::Overflow))
+        ));
+        assert_eq!(
+            e.to_string(),
+            "bound milp-sec6: memory sizes overflow 64 bits"
+        );
+    }
+}

@@ -1,10 +1,10 @@
-//! The time-indexed MILP (`models/MILP.md`), solved with HiGHS through good_lp.
+//! The time-indexed MILP (`models/MILP.md`), solved with HiGHS through [`crate::lp`].
 //!
 //! Owns: the encoding of an instance for one horizon or period
 //! (`structure`, `encode`), the decoder back to a [`Schedule`] (`decode`), the
 //! solve strategy ([`solve`], [`refute`]) and the `.lp` export ([`write_lp`]).
 //! Must not import: the other exact methods, heuristics. good_lp and highs stay
-//! inside `lp`. Every schedule it returns has been replayed by
+//! inside [`crate::lp`]. Every schedule it returns has been replayed by
 //! [`crate::check::check`]; a rejected one is an error, never a result.
 //!
 //! Strategy. Feasibility of one horizon H (one-shot: every event in [0, H]) or
