@@ -122,9 +122,9 @@ pub enum Failure {
     /// The fractional sweep (internal error).
     #[error("stuck at t={at} before {op} with {cpu} B on the CPU")]
     Stuck {
-        at: BigRational,
+        at: Box<BigRational>,
         op: String,
-        cpu: BigRational,
+        cpu: Box<BigRational>,
     },
     /// The fractional sweep (internal error).
     #[error("did not converge (internal error)")]

@@ -258,9 +258,9 @@ impl<'a> Sweep<'a> {
             (None, Some(b)) => b,
             (None, None) => {
                 return Err(Failure::Stuck {
-                    at: self.t.clone(),
+                    at: Box::new(self.t.clone()),
                     op: self.prof.op_name(self.next),
-                    cpu: self.cpu.clone(),
+                    cpu: Box::new(self.cpu.clone()),
                 })
             }
         };

@@ -281,8 +281,8 @@ impl Encoding {
             enc.decls.push(format!("(declare-fun {} () Int)", s(k)));
         }
         enc.decls.push("(declare-fun C () Int)".into());
-        for i in 0..inst.tensors.len() {
-            enc.tensor(inst, &uses, i, persistent[i])?;
+        for (i, &persistent) in persistent.iter().enumerate() {
+            enc.tensor(inst, &uses, i, persistent)?;
         }
         enc.constraints(inst);
         Ok(enc)
