@@ -787,7 +787,7 @@ fn to_violation(
             at,
             tensor,
             holder,
-            holder_event: locate_holder(s, holder, tensor, rel(from)),
+            holder_event: locate_holder(s, holder, tensor, rel(from), rel(until)),
             from: rel(from),
             until: rel(until),
         },
@@ -797,24 +797,36 @@ fn to_violation(
 /// The schedule event that holds `tensor` from `from` (a time in the period for
 /// cyclic schedules, possibly negative for a transfer crossing in from the
 /// period before): for the witness of rule R10.
-fn locate_holder(s: &Schedule, holder: Holder, tensor: TensorId, from: Ticks) -> Option<EventId> {
-    let same = |a: Ticks| match s.period {
-        Some(p) if p.0 > 0 => (a.0 - from.0).rem_euclid(p.0) == 0,
-        _ => a == from,
+fn locate_holder(
+    s: &Schedule,
+    holder: Holder,
+    tensor: TensorId,
+    from: Ticks,
+    until: Ticks,
+) -> Option<EventId> {
+    // The same start (up to whole periods) and the same length: two runs of one
+    // op that start together are told apart by their ends.
+    let same = |a: Ticks, b: Ticks| {
+        b - a == until - from
+            && match s.period {
+                Some(p) if p.0 > 0 => (a.0 - from.0).rem_euclid(p.0) == 0,
+                _ => a == from,
+            }
     };
     s.events
         .iter()
         .position(|e| match (*e, holder) {
-            (Event::Compute { op, start, .. }, Holder::Op(h)) => op == h && same(start),
+            (Event::Compute { op, start, end }, Holder::Op(h)) => op == h && same(start, end),
             (
                 Event::Transfer {
                     tensor: t,
                     dir,
                     start,
+                    end,
                     ..
                 },
                 Holder::Transfer(d),
-            ) => t == tensor && dir == d && same(start),
+            ) => t == tensor && dir == d && same(start, end),
             _ => false,
         })
         .map(|i| EventId(i as u32))
