@@ -373,7 +373,7 @@ fn bogus_optimum(_: &Instance, _: &Limits) -> Result<Outcome, ExactError> {
 fn self_rejected(_: &Instance, _: &Limits) -> Result<Outcome, ExactError> {
     Err(ExactError::CheckerRejected {
         method: Method::Search,
-        violations: vec!["planted".into()],
+        violations: offcert::exact::Rejected(vec![]),
     })
 }
 
@@ -390,8 +390,7 @@ fn milp_feasible_only(i: &Instance, l: &Limits) -> Result<Outcome, ExactError> {
 }
 
 fn verdict(inst: &Instance, planted: &[(Method, crosscheck::SolveFn)]) -> Verdict {
-    let with: Vec<_> = planted.iter().map(|(m, f)| (*m, Some(*f))).collect();
-    crosscheck::run_with(inst, &with, &Limits::default())
+    crosscheck::run_with(inst, planted, &Limits::default())
 }
 
 /// Defect 4: a method whose schedule the checker rejects does not drop silently

@@ -6,7 +6,7 @@ mod common;
 use common::{qc, weight_chain_of, SmallChain};
 use num_bigint::BigInt;
 use num_rational::BigRational;
-use offcert::bound::weight::model::Variant;
+use offcert::bound::weight::sec6_milp::Variant;
 use offcert::bound::weight::{Sec6Certified, Sec6Milp};
 use offcert::bound::Strength;
 use offcert::family::weight_chain::WeightChain;
@@ -145,7 +145,7 @@ fn the_milp_as_printed_exceeds_a_valid_period() {
 #[test]
 fn any_dual_vector_gives_a_valid_bound() {
     use offcert::bound::weight::certify::certified_bound;
-    use offcert::bound::weight::model::build;
+    use offcert::bound::weight::sec6_milp::build;
     let c = chain(&[(1, 1, 10, 0), (1, 1, 10, 0)], 20, 1);
     let best = rat(best_heuristic(&c));
     let m = build(&c, Variant::Corrected).unwrap();

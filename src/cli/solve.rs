@@ -7,7 +7,7 @@
 
 use crate::check::sha256_bytes;
 use crate::exact::crosscheck::{self, Verdict};
-use crate::exact::{milp, rescale, ExactError, Limits, Method};
+use crate::exact::{milp, rescale, Limits, Method};
 use crate::family::{CoreFile, InstanceFile};
 use crate::io;
 use crate::model::{Instance, Mode, ReleaseRule};
@@ -212,11 +212,6 @@ fn print_verdict(a: &SolveArgs, inst: &Instance, v: &Verdict, scale: u64) -> any
     Ok(())
 }
 
-/// The SMT-LIB2 refutation of the SMT method (`exact::smt::write_refutation`).
-fn smt_refutation(inst: &Instance, below: Ticks, path: &Path) -> Option<Result<(), ExactError>> {
-    Some(crate::exact::smt::write_refutation(inst, below, path))
-}
-
 /// Run an external solver on a file, if installed: its first output line.
 fn run_external(cmd: &str, args: &[&str], file: &Path) -> Option<String> {
     let out = std::process::Command::new(cmd)
@@ -359,8 +354,8 @@ pub fn write_certificate(
         }
     };
     let smt = dir.join("refutation.smt2");
-    match smt_refutation(inst, below, &smt) {
-        Some(Ok(())) => {
+    match crate::exact::smt::write_refutation(inst, below, &smt) {
+        Ok(()) => {
             readme.push_str(&format!(
                 "refutation.smt2: QF_LIA; {}; re-check: z3 -smt2 refutation.smt2 (or cvc5)\n",
                 refutes(
@@ -375,10 +370,7 @@ pub fn write_certificate(
                 }
             }
         }
-        Some(Err(e)) => readme.push_str(&format!("refutation.smt2: not written: {e}\n")),
-        None => {
-            readme.push_str("refutation.smt2: not written: the SMT method is not in this build\n")
-        }
+        Err(e) => readme.push_str(&format!("refutation.smt2: not written: {e}\n")),
     }
     let lp = dir.join("milp-refute.lp");
     match milp::write_lp(inst, below, false, &lp) {

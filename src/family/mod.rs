@@ -57,6 +57,22 @@ impl InstanceFile {
         }
     }
 
+    /// The weight chain, when the file is one.
+    pub fn weight_chain(&self) -> Option<&WeightChain> {
+        match self {
+            InstanceFile::WeightChain(c) => Some(c),
+            _ => None,
+        }
+    }
+
+    /// The activation chain, when the file is one.
+    pub fn activation_chain(&self) -> Option<&ActivationChain> {
+        match self {
+            InstanceFile::ActivationChain(c) => Some(c),
+            _ => None,
+        }
+    }
+
     pub fn family(&self) -> &'static str {
         match self {
             InstanceFile::ActivationChain(_) => "activation_chain",
