@@ -1,5 +1,6 @@
 //! `offcert audit TRACE [--instance I --mapping M [--plan S]] [--budget B] [--link-gbps G]`:
 //! audit a runtime trace (Kineto JSON, plain or gzip, or Nsight Systems SQLite).
+//! `--plot FILE.svg` draws it (crate::report::trace_plot).
 //! Exit 0 clean, 1 rule violations found, 2 bad input.
 
 use crate::check::Report;
@@ -53,6 +54,10 @@ pub struct AuditArgs {
     /// Print the machine-readable result.
     #[arg(long)]
     pub json: bool,
+    /// Draw the trace (kernel and copy lanes, device memory, findings marked)
+    /// into this SVG file; one GPU: --device, else the first with a finding.
+    #[arg(long, value_name = "FILE.svg")]
+    pub plot: Option<PathBuf>,
 }
 
 #[derive(Serialize)]
@@ -88,6 +93,10 @@ pub fn run(a: AuditArgs) -> anyhow::Result<ExitCode> {
     };
     let opts = options(&a, &tr, inst.as_ref(), mapping.as_ref())?;
     let ta = audit_trace(&tr, &opts);
+    if let Some(out) = &a.plot {
+        let svg = crate::report::trace_plot::trace_svg(&tr, &ta, &opts, a.device);
+        std::fs::write(out, svg).with_context(|| format!("{}: cannot write", out.display()))?;
+    }
     let mapped = match (&inst, &mapping) {
         (Some(i), Some(m)) => Some(audit_mapped(
             &tr,

@@ -8,6 +8,7 @@ pub mod examples;
 pub mod export;
 pub mod gap;
 pub mod heuristic;
+pub mod plot;
 pub mod solve;
 pub mod sweep;
 
@@ -47,6 +48,8 @@ pub enum Command {
     Audit(audit::AuditArgs),
     /// Export a schedule as a Chrome-trace JSON (Perfetto, chrome://tracing).
     ExportTrace(export::ExportArgs),
+    /// Check a schedule and draw it as SVG: lanes, memory curve, violations marked.
+    Plot(plot::PlotArgs),
 }
 
 pub fn run() -> anyhow::Result<ExitCode> {
@@ -61,6 +64,7 @@ pub fn run() -> anyhow::Result<ExitCode> {
         Command::Sweep(a) => sweep::run(a),
         Command::Audit(a) => audit::run(a),
         Command::ExportTrace(a) => export::run(a),
+        Command::Plot(a) => plot::run(a),
     }
 }
 

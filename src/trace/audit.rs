@@ -572,14 +572,91 @@ fn channel_rule(duplex: Duplex, dev: i64, link_copies: &[&GpuEvent], col: &mut C
     }
 }
 
-/// Device memory of one GPU (events stable-sorted by time already): the
-/// baseline, the peak and the budget rule.
+/// Device memory of one GPU: the baseline, the peak and the budget rule, on
+/// [`memory_timeline`]'s samples.
 fn memory_rule(
     trace: &Trace,
     opts: &Options,
     dev: i64,
     col: &mut Collector,
 ) -> Option<MemorySummary> {
+    let tl = memory_timeline(trace, dev)?;
+    let (baseline, known) = (tl.baseline, tl.baseline_known);
+    if !known {
+        col.notes.push(Note::BaselineInferred {
+            device: dev,
+            baseline: Bytes(baseline.max(0) as u64),
+        });
+    }
+    let mut peak = tl.samples[0];
+    let mut first_over: Option<Nanos> = None;
+    let mut time_over = 0i128;
+    let mut over_since: Option<Nanos> = None;
+    let budget = opts.budget.map(|b| b.0 as i128);
+    for &(at, run) in &tl.samples[1..] {
+        if run > peak.1 {
+            peak = (at, run);
+        }
+        if let Some(b) = budget {
+            if run > b {
+                first_over.get_or_insert(at);
+                over_since.get_or_insert(at);
+            } else if let Some(s) = over_since.take() {
+                time_over += (at.0 - s.0) as i128;
+            }
+        }
+    }
+    let peak = (peak.1, peak.0);
+    if let (Some(s), Some(last)) = (over_since, tl.samples.last()) {
+        time_over += (last.0 .0 - s.0) as i128;
+    }
+    if tl.mismatches > 0 {
+        col.notes.push(Note::TotalAllocatedMismatch {
+            device: dev,
+            count: tl.mismatches,
+        });
+    }
+    let peak_b = Bytes(peak.0.clamp(0, u64::MAX as i128) as u64);
+    if let (Some(b), Some(at)) = (opts.budget, first_over) {
+        col.push(Finding::MemoryOverBudget {
+            device: dev,
+            budget: b,
+            peak: peak_b,
+            peak_at: peak.1,
+            first_over_at: at,
+            time_over: ns(time_over),
+        });
+    }
+    Some(MemorySummary {
+        device: dev,
+        events: tl.events,
+        baseline: Bytes(baseline.clamp(0, u64::MAX as i128) as u64),
+        baseline_known: known,
+        peak: peak_b,
+        peak_at: peak.1,
+    })
+}
+
+/// The device-memory timeline of one GPU from the trace's allocator events.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct MemoryTimeline {
+    /// Memory held before the first event.
+    pub baseline: i128,
+    /// True when read from `Total Allocated`; false when inferred (a lower bound).
+    pub baseline_known: bool,
+    /// Allocator events of this GPU.
+    pub events: u64,
+    /// Events whose `Total Allocated` disagrees with the running sum.
+    pub mismatches: u64,
+    /// (instant, bytes held): the baseline at the first event's instant, then
+    /// the running sum after the last event of every instant (what the
+    /// memory-budget rule measures).
+    pub samples: Vec<(Nanos, i128)>,
+}
+
+/// The memory timeline of GPU `dev`, or `None` without allocator events.
+pub fn memory_timeline(trace: &Trace, dev: i64) -> Option<MemoryTimeline> {
+    // Stable-sorted by time already.
     let mem: Vec<&super::MemoryEvent> = trace
         .memory
         .iter()
@@ -598,86 +675,28 @@ fn memory_rule(
             (-lo, false)
         }
     };
-    if !known {
-        col.notes.push(Note::BaselineInferred {
-            device: dev,
-            baseline: Bytes(baseline.max(0) as u64),
-        });
-    }
-    let run = memory_run(&mem, baseline, opts.budget.map(|b| b.0 as i128));
-    if run.mismatches > 0 {
-        col.notes.push(Note::TotalAllocatedMismatch {
-            device: dev,
-            count: run.mismatches,
-        });
-    }
-    let peak_b = Bytes(run.peak.0.clamp(0, u64::MAX as i128) as u64);
-    if let (Some(b), Some(at)) = (opts.budget, run.first_over) {
-        col.push(Finding::MemoryOverBudget {
-            device: dev,
-            budget: b,
-            peak: peak_b,
-            peak_at: run.peak.1,
-            first_over_at: at,
-            time_over: ns(run.time_over),
-        });
-    }
-    Some(MemorySummary {
-        device: dev,
-        events: mem.len() as u64,
-        baseline: Bytes(baseline.clamp(0, u64::MAX as i128) as u64),
-        baseline_known: known,
-        peak: peak_b,
-        peak_at: run.peak.1,
-    })
-}
-
-/// The running sum of one GPU's memory events from `baseline`.
-struct MemoryRun {
-    peak: (i128, Nanos),
-    /// Events whose `Total Allocated` disagrees with the running sum.
-    mismatches: u64,
-    first_over: Option<Nanos>,
-    time_over: i128,
-}
-
-fn memory_run(mem: &[&super::MemoryEvent], baseline: i128, budget: Option<i128>) -> MemoryRun {
     let mut run = baseline;
-    let mut out = MemoryRun {
-        peak: (baseline, mem[0].at),
-        mismatches: 0,
-        first_over: None,
-        time_over: 0,
-    };
-    let mut over_since: Option<Nanos> = None;
+    let mut samples = vec![(first.at, baseline)];
+    let mut mismatches = 0u64;
     for (i, m) in mem.iter().enumerate() {
         run += m.bytes as i128;
         if let Some(ta) = m.total_allocated {
             if ta as i128 != run {
-                out.mismatches += 1;
+                mismatches += 1;
             }
         }
         // Measure after every event of one instant.
-        let last_of_instant = mem.get(i + 1).is_none_or(|n| n.at != m.at);
-        if !last_of_instant {
-            continue;
-        }
-        if run > out.peak.0 {
-            out.peak = (run, m.at);
-        }
-        if let Some(b) = budget {
-            if run > b {
-                out.first_over.get_or_insert(m.at);
-                over_since.get_or_insert(m.at);
-            } else if let Some(s) = over_since.take() {
-                out.time_over += (m.at.0 - s.0) as i128;
-            }
+        if mem.get(i + 1).is_none_or(|n| n.at != m.at) {
+            samples.push((m.at, run));
         }
     }
-    if let (Some(s), Some(last)) = (over_since, mem.last()) {
-        out.time_over += (last.at.0 - s.0) as i128;
-    }
-    out
+    Some(MemoryTimeline {
+        baseline,
+        baseline_known: known,
+        events: mem.len() as u64,
+        mismatches,
+        samples,
+    })
 }
 
 /// A compute op that started before the prefetch of its input finished (the

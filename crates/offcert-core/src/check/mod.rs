@@ -14,10 +14,12 @@
 //! instantaneous need of a zero-duration op counts too.
 
 mod digest;
+mod profile;
 mod violation;
 
 pub use digest::{instance_digest, schedule_digest};
 
+pub use profile::MemoryProfile;
 pub use violation::{Violation, Warning};
 
 use crate::model::{Channel, Device, Direction, Instance, Mode, OpId, ReleaseRule, TensorId};
@@ -161,6 +163,21 @@ impl Lookahead for Uses {
 
 /// Replay `s` against `inst` and report every violation.
 pub fn check(inst: &Instance, s: &Schedule) -> Report {
+    check_observed(inst, s, None)
+}
+
+/// [`check`], also recording the replay's GPU-memory profile.
+pub fn check_with_profile(inst: &Instance, s: &Schedule) -> (Report, MemoryProfile) {
+    let mut p = MemoryProfile::default();
+    let r = check_observed(inst, s, Some(&mut p));
+    (r, p)
+}
+
+fn check_observed(
+    inst: &Instance,
+    s: &Schedule,
+    mut profile: Option<&mut MemoryProfile>,
+) -> Report {
     let cyclic = inst.mode == Mode::Cyclic;
     let period = s.period.unwrap_or(Ticks::ZERO);
     let mut violations = Vec::new();
@@ -383,6 +400,9 @@ pub fn check(inst: &Instance, s: &Schedule) -> Report {
         (Ticks(i64::MIN), Ticks(i64::MAX))
     };
     let mut peak = (state.gpu_bytes(), Ticks::ZERO);
+    if let Some(p) = profile.as_mut() {
+        p.push(Ticks::ZERO, state.gpu_used);
+    }
     let cap = inst.machine.gpu_capacity.0 as i128;
     let cpu_cap = inst.machine.cpu_capacity.map(|c| c.0 as i128);
     let rel = |t: Ticks| if cyclic { Ticks(t.0 - period.0) } else { t };
@@ -500,6 +520,9 @@ pub fn check(inst: &Instance, s: &Schedule) -> Report {
             // event's own release), once the instant's releases are done.
             if allocated && now >= win_lo && now < win_hi {
                 let used = state.gpu_used;
+                if let Some(p) = profile.as_mut() {
+                    p.push(rel(now), used);
+                }
                 if used > peak.0 .0 as i128 {
                     peak = (Bytes(used as u64), rel(now));
                 }
@@ -568,6 +591,11 @@ pub fn check(inst: &Instance, s: &Schedule) -> Report {
                         ));
                     }
                     Event::Delete { .. } => {}
+                }
+            }
+            if let Some(p) = profile.as_mut() {
+                if (!allocated || a.positive == 0) && now >= win_lo && now < win_hi {
+                    p.push(rel(now), state.gpu_used);
                 }
             }
             if report {
@@ -915,110 +943,4 @@ fn union_length(mut iv: Vec<(Ticks, Ticks)>, circle: Option<Ticks>) -> Ticks {
         total += b.0 - a.0;
     }
     Ticks(total)
-}
-
-#[cfg(test)]
-mod tests {
-    use super::*;
-    use crate::io::{parse_instance, parse_schedule};
-
-    const W2: &str = r#"{"family":"weight_chain","name":"w2","layers":[{"u_f":1,"u_b":2,"w":4,"a":2},{"u_f":1,"u_b":2,"w":4,"a":2}],"a0":2,"gpu_memory":18,"bandwidth":4}"#;
-    const OPS: &str = r#"{"type":"compute","op":"F1","start":0},{"type":"compute","op":"F2","start":1},{"type":"compute","op":"B2","start":2},{"type":"compute","op":"B1","start":4}"#;
-
-    fn run(initial: &str, extra: &str) -> Report {
-        let (_, inst) = parse_instance("w2", W2).unwrap();
-        let text = format!(r#"{{"period":6,"initial":{initial},"events":[{OPS}{extra}]}}"#);
-        let s = parse_schedule("s", &text, &inst).unwrap();
-        check(&inst, &s)
-    }
-
-    /// A prefetch crossing the period end is in flight at time 0 (so its tensor is
-    /// not in the declared GPU state) and still in flight at the end: valid. This
-    /// was once misjudged because the end-of-period state was read after the
-    /// crossing transfer of the last period had finished.
-    #[test]
-    fn a_prefetch_crossing_the_boundary_is_in_flight_at_both_ends() {
-        let r = run(
-            r#"{"gpu":["a0","w1"],"cpu":["w2"]}"#,
-            r#",{"type":"offload","tensor":"w2","start":4,"end":5},{"type":"prefetch","tensor":"w2","start":5,"end":7}"#,
-        );
-        assert!(r.valid, "{:?}", r.violations);
-        assert_eq!(
-            r.channel_busy.iter().map(|c| c.busy.0).collect::<Vec<_>>(),
-            vec![1, 2]
-        );
-    }
-
-    /// Discount rule: the offload after B2 serves the prefetch before F2 of the
-    /// next iteration; deleting instead of offloading loses B2's update.
-    #[test]
-    fn deleting_an_updated_weight_without_offload_is_data_loss() {
-        let ok = run(
-            r#"{"gpu":["a0","w1"],"cpu":["w2"]}"#,
-            r#",{"type":"offload","tensor":"w2","start":4,"end":5},{"type":"prefetch","tensor":"w2","start":0,"end":1}"#,
-        );
-        assert!(ok.valid, "{:?}", ok.violations);
-        let bad = run(
-            r#"{"gpu":["a0","w1"],"cpu":["w2"]}"#,
-            r#",{"type":"delete","tensor":"w2","at":4},{"type":"prefetch","tensor":"w2","start":0,"end":1}"#,
-        );
-        assert!(
-            bad.violations
-                .iter()
-                .any(|v| matches!(v, Violation::DataLoss { at: Ticks(4), .. })),
-            "{:?}",
-            bad.violations
-        );
-    }
-
-    /// An offload of a weight whose CPU copy is current is redundant traffic.
-    #[test]
-    fn a_second_offload_of_the_same_version_is_a_warning() {
-        let r = run(
-            r#"{"gpu":["a0","w1"],"cpu":["w2"]}"#,
-            r#",{"type":"offload","tensor":"w2","start":4,"end":5,"delete":false},{"type":"offload","tensor":"w2","start":5,"end":6}, {"type":"prefetch","tensor":"w2","start":0,"end":1}"#,
-        );
-        assert!(r.valid, "{:?}", r.violations);
-        assert!(
-            matches!(
-                r.warnings.as_slice(),
-                [Warning::RedundantOffload {
-                    event: EventId(5),
-                    bytes: Bytes(4),
-                    ticks: Ticks(1),
-                    ..
-                }]
-            ),
-            "{:?}",
-            r.warnings
-        );
-    }
-
-    /// A delete at time 0 belongs to the period that begins: the state at the
-    /// end of a period is read before it (reported by the SMT helper: it was
-    /// once read after it, and every such schedule failed R8).
-    #[test]
-    fn a_delete_at_time_zero_belongs_to_the_next_period() {
-        let r = run(
-            r#"{"gpu":["a0","w1","w2"],"cpu":["w2"]}"#,
-            r#",{"type":"offload","tensor":"w2","start":4,"end":5,"delete":false},{"type":"delete","tensor":"w2","at":0},{"type":"prefetch","tensor":"w2","start":0,"end":1}"#,
-        );
-        assert!(r.valid, "{:?}", r.violations);
-    }
-
-    /// Digests depend on the compiled objects, not on file formatting, and any
-    /// change of an event changes them.
-    #[test]
-    fn digests_are_canonical() {
-        let (_, a) = parse_instance("a", W2).unwrap();
-        let (_, b) = parse_instance("b", &W2.replace(',', " ,\n  ")).unwrap();
-        assert_eq!(instance_digest(&a), instance_digest(&b));
-        let text =
-            format!(r#"{{"period":6,"initial":{{"gpu":["a0","w1","w2"]}},"events":[{OPS}]}}"#);
-        let s1 = parse_schedule("s", &text, &a).unwrap();
-        let mut s2 = s1.clone();
-        assert_eq!(schedule_digest(&s1), schedule_digest(&s2));
-        s2.events[3] = s2.events[3].shifted(Ticks(1));
-        assert_ne!(schedule_digest(&s1), schedule_digest(&s2));
-    }
 }
