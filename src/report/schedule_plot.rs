@@ -65,6 +65,43 @@ pub fn schedule_picture(
     schedule_name: &str,
 ) -> Picture {
     let lanes_ix = Lanes::of(inst);
+    let (lanes, t_start, events_end) = event_lanes(inst, s, &lanes_ix);
+    let mut t_end = report.makespan.0.max(s.last_end().0).max(events_end);
+    for &(t, _) in &profile.samples {
+        t_end = t_end.max(t.0);
+    }
+    for v in &report.violations {
+        t_end = t_end.max(v.at().0);
+    }
+    let t_end = t_end.max(t_start + 1);
+    let markers = report
+        .violations
+        .iter()
+        .map(|v| Marker {
+            place: place(inst, s, &lanes_ix, v),
+            text: format!("[{}:{}] {}", v.rule(), v.kind(), v.describe(inst)),
+        })
+        .collect();
+    Picture {
+        heading: heading(inst, report, schedule_name),
+        t0: t_start as f64,
+        t1: t_end as f64,
+        axis: "time (ticks)".into(),
+        period: s.period.map(|p| p.0 as f64),
+        lanes,
+        memory: Some(memory_panel(inst, report, profile)),
+        markers,
+        footer: report
+            .warnings
+            .iter()
+            .map(|w| format!("warning: {}", w.describe(inst)))
+            .collect(),
+    }
+}
+
+/// One lane per compute device, channel and the deletes, with every event of
+/// `s` on its lane; the earliest start (at most 0) and the latest end.
+fn event_lanes(inst: &Instance, s: &Schedule, lanes_ix: &Lanes) -> (Vec<Lane>, i64, i64) {
     let mut lanes: Vec<Lane> = lanes_ix
         .compute
         .iter()
@@ -81,15 +118,13 @@ pub fn schedule_picture(
             ..Lane::default()
         }))
         .collect();
-    let period = s.period;
-    let mut t_end = report.makespan.0.max(s.last_end().0);
-    let mut t_start = 0i64;
+    let (mut t_start, mut t_end) = (0i64, i64::MIN);
     for (i, e) in s.events.iter().enumerate() {
         t_start = t_start.min(e.start().0);
         t_end = t_end.max(e.end().0);
-        let lane = lanes_ix.of_event(inst, e);
+        let lane = &mut lanes[lanes_ix.of_event(inst, e)];
         match *e {
-            Event::Compute { op, start, end } => lanes[lane].bars.push(Bar {
+            Event::Compute { op, start, end } => lane.bars.push(Bar {
                 start: start.0 as f64,
                 end: end.0 as f64,
                 kind: Kind::Compute,
@@ -97,54 +132,8 @@ pub fn schedule_picture(
                 title: format!("events[{i}]: {} [{start}, {end})", inst.op(op).name),
                 wrapped: false,
             }),
-            Event::Transfer {
-                dir,
-                tensor,
-                start,
-                end,
-                delete,
-            } => {
-                let (kind, word) = match dir {
-                    Direction::Offload => (Kind::Offload, "offload"),
-                    Direction::Prefetch => (Kind::Prefetch, "prefetch"),
-                };
-                let name = &inst.tensor(tensor).name;
-                let arrow = match dir {
-                    Direction::Offload => "↑",
-                    Direction::Prefetch => "↓",
-                };
-                let del = if dir == Direction::Offload && !delete {
-                    " (keeps the GPU copy)"
-                } else {
-                    ""
-                };
-                let title = format!("events[{i}]: {word} of {name} [{start}, {end}){del}");
-                lanes[lane].bars.push(Bar {
-                    start: start.0 as f64,
-                    end: end.0 as f64,
-                    kind,
-                    label: format!("{arrow}{name}"),
-                    title: title.clone(),
-                    wrapped: false,
-                });
-                // Cyclic: the part past P is the next period's copy, seen at 0.
-                if let Some(p) = period {
-                    if end > p && start < p {
-                        lanes[lane].bars.push(Bar {
-                            start: 0.0,
-                            end: (end.0 - p.0) as f64,
-                            kind,
-                            label: format!("{arrow}{name}"),
-                            title: format!(
-                                "{title}: crosses the period boundary; in flight over [0, {}) of every period",
-                                end.0 - p.0
-                            ),
-                            wrapped: true,
-                        });
-                    }
-                }
-            }
-            Event::Delete { tensor, at } => lanes[lane].marks.push(svg::Mark {
+            Event::Transfer { .. } => transfer_bars(inst, s.period, i, e, lane),
+            Event::Delete { tensor, at } => lane.marks.push(svg::Mark {
                 at: at.0 as f64,
                 kind: Kind::Delete,
                 label: inst.tensor(tensor).name.clone(),
@@ -152,27 +141,69 @@ pub fn schedule_picture(
             }),
         }
     }
-    for &(t, _) in &profile.samples {
-        t_end = t_end.max(t.0);
+    (lanes, t_start, t_end)
+}
+
+/// The bar of transfer `events[i]` and, in a cyclic schedule, the part past the
+/// period, which is the next period's copy seen at 0.
+fn transfer_bars(inst: &Instance, period: Option<Ticks>, i: usize, e: &Event, lane: &mut Lane) {
+    let Event::Transfer {
+        dir,
+        tensor,
+        start,
+        end,
+        delete,
+    } = *e
+    else {
+        return;
+    };
+    let (kind, word) = match dir {
+        Direction::Offload => (Kind::Offload, "offload"),
+        Direction::Prefetch => (Kind::Prefetch, "prefetch"),
+    };
+    let name = &inst.tensor(tensor).name;
+    let arrow = match dir {
+        Direction::Offload => "↑",
+        Direction::Prefetch => "↓",
+    };
+    let del = if dir == Direction::Offload && !delete {
+        " (keeps the GPU copy)"
+    } else {
+        ""
+    };
+    let title = format!("events[{i}]: {word} of {name} [{start}, {end}){del}");
+    lane.bars.push(Bar {
+        start: start.0 as f64,
+        end: end.0 as f64,
+        kind,
+        label: format!("{arrow}{name}"),
+        title: title.clone(),
+        wrapped: false,
+    });
+    if let Some(p) = period {
+        if end > p && start < p {
+            lane.bars.push(Bar {
+                start: 0.0,
+                end: (end.0 - p.0) as f64,
+                kind,
+                label: format!("{arrow}{name}"),
+                title: format!(
+                    "{title}: crosses the period boundary; in flight over [0, {}) of every period",
+                    end.0 - p.0
+                ),
+                wrapped: true,
+            });
+        }
     }
-    for v in &report.violations {
-        t_end = t_end.max(v.at().0);
-    }
-    let t_end = t_end.max(t_start + 1);
-    let markers = report
-        .violations
-        .iter()
-        .map(|v| Marker {
-            place: place(inst, s, &lanes_ix, v),
-            text: format!("[{}:{}] {}", v.rule(), v.kind(), v.describe(inst)),
-        })
-        .collect();
+}
+
+fn heading(inst: &Instance, report: &Report, schedule_name: &str) -> Vec<String> {
     let verdict = if report.valid {
         "valid (the exact replay passed)".to_string()
     } else {
         format!("INVALID, {} violation(s)", report.violations.len())
     };
-    let heading = vec![
+    vec![
         format!("{} ({}) — schedule {schedule_name}", inst.name, inst.family),
         format!(
             "verdict: {verdict}; {} {} ticks; release rule {}; peak GPU memory {} B at t={} (capacity {} B)",
@@ -192,44 +223,34 @@ pub fn schedule_picture(
             }
         ),
         "memory: at one instant, releases come before allocations (the short dips)".into(),
-    ];
-    Picture {
-        heading,
-        t0: t_start as f64,
-        t1: t_end as f64,
-        axis: "time (ticks)".into(),
-        period: period.map(|p| p.0 as f64),
-        lanes,
-        memory: Some(Memory {
-            title: format!(
-                "GPU memory in use (the checker's replay{})",
-                if report.cyclic {
-                    ", one steady period"
-                } else {
-                    ""
-                }
-            ),
-            samples: profile
-                .samples
-                .iter()
-                .map(|(t, b)| (t.0 as f64, b.0))
-                .collect(),
-            capacity: Some((
-                inst.machine.gpu_capacity.0,
-                format!("capacity {} B", inst.machine.gpu_capacity),
-            )),
-            peak: Some((
-                report.peak_memory.0,
-                report.peak_at.0 as f64,
-                format!("peak {} B at t={}", report.peak_memory, report.peak_at),
-            )),
-        }),
-        markers,
-        footer: report
-            .warnings
+    ]
+}
+
+/// The checker's replay of GPU memory, with the capacity and the reported peak.
+fn memory_panel(inst: &Instance, report: &Report, profile: &MemoryProfile) -> Memory {
+    Memory {
+        title: format!(
+            "GPU memory in use (the checker's replay{})",
+            if report.cyclic {
+                ", one steady period"
+            } else {
+                ""
+            }
+        ),
+        samples: profile
+            .samples
             .iter()
-            .map(|w| format!("warning: {}", w.describe(inst)))
+            .map(|(t, b)| (t.0 as f64, b.0))
             .collect(),
+        capacity: Some((
+            inst.machine.gpu_capacity.0,
+            format!("capacity {} B", inst.machine.gpu_capacity),
+        )),
+        peak: Some((
+            report.peak_memory.0,
+            report.peak_at.0 as f64,
+            format!("peak {} B at t={}", report.peak_memory, report.peak_at),
+        )),
     }
 }
 

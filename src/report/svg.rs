@@ -286,8 +286,15 @@ pub fn render(p: &Picture) -> String {
             num(per)
         );
     }
+    draw_markers(&mut s, p, &ax, lanes_top, mem_top, mem_h);
+    draw_legend(&mut s, p, legend_top);
+    let _ = writeln!(s, "</g>\n</svg>");
+    s
+}
+
+/// The violation markers, numbered; stacked sideways where several share a spot.
+fn draw_markers(s: &mut String, p: &Picture, ax: &Axis, lanes_top: f64, mem_top: f64, mem_h: f64) {
     let ymem = |b: u64| -> f64 { memory_y(p.memory.as_ref(), b, mem_top, mem_h) };
-    // Markers: stacked sideways where several share a spot.
     let mut used: std::collections::HashMap<(i64, i64), u32> = Default::default();
     for (k, m) in p.markers.iter().enumerate() {
         let (x, y) = match m.place {
@@ -316,7 +323,10 @@ pub fn render(p: &Picture) -> String {
             k + 1
         );
     }
-    // Legend.
+}
+
+/// The legend: one line per marker (the checker's or the audit's text), then the footer.
+fn draw_legend(s: &mut String, p: &Picture, legend_top: f64) {
     let mut y = legend_top;
     let _ = writeln!(s, r#"<g class="legend">"#);
     if !p.markers.is_empty() {
@@ -341,8 +351,6 @@ pub fn render(p: &Picture) -> String {
         let _ = writeln!(s, r#"<text x="10" y="{y:.1}">{}</text>"#, esc(f));
         y += LINE_H;
     }
-    let _ = writeln!(s, "</g>\n</svg>");
-    s
 }
 
 fn memory_top_value(m: &Memory) -> f64 {

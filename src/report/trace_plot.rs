@@ -11,8 +11,10 @@
 
 use super::svg::{self, Bar, Kind, Lane, Marker, Memory, Picture, Place};
 use crate::model::Duplex;
-use crate::trace::audit::{memory_timeline, Finding, Options, TraceAudit};
-use crate::trace::{CopyKind, GpuKind, Nanos, Trace};
+use crate::trace::audit::{
+    memory_timeline, Finding, MemorySummary, MemoryTimeline, Options, TraceAudit,
+};
+use crate::trace::{CopyKind, GpuEvent, GpuKind, Nanos, Trace};
 use std::collections::BTreeMap;
 
 /// Nanoseconds from `origin` as milliseconds (display only).
@@ -49,9 +51,69 @@ pub fn trace_picture(
         .or_else(|| ta.devices.first().map(|d| d.device))
         .unwrap_or(0);
     let origin = trace.gpu.first().map(|g| g.start).unwrap_or(Nanos(0));
-    let gpu: Vec<_> = trace.gpu.iter().filter(|g| g.device == dev).collect();
+    let gpu: Vec<&GpuEvent> = trace.gpu.iter().filter(|g| g.device == dev).collect();
+    let few = gpu.len() <= svg::AGGREGATE_BARS;
+    let (lanes, (mut t0, mut t1)) = lanes(trace, &gpu, opts.duplex, origin, few);
     let timeline = memory_timeline(trace, dev);
-    // Lanes: kernel streams, then copy channels.
+    if let Some(tl) = &timeline {
+        for (t, _) in &tl.samples {
+            t0 = t0.min(ms(*t, origin));
+            t1 = t1.max(ms(*t, origin));
+        }
+    }
+    let summary = ta.devices.iter().find(|d| d.device == dev);
+    let memory = timeline.as_ref().map(|tl| {
+        memory_panel(
+            tl,
+            summary.and_then(|d| d.memory.as_ref()),
+            opts,
+            dev,
+            origin,
+        )
+    });
+    let markers = markers(ta, timeline.as_ref(), &lanes, opts.duplex, dev, origin);
+    let heading = vec![
+        format!("trace {} ({:?}), GPU {dev}", trace.file, trace.format),
+        format!(
+            "{} events; verdict: {}; {} GPU activities drawn{}",
+            trace.total_events,
+            if ta.violations() == 0 {
+                "clean (trace-only rules)".to_string()
+            } else {
+                format!("{} violation(s)", ta.violations())
+            },
+            gpu.len(),
+            if few {
+                ""
+            } else {
+                ", aggregated to pixel columns"
+            }
+        ),
+        "kernels blue; DtoH orange; HtoD green; other copies grey; memory: min/max per pixel column; red: findings".into(),
+    ];
+    Picture {
+        heading,
+        t0,
+        t1: if t1 > t0 { t1 } else { t0 + 1e-3 },
+        axis: format!("time (ms since the first GPU event, at {} ns)", origin.0),
+        period: None,
+        lanes,
+        memory,
+        markers,
+        footer: footer(ta, dev),
+    }
+}
+
+/// The lanes of one GPU's activities: kernel streams, then copy channels (bars
+/// named and titled when `few`), and the time span of every activity, memsets
+/// included.
+fn lanes(
+    trace: &Trace,
+    gpu: &[&GpuEvent],
+    duplex: Duplex,
+    origin: Nanos,
+    few: bool,
+) -> (Vec<Lane>, (f64, f64)) {
     let mut names: Vec<String> = Vec::new();
     let mut by_name: BTreeMap<String, Vec<Bar>> = BTreeMap::new();
     let streams: std::collections::BTreeSet<i64> = gpu
@@ -63,15 +125,14 @@ pub fn trace_picture(
         names.push(format!("stream {st}"));
     }
     let (mut t0, mut t1) = (0.0f64, 0.0f64);
-    let few = gpu.len() <= svg::AGGREGATE_BARS;
-    for g in &gpu {
+    for g in gpu {
         let (a, b) = (ms(g.start, origin), ms(g.end, origin));
         t0 = t0.min(a);
         t1 = t1.max(b);
         let (lane, kind) = match g.kind {
             GpuKind::Kernel => (format!("stream {}", g.stream), Kind::Compute),
             GpuKind::Memcpy(k) => (
-                copy_lane_name(k, opts.duplex),
+                copy_lane_name(k, duplex),
                 match k {
                     CopyKind::DtoH => Kind::Offload,
                     CopyKind::HtoD => Kind::Prefetch,
@@ -104,7 +165,7 @@ pub fn trace_picture(
             wrapped: false,
         });
     }
-    let lanes: Vec<Lane> = names
+    let lanes = names
         .iter()
         .map(|n| Lane {
             name: n.clone(),
@@ -112,48 +173,63 @@ pub fn trace_picture(
             marks: Vec::new(),
         })
         .collect();
+    (lanes, (t0, t1))
+}
+
+/// The memory panel: the timeline's samples, the budget and the audit's peak.
+fn memory_panel(
+    tl: &MemoryTimeline,
+    m: Option<&MemorySummary>,
+    opts: &Options,
+    dev: i64,
+    origin: Nanos,
+) -> Memory {
+    Memory {
+        title: format!(
+            "device memory of GPU {dev} (allocator events; baseline {})",
+            if tl.baseline_known {
+                "from Total Allocated"
+            } else {
+                "inferred, a lower bound"
+            }
+        ),
+        samples: tl
+            .samples
+            .iter()
+            .map(|(t, b)| (ms(*t, origin), (*b).clamp(0, u64::MAX as i128) as u64))
+            .collect(),
+        capacity: opts.budget.map(|b| (b.0, format!("budget {b} B"))),
+        peak: m.map(|m| {
+            (
+                m.peak.0,
+                ms(m.peak_at, origin),
+                format!(
+                    "peak {} B at {} ns (+{:.6} ms)",
+                    m.peak,
+                    m.peak_at.0,
+                    ms(m.peak_at, origin)
+                ),
+            )
+        }),
+    }
+}
+
+/// GPU `dev`'s findings as numbered markers, each with the audit's own text
+/// line: on the memory curve, or on the lane of the copy.
+fn markers(
+    ta: &TraceAudit,
+    timeline: Option<&MemoryTimeline>,
+    lanes: &[Lane],
+    duplex: Duplex,
+    dev: i64,
+    origin: Nanos,
+) -> Vec<Marker> {
     let lane_of = |k: CopyKind| {
-        let n = copy_lane_name(k, opts.duplex);
-        names.iter().position(|x| *x == n).unwrap_or(0)
+        let n = copy_lane_name(k, duplex);
+        lanes.iter().position(|x| x.name == n).unwrap_or(0)
     };
-    let summary = ta.devices.iter().find(|d| d.device == dev);
-    let memory = timeline.as_ref().map(|tl| {
-        for (t, _) in &tl.samples {
-            t0 = t0.min(ms(*t, origin));
-            t1 = t1.max(ms(*t, origin));
-        }
-        let m = summary.and_then(|d| d.memory.as_ref());
-        Memory {
-            title: format!(
-                "device memory of GPU {dev} (allocator events; baseline {})",
-                if tl.baseline_known {
-                    "from Total Allocated"
-                } else {
-                    "inferred, a lower bound"
-                }
-            ),
-            samples: tl
-                .samples
-                .iter()
-                .map(|(t, b)| (ms(*t, origin), (*b).clamp(0, u64::MAX as i128) as u64))
-                .collect(),
-            capacity: opts.budget.map(|b| (b.0, format!("budget {b} B"))),
-            peak: m.map(|m| {
-                (
-                    m.peak.0,
-                    ms(m.peak_at, origin),
-                    format!(
-                        "peak {} B at {} ns (+{:.6} ms)",
-                        m.peak,
-                        m.peak_at.0,
-                        ms(m.peak_at, origin)
-                    ),
-                )
-            }),
-        }
-    });
     let value_at = |t: Nanos| -> u64 {
-        timeline.as_ref().map_or(0, |tl| {
+        timeline.map_or(0, |tl| {
             let i = tl.samples.partition_point(|(a, _)| *a <= t);
             tl.samples[i.saturating_sub(1)].1.clamp(0, u64::MAX as i128) as u64
         })
@@ -176,12 +252,16 @@ pub fn trace_picture(
             }
             _ => continue,
         };
-        // The audit's own text line for the finding.
         markers.push(Marker {
             place,
             text: serde_json::to_string(f).unwrap_or_default(),
         });
     }
+    markers
+}
+
+/// Counts per rule and the other GPUs of the trace.
+fn footer(ta: &TraceAudit, dev: i64) -> Vec<String> {
     let mut footer: Vec<String> = ta
         .finding_counts
         .iter()
@@ -204,36 +284,7 @@ pub fn trace_picture(
             others.join(", ")
         ));
     }
-    let heading = vec![
-        format!("trace {} ({:?}), GPU {dev}", trace.file, trace.format),
-        format!(
-            "{} events; verdict: {}; {} GPU activities drawn{}",
-            trace.total_events,
-            if ta.violations() == 0 {
-                "clean (trace-only rules)".to_string()
-            } else {
-                format!("{} violation(s)", ta.violations())
-            },
-            gpu.len(),
-            if few {
-                ""
-            } else {
-                ", aggregated to pixel columns"
-            }
-        ),
-        "kernels blue; DtoH orange; HtoD green; other copies grey; memory: min/max per pixel column; red: findings".into(),
-    ];
-    Picture {
-        heading,
-        t0,
-        t1: if t1 > t0 { t1 } else { t0 + 1e-3 },
-        axis: format!("time (ms since the first GPU event, at {} ns)", origin.0),
-        period: None,
-        lanes,
-        memory,
-        markers,
-        footer,
-    }
+    footer
 }
 
 /// The SVG text of [`trace_picture`].
