@@ -8,6 +8,7 @@ pub mod export;
 pub mod gap;
 pub mod import;
 pub mod solve;
+pub mod table1;
 
 use clap::{Parser, Subcommand};
 use std::process::ExitCode;
@@ -45,6 +46,8 @@ pub enum Command {
     ExportTrace(export::ExportArgs),
     /// Import a program as an instance (`import et`: a PyTorch execution trace).
     Import(import::ImportArgs),
+    /// The out-of-core paper's Table 1 on a synthetic ResNet-50 (window heuristic, checked).
+    WindowTable1(table1::Table1Args),
 }
 
 pub fn run() -> anyhow::Result<ExitCode> {
@@ -60,6 +63,7 @@ pub fn run() -> anyhow::Result<ExitCode> {
         Command::Audit(a) => audit::run(a),
         Command::ExportTrace(a) => export::run(a),
         Command::Import(a) => import::run(a),
+        Command::WindowTable1(a) => table1::run(a),
     }
 }
 

@@ -9,6 +9,7 @@
 pub mod activation_chain;
 pub mod core_file;
 pub mod op_sequence;
+pub mod resnet50;
 pub mod weight_chain;
 
 use crate::model::{Instance, ModelError, ReleaseRule};
