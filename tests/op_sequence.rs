@@ -468,3 +468,29 @@ fn quickcheck_window_period_at_least_milp_optimum() {
         .min_tests_passed(cases(6))
         .quickcheck(prop as fn(Vec<(u8, u8, u8, bool)>, u8, u8) -> TestResult);
 }
+
+#[test]
+fn resnet50_table1_point_is_checked_valid() {
+    // Batch 928 on 16 GiB, 50 GB/s, W = B: the window's schedule is valid and
+    // at most the compute bound's 581·(928/928) images/s.
+    let s = offcert::family::resnet50::resnet50(928, 16 << 30, 50);
+    assert!(
+        s.uses().unwrap().resident_peak() > 16 << 30,
+        "the batch must not fit without offloading"
+    );
+    let f = InstanceFile::OpSequence(s);
+    let inst = f.compile().unwrap();
+    let r = heuristic::run(
+        &Window {
+            variant: Variant::Nnabla,
+            num: 1,
+            den: 1,
+        },
+        &f,
+        &inst,
+    )
+    .unwrap();
+    assert!(r.report.valid);
+    assert!(r.report.peak_memory.0 <= 16 << 30);
+    assert!(r.report.makespan >= inst.total_compute());
+}

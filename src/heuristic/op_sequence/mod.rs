@@ -105,7 +105,8 @@ impl Heuristic for Window {
 /// LMS (Le et al. 2019) beyond chains: after a use of a variable whose next use
 /// is more than `out` functions away, swap it out (drop it if its host copy is
 /// current); swap it in `ahead` functions before that use. No memory model:
-/// every (out, ahead) on a small grid is realised, candidates whose memory
+/// every (out, ahead) on a small grid (out also n: never swap out within
+/// the iteration) is realised, candidates whose memory
 /// sweep exceeds the budget are discarded, and the shortest period is kept.
 pub struct Lms;
 
@@ -180,9 +181,10 @@ impl Heuristic for Lms {
     fn schedule(&self, file: &InstanceFile, inst: &Instance) -> Result<Schedule, HeuristicError> {
         let u = uses(self.name(), file)?;
         let cap = inst.machine.gpu_capacity.0;
-        let grid = [0usize, 1, 2, 4, 8, 16, 32, 64];
+        let grid = [0usize, 1, 2, 4, 8, 16, 32, 64, 256, 1024];
+        let outs: Vec<usize> = grid.iter().copied().chain([u.n()]).collect();
         let mut best: Option<Schedule> = None;
-        for &out in &grid {
+        for &out in &outs {
             for &ahead in &grid[1..] {
                 let p = lms_plan(&u, out, ahead);
                 let s = realise(inst, &u, &p);
