@@ -6,6 +6,7 @@
 //! Must not import: heuristics, exact solvers' internals.
 
 pub mod activation;
+pub mod op_sequence;
 pub mod weight;
 
 use crate::family::{ActivationChain, InstanceFile, WeightChain};
@@ -129,6 +130,9 @@ pub enum Failure {
     /// The fractional sweep (internal error).
     #[error("did not converge (internal error)")]
     NoConvergence,
+    /// The instance file does not describe a well-formed instance.
+    #[error(transparent)]
+    Instance(#[from] crate::model::ModelError),
 }
 
 /// A lower-bound method.
@@ -167,6 +171,7 @@ fn activation_chain<'a>(
 pub fn all() -> Vec<Box<dyn BoundMethod>> {
     let mut v = activation::bounds();
     v.extend(weight::bounds());
+    v.extend(op_sequence::bounds());
     v
 }
 

@@ -8,9 +8,11 @@ pub mod examples;
 pub mod export;
 pub mod gap;
 pub mod heuristic;
+pub mod import;
 pub mod plot;
 pub mod solve;
 pub mod sweep;
+pub mod table1;
 
 use anyhow::Context;
 use clap::{Parser, Subcommand};
@@ -50,6 +52,10 @@ pub enum Command {
     ExportTrace(export::ExportArgs),
     /// Check a schedule and draw it as SVG: lanes, memory curve, violations marked.
     Plot(plot::PlotArgs),
+    /// Import a program as an instance (`import et`: a PyTorch execution trace).
+    Import(import::ImportArgs),
+    /// The out-of-core paper's Table 1 on a synthetic ResNet-50 (window heuristic, checked).
+    WindowTable1(table1::Table1Args),
 }
 
 pub fn run() -> anyhow::Result<ExitCode> {
@@ -65,6 +71,8 @@ pub fn run() -> anyhow::Result<ExitCode> {
         Command::Audit(a) => audit::run(a),
         Command::ExportTrace(a) => export::run(a),
         Command::Plot(a) => plot::run(a),
+        Command::Import(a) => import::run(a),
+        Command::WindowTable1(a) => table1::run(a),
     }
 }
 
