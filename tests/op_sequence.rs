@@ -48,15 +48,15 @@ fn fixture_swap_in_after_function_start() {
     assert!(!r.valid);
     let first = &r.violations[0];
     assert!(
-        // `at` is relative to the period start; `ready_at` is the replay's own
-        // time of the second period's prefetch end, 18 + 4 = 22.
+        // `at` and `ready_at` are both relative to the period start (P = 18):
+        // the prefetch ends at 4, two ticks after f1 starts at 2.
         matches!(
             first,
             Violation::InputNotResident {
                 op: OpId(0),
                 tensor: TensorId(0),
                 at: Ticks(2),
-                ready_at: Some(Ticks(22)),
+                ready_at: Some(Ticks(4)),
                 ..
             }
         ),

@@ -725,7 +725,8 @@ fn to_violation(
             at,
             op,
             tensor,
-            ready_at,
+            // In the period, as `at` is.
+            ready_at: ready_at.map(rel),
         },
         Breach::InputStale {
             tensor,
