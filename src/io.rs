@@ -3,7 +3,7 @@
 //!
 //! Owns: [`InputError`] and the loaders. Must not import: the checker or solvers.
 
-use crate::family::{ActivationChain, CoreFile, InstanceFile, WeightChain};
+use crate::family::{ActivationChain, CoreFile, InstanceFile, OpSequence, WeightChain};
 use crate::model::{Instance, ModelError};
 use crate::schedule::{Schedule, ScheduleError, ScheduleFile};
 use serde::de::DeserializeOwned;
@@ -86,7 +86,8 @@ pub fn parse_instance_file(file: &str, text: &str) -> Result<InstanceFile, Input
             return Err(InputError::Field {
                 file: file.into(),
                 field: "family".into(),
-                message: "missing (one of activation_chain, weight_chain, core)".into(),
+                message: "missing (one of activation_chain, weight_chain, core, op_sequence)"
+                    .into(),
             })
         }
     };
@@ -94,12 +95,13 @@ pub fn parse_instance_file(file: &str, text: &str) -> Result<InstanceFile, Input
         "activation_chain" => InstanceFile::ActivationChain(typed::<ActivationChain>(file, v)?),
         "weight_chain" => InstanceFile::WeightChain(typed::<WeightChain>(file, v)?),
         "core" => InstanceFile::Core(typed::<CoreFile>(file, v)?),
+        "op_sequence" => InstanceFile::OpSequence(typed::<OpSequence>(file, v)?),
         other => {
             return Err(InputError::Field {
                 file: file.into(),
                 field: "family".into(),
                 message: format!(
-                    "unknown family `{other}` (expected activation_chain, weight_chain or core)"
+                    "unknown family `{other}` (expected activation_chain, weight_chain, core or op_sequence)"
                 ),
             })
         }

@@ -101,6 +101,57 @@ pub fn asap(inst: &Instance, plan: &Plan) -> Result<Schedule, SimError> {
         _ => return Err(SimError::Unsupported),
     };
     let n = order.len();
+    let planned = planned_offloads(inst, &order, plan)?;
+    let mut sim = Asap::new(inst, plan, order, planned);
+    loop {
+        // Releases at `now`, then allocations: ops first, then transfers.
+        sim.releases();
+        sim.start_ops();
+        let started = sim.k; // ops at positions < started have started
+        while let Some((dir, i)) = sim.choose_transfer(started) {
+            sim.start_transfer(dir, i);
+        }
+        // Zero-length transfers complete at once: go round again at the same instant.
+        if sim.flights.iter().any(|f| f.end <= sim.now) {
+            continue;
+        }
+        if sim.k == n
+            && sim.running.is_none()
+            && sim.flights.is_empty()
+            && sim.next_pre >= sim.prefetch_order.len()
+        {
+            break;
+        }
+        let next = sim
+            .flights
+            .iter()
+            .map(|f| f.end)
+            .chain(sim.running.map(|r| r.1))
+            .min();
+        match next {
+            Some(t) => sim.now = t,
+            // Only unneeded prefetches remain (their reader already ran): none can.
+            None if sim.k == n => break,
+            None => {
+                return Err(SimError::Stuck {
+                    at: sim.now,
+                    op: inst.op(sim.order[sim.k]).name.clone(),
+                    used: sim.state.gpu_used.max(0) as u64,
+                    capacity: inst.machine.gpu_capacity.0,
+                })
+            }
+        }
+    }
+    Ok(Schedule::one_shot(sim.events))
+}
+
+/// The plan's tensors worth transferring, in plan order: each one's first reader
+/// after its production and the next one.
+fn planned_offloads(
+    inst: &Instance,
+    order: &[OpId],
+    plan: &Plan,
+) -> Result<Vec<Planned>, SimError> {
     // Positions at which each tensor is read, and where it is (re)produced.
     let mut reads: Vec<Vec<usize>> = vec![Vec::new(); inst.tensors.len()];
     let mut produced: Vec<Option<usize>> = vec![None; inst.tensors.len()];
@@ -141,86 +192,153 @@ pub fn asap(inst: &Instance, plan: &Plan) -> Result<Schedule, SimError> {
             });
         }
     }
-    let mut prefetch_order: Vec<usize> = (0..planned.len()).collect();
-    prefetch_order.sort_by_key(|&i| (planned[i].next_read, i));
+    Ok(planned)
+}
 
-    let cap = inst.machine.gpu_capacity.0 as i128;
-    let sizes: Vec<i128> = inst.tensors.iter().map(|t| t.size.0 as i128).collect();
-    // What op `p` adds to memory at its start.
-    let delta = |p: usize| -> i128 {
-        let o = inst.op(order[p]);
-        let prod: i128 = o.produces.iter().map(|t| sizes[t.ix()]).sum();
-        let cons: i128 = o.consumes.iter().map(|t| sizes[t.ix()]).sum();
-        prod + o.temp.0 as i128 - cons
-    };
+/// What the ops in order add to memory.
+struct Profile {
+    /// What op `p` adds to memory at its start.
+    delta: Vec<i128>,
+    prefix: Vec<i128>,
+    peaks: RangeMax,
+}
 
-    // need(k, r): the most the ops at positions k..r will add to memory at any
-    // of their starts, from the moment before op k starts. With
-    // S(p) = Σ_{q<p} (delta(q) − released_at_end(q)) and A(p) = S(p) + delta(p),
-    // need(k, r) = max_{k≤p<r} A(p) − S(k): a range maximum (sparse table).
-    let mut prefix = vec![0i128; n + 1];
-    for p in 0..n {
-        let o = inst.op(order[p]);
-        let freed: i128 = o.frees.iter().map(|t| sizes[t.ix()]).sum();
-        prefix[p + 1] = prefix[p] + delta(p) - o.temp.0 as i128 - freed;
+impl Profile {
+    fn new(inst: &Instance, order: &[OpId], sizes: &[i128]) -> Profile {
+        let n = order.len();
+        let delta: Vec<i128> = order
+            .iter()
+            .map(|&o| {
+                let o = inst.op(o);
+                let prod: i128 = o.produces.iter().map(|t| sizes[t.ix()]).sum();
+                let cons: i128 = o.consumes.iter().map(|t| sizes[t.ix()]).sum();
+                prod + o.temp.0 as i128 - cons
+            })
+            .collect();
+        // With S(p) = Σ_{q<p} (delta(q) − released_at_end(q)) and
+        // A(p) = S(p) + delta(p), need(k, r) = max_{k≤p<r} A(p) − S(k): a range
+        // maximum (sparse table).
+        let mut prefix = vec![0i128; n + 1];
+        for p in 0..n {
+            let o = inst.op(order[p]);
+            let freed: i128 = o.frees.iter().map(|t| sizes[t.ix()]).sum();
+            prefix[p + 1] = prefix[p] + delta[p] - o.temp.0 as i128 - freed;
+        }
+        let peaks = RangeMax::new((0..n).map(|p| prefix[p] + delta[p]).collect());
+        Profile {
+            delta,
+            prefix,
+            peaks,
+        }
     }
-    let peaks = RangeMax::new((0..n).map(|p| prefix[p] + delta(p)).collect());
-    let need = |k: usize, r: usize| -> i128 {
+
+    /// The most the ops at positions k..r will add to memory at any of their
+    /// starts, from the moment before op k starts.
+    fn need(&self, k: usize, r: usize) -> i128 {
         if k >= r {
             0
         } else {
-            (peaks.max(k, r) - prefix[k]).max(0)
+            (self.peaks.max(k, r) - self.prefix[k]).max(0)
         }
-    };
+    }
+}
 
-    let mut state = State::initial(inst);
-    let mut events: Vec<Event> = Vec::with_capacity(2 * n + 2 * planned.len());
-    let mut now = Ticks::ZERO;
-    let mut k = 0usize; // next op to start
-    let mut running: Option<(usize, Ticks)> = None;
-    let mut flights: Vec<Flight> = Vec::new();
-    let mut channel_free: [Ticks; 3] = [Ticks::ZERO; 3];
-    let ch = |d: Direction| inst.machine.channel(d) as usize;
-    let mut next_off = 0usize; // index into `planned`
-    let mut next_pre = 0usize; // index into `prefetch_order`
-    let mut offloaded = vec![false; planned.len()];
-    // An offload that has not started when its next reader is the next op to
-    // start (or has started) can no longer help: drop it, and its prefetch.
-    let mut dropped = vec![false; planned.len()];
+/// The simulation's state.
+struct Asap<'a> {
+    inst: &'a Instance,
+    plan: &'a Plan,
+    order: Vec<OpId>,
+    planned: Vec<Planned>,
+    /// Indices into `planned` in the order their prefetches are needed.
+    prefetch_order: Vec<usize>,
+    cap: i128,
+    sizes: Vec<i128>,
+    profile: Profile,
+    state: State,
+    events: Vec<Event>,
+    now: Ticks,
+    /// The next op to start (a position in `order`).
+    k: usize,
+    running: Option<(usize, Ticks)>,
+    flights: Vec<Flight>,
+    channel_free: [Ticks; 3],
+    /// Index into `planned`.
+    next_off: usize,
+    /// Index into `prefetch_order`.
+    next_pre: usize,
+    offloaded: Vec<bool>,
+    /// An offload that has not started when its next reader is the next op to
+    /// start (or has started) can no longer help: dropped, and its prefetch.
+    dropped: Vec<bool>,
+}
 
-    loop {
-        // Releases at `now`: transfer completions, then the op's completion.
-        flights.sort_by_key(|f| (f.end, f.dir));
-        while let Some(f) = flights.first() {
+impl<'a> Asap<'a> {
+    fn new(inst: &'a Instance, plan: &'a Plan, order: Vec<OpId>, planned: Vec<Planned>) -> Self {
+        let mut prefetch_order: Vec<usize> = (0..planned.len()).collect();
+        prefetch_order.sort_by_key(|&i| (planned[i].next_read, i));
+        let sizes: Vec<i128> = inst.tensors.iter().map(|t| t.size.0 as i128).collect();
+        let profile = Profile::new(inst, &order, &sizes);
+        let n = order.len();
+        Asap {
+            inst,
+            plan,
+            cap: inst.machine.gpu_capacity.0 as i128,
+            sizes,
+            profile,
+            state: State::initial(inst),
+            events: Vec::with_capacity(2 * n + 2 * planned.len()),
+            now: Ticks::ZERO,
+            k: 0,
+            running: None,
+            flights: Vec::new(),
+            channel_free: [Ticks::ZERO; 3],
+            next_off: 0,
+            next_pre: 0,
+            offloaded: vec![false; planned.len()],
+            dropped: vec![false; planned.len()],
+            order,
+            planned,
+            prefetch_order,
+        }
+    }
+
+    fn ch(&self, d: Direction) -> usize {
+        self.inst.machine.channel(d) as usize
+    }
+
+    /// Releases at `now`: transfer completions, then the op's completion.
+    fn releases(&mut self) {
+        let now = self.now;
+        self.flights.sort_by_key(|f| (f.end, f.dir));
+        while let Some(f) = self.flights.first() {
             if f.end > now {
                 break;
             }
-            let f = flights.remove(0);
-            state.transfer_end(
-                f.dir,
-                f.tensor,
-                f.flight,
-                f.dir == Direction::Offload,
-                f.end,
-                &Blind,
-            );
-            if f.dir == Direction::Offload {
-                if let Some(i) = planned.iter().position(|p| p.tensor == f.tensor) {
-                    offloaded[i] = true;
+            let f = self.flights.remove(0);
+            let offload = f.dir == Direction::Offload;
+            self.state
+                .transfer_end(f.dir, f.tensor, f.flight, offload, f.end, &Blind);
+            if offload {
+                if let Some(i) = self.planned.iter().position(|p| p.tensor == f.tensor) {
+                    self.offloaded[i] = true;
                 }
             }
         }
-        if let Some((p, end)) = running {
+        if let Some((p, end)) = self.running {
             if end <= now {
-                state.op_end(inst, order[p], end, &Blind);
-                running = None;
+                self.state.op_end(self.inst, self.order[p], end, &Blind);
+                self.running = None;
             }
         }
-        // Allocations at `now`: ops first (zero-duration ones complete at once).
-        while running.is_none() && k < n {
-            let o = order[k];
+    }
+
+    /// Op starts at `now` (zero-duration ones complete at once).
+    fn start_ops(&mut self) {
+        let (inst, now) = (self.inst, self.now);
+        while self.running.is_none() && self.k < self.order.len() {
+            let o = self.order[self.k];
             let ready = inst.op(o).reads.iter().all(|t| {
-                let ts = state.tensor(*t);
+                let ts = self.state.tensor(*t);
                 matches!(ts.gpu, GpuCopy::Present(v) if v == ts.latest)
             });
             // Under the default rule (R10) a transfer holds its GPU buffer until
@@ -230,124 +348,107 @@ pub fn asap(inst: &Instance, plan: &Plan) -> Result<Schedule, SimError> {
             // last reader is useless, but it has started.)
             let end = now + inst.op(o).duration;
             let held = inst.release == ReleaseRule::AfterEnd
-                && flights.iter().any(|f| {
+                && self.flights.iter().any(|f| {
                     (inst.op(o).consumes.contains(&f.tensor) && f.end > now)
                         || (inst.op(o).frees.contains(&f.tensor) && f.end > end)
                 });
-            if !ready || held || state.gpu_used + delta(k) > cap {
+            if !ready || held || self.state.gpu_used + self.profile.delta[self.k] > self.cap {
                 break;
             }
-            state.op_start(inst, o, now, end, &Blind);
-            events.push(Event::Compute {
+            self.state.op_start(inst, o, now, end, &Blind);
+            self.events.push(Event::Compute {
                 op: o,
                 start: now,
                 end,
             });
             if end == now {
-                state.op_end(inst, o, end, &Blind);
+                self.state.op_end(inst, o, end, &Blind);
             } else {
-                running = Some((k, end));
+                self.running = Some((self.k, end));
             }
-            k += 1;
-        }
-        // Then transfers.
-        let started = k; // ops at positions < started have started
-        loop {
-            let mut progressed = false;
-            while let Some(pl) = planned.get(next_off) {
-                if pl.next_read > started {
-                    break;
-                }
-                dropped[next_off] = true;
-                next_off += 1;
-            }
-            while prefetch_order.get(next_pre).is_some_and(|&i| dropped[i]) {
-                next_pre += 1;
-            }
-            let pre_ready =
-                |next_pre: usize, state: &State, channel_free: &[Ticks; 3]| -> Option<usize> {
-                    let i = *prefetch_order.get(next_pre)?;
-                    let pl = &planned[i];
-                    let ts = state.tensor(pl.tensor);
-                    let ok = offloaded[i]
-                        && ts.gpu == GpuCopy::Absent
-                        && channel_free[ch(Direction::Prefetch)] <= now
-                        && plan.lookahead.is_none_or(|la| pl.next_read <= started + la)
-                        && state.gpu_used + sizes[pl.tensor.ix()] + need(started, pl.next_read + 1)
-                            <= cap;
-                    ok.then_some(i)
-                };
-            let urgent = pre_ready(next_pre, &state, &channel_free)
-                .filter(|i| planned[*i].next_read <= started + 1);
-            let off_ready = planned.get(next_off).filter(|pl| {
-                started > pl.after
-                    && matches!(state.tensor(pl.tensor).gpu, GpuCopy::Present(_))
-                    && channel_free[ch(Direction::Offload)] <= now
-            });
-            let choice = match (urgent, off_ready) {
-                (Some(i), _) => Some((Direction::Prefetch, i)),
-                (None, Some(_)) => Some((Direction::Offload, next_off)),
-                (None, None) => {
-                    pre_ready(next_pre, &state, &channel_free).map(|i| (Direction::Prefetch, i))
-                }
-            };
-            if let Some((dir, i)) = choice {
-                let t = planned[i].tensor;
-                let end = now + transfer_ticks(inst, t);
-                let (flight, _) = state.transfer_start(inst, dir, t, now, end);
-                events.push(Event::Transfer {
-                    dir,
-                    tensor: t,
-                    start: now,
-                    end,
-                    delete: dir == Direction::Offload,
-                });
-                channel_free[ch(dir)] = end;
-                flights.push(Flight {
-                    end,
-                    dir,
-                    tensor: t,
-                    flight,
-                });
-                match dir {
-                    Direction::Offload => next_off += 1,
-                    Direction::Prefetch => next_pre += 1,
-                }
-                progressed = true;
-            }
-            if !progressed {
-                break;
-            }
-        }
-        // Zero-length transfers complete at once: go round again at the same instant.
-        if flights.iter().any(|f| f.end <= now) {
-            continue;
-        }
-        if k == n && running.is_none() && flights.is_empty() && next_pre >= prefetch_order.len() {
-            break;
-        }
-        let next = flights
-            .iter()
-            .map(|f| f.end)
-            .chain(running.map(|r| r.1))
-            .min();
-        match next {
-            Some(t) => now = t,
-            None => {
-                if k == n {
-                    // Only unneeded prefetches remain (their reader already ran): none can.
-                    break;
-                }
-                return Err(SimError::Stuck {
-                    at: now,
-                    op: inst.op(order[k]).name.clone(),
-                    used: state.gpu_used.max(0) as u64,
-                    capacity: inst.machine.gpu_capacity.0,
-                });
-            }
+            self.k += 1;
         }
     }
-    Ok(Schedule::one_shot(events))
+
+    /// The next prefetch in order, if it may start now.
+    fn prefetch_ready(&self, started: usize) -> Option<usize> {
+        let i = *self.prefetch_order.get(self.next_pre)?;
+        let pl = &self.planned[i];
+        let ts = self.state.tensor(pl.tensor);
+        let ok = self.offloaded[i]
+            && ts.gpu == GpuCopy::Absent
+            && self.channel_free[self.ch(Direction::Prefetch)] <= self.now
+            && self
+                .plan
+                .lookahead
+                .is_none_or(|la| pl.next_read <= started + la)
+            && self.state.gpu_used
+                + self.sizes[pl.tensor.ix()]
+                + self.profile.need(started, pl.next_read + 1)
+                <= self.cap;
+        ok.then_some(i)
+    }
+
+    /// The transfer to start now, if any: a prefetch needed by one of the next
+    /// two ops, else the next offload, else the next prefetch. Offloads that
+    /// can no longer help are dropped first.
+    fn choose_transfer(&mut self, started: usize) -> Option<(Direction, usize)> {
+        while let Some(pl) = self.planned.get(self.next_off) {
+            if pl.next_read > started {
+                break;
+            }
+            self.dropped[self.next_off] = true;
+            self.next_off += 1;
+        }
+        while self
+            .prefetch_order
+            .get(self.next_pre)
+            .is_some_and(|&i| self.dropped[i])
+        {
+            self.next_pre += 1;
+        }
+        let urgent = self
+            .prefetch_ready(started)
+            .filter(|i| self.planned[*i].next_read <= started + 1);
+        let off_ready = self.planned.get(self.next_off).filter(|pl| {
+            started > pl.after
+                && matches!(self.state.tensor(pl.tensor).gpu, GpuCopy::Present(_))
+                && self.channel_free[self.ch(Direction::Offload)] <= self.now
+        });
+        match (urgent, off_ready) {
+            (Some(i), _) => Some((Direction::Prefetch, i)),
+            (None, Some(_)) => Some((Direction::Offload, self.next_off)),
+            (None, None) => self
+                .prefetch_ready(started)
+                .map(|i| (Direction::Prefetch, i)),
+        }
+    }
+
+    fn start_transfer(&mut self, dir: Direction, i: usize) {
+        let now = self.now;
+        let t = self.planned[i].tensor;
+        let end = now + transfer_ticks(self.inst, t);
+        let (flight, _) = self.state.transfer_start(self.inst, dir, t, now, end);
+        self.events.push(Event::Transfer {
+            dir,
+            tensor: t,
+            start: now,
+            end,
+            delete: dir == Direction::Offload,
+        });
+        let c = self.ch(dir);
+        self.channel_free[c] = end;
+        self.flights.push(Flight {
+            end,
+            dir,
+            tensor: t,
+            flight,
+        });
+        match dir {
+            Direction::Offload => self.next_off += 1,
+            Direction::Prefetch => self.next_pre += 1,
+        }
+    }
 }
 
 /// Range maximum over a fixed array in O(1) per query (sparse table).

@@ -8,6 +8,8 @@
 
 pub mod activation_chain;
 pub mod core_file;
+pub mod op_sequence;
+pub mod resnet50;
 pub mod weight_chain;
 
 use crate::model::{Instance, ModelError, ReleaseRule};
@@ -16,6 +18,7 @@ use serde::{Deserialize, Serialize};
 
 pub use activation_chain::ActivationChain;
 pub use core_file::CoreFile;
+pub use op_sequence::OpSequence;
 pub use weight_chain::WeightChain;
 
 /// An instance file, tagged by `family`.
@@ -25,6 +28,7 @@ pub enum InstanceFile {
     ActivationChain(ActivationChain),
     WeightChain(WeightChain),
     Core(CoreFile),
+    OpSequence(OpSequence),
 }
 
 impl InstanceFile {
@@ -34,6 +38,7 @@ impl InstanceFile {
             InstanceFile::ActivationChain(a) => a.compile()?,
             InstanceFile::WeightChain(w) => w.compile()?,
             InstanceFile::Core(c) => c.compile()?,
+            InstanceFile::OpSequence(o) => o.compile()?,
         };
         inst.validate()?;
         Ok(inst)
@@ -45,6 +50,7 @@ impl InstanceFile {
             InstanceFile::ActivationChain(a) => a.release,
             InstanceFile::WeightChain(w) => w.release,
             InstanceFile::Core(c) => c.release,
+            InstanceFile::OpSequence(o) => o.release,
         }
     }
 
@@ -54,6 +60,23 @@ impl InstanceFile {
             InstanceFile::ActivationChain(a) => a.release = r,
             InstanceFile::WeightChain(w) => w.release = r,
             InstanceFile::Core(c) => c.release = r,
+            InstanceFile::OpSequence(o) => o.release = r,
+        }
+    }
+
+    /// The weight chain, when the file is one.
+    pub fn weight_chain(&self) -> Option<&WeightChain> {
+        match self {
+            InstanceFile::WeightChain(c) => Some(c),
+            _ => None,
+        }
+    }
+
+    /// The activation chain, when the file is one.
+    pub fn activation_chain(&self) -> Option<&ActivationChain> {
+        match self {
+            InstanceFile::ActivationChain(c) => Some(c),
+            _ => None,
         }
     }
 
@@ -62,6 +85,7 @@ impl InstanceFile {
             InstanceFile::ActivationChain(_) => "activation_chain",
             InstanceFile::WeightChain(_) => "weight_chain",
             InstanceFile::Core(_) => "core",
+            InstanceFile::OpSequence(_) => "op_sequence",
         }
     }
 }

@@ -5,6 +5,7 @@
 //! Must not import: exact solvers.
 
 pub mod activation;
+pub mod op_sequence;
 pub mod weight;
 
 use crate::check::{check, CheckOutcome, Checked, Rejected};
@@ -74,9 +75,10 @@ pub fn run(
     }
 }
 
-/// Every heuristic, both families.
+/// Every heuristic, every family.
 pub fn all() -> Vec<Box<dyn Heuristic>> {
     let mut v = activation::heuristics();
     v.extend(weight::heuristics());
+    v.extend(op_sequence::heuristics());
     v
 }

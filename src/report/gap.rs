@@ -195,25 +195,7 @@ fn ratio(m: i64, to: &BigRational) -> Option<f64> {
 /// Compute one entry. `file` already carries the budget.
 pub fn gap(label: &str, file: &InstanceFile, inst: &Instance, opts: &GapOptions) -> GapEntry {
     let budget = super::budget::own_budget(file);
-    let mut bounds = Vec::new();
-    let mut failures = Vec::new();
-    let mut infeasible = None;
-    for (name, r) in bound::evaluate(file, inst) {
-        match r {
-            Ok(b) => bounds.push(b),
-            Err(BoundError::Infeasible { reason, .. }) => {
-                infeasible.get_or_insert(reason.clone());
-                failures.push(BoundFailure {
-                    source: name.into(),
-                    reason: format!("infeasible: {reason}"),
-                });
-            }
-            Err(e) => failures.push(BoundFailure {
-                source: name.into(),
-                reason: e.to_string(),
-            }),
-        }
-    }
+    let (bounds, failures, infeasible) = evaluate_bounds(file, inst);
     let best = bound::best(bounds.iter()).map(BoundCell::from_bound);
     let mut problems = Vec::new();
     let mut cells = Vec::new();
@@ -221,36 +203,13 @@ pub fn gap(label: &str, file: &InstanceFile, inst: &Instance, opts: &GapOptions)
         if !opts.only.is_empty() && !opts.only.iter().any(|n| n == h.name()) {
             continue;
         }
-        let t = Instant::now();
-        let r = heuristic::run(h.as_ref(), file, inst);
-        let seconds = t.elapsed().as_secs_f64();
-        let cell = match r {
-            Ok(run) => {
-                let mut cell = HeuristicCell::valid(run, seconds);
-                cell.ratio_to_bound = best
-                    .as_ref()
-                    .zip(cell.makespan())
-                    .and_then(|(b, m)| ratio(m, &b.exact));
-                cell
-            }
-            Err(HeuristicError::Invalid { first, .. }) => {
-                problems.push(format!(
-                    "{}: its schedule fails the checker: {first}",
-                    h.name()
-                ));
-                HeuristicCell::without_schedule(h.name(), "invalid", first, seconds)
-            }
-            Err(e) => HeuristicCell::without_schedule(
-                h.name(),
-                "no schedule",
-                match e {
-                    HeuristicError::NoSchedule { reason, .. } => reason,
-                    other => other.to_string(),
-                },
-                seconds,
-            ),
-        };
-        cells.push(cell);
+        cells.push(heuristic_cell(
+            h.as_ref(),
+            file,
+            inst,
+            best.as_ref(),
+            &mut problems,
+        ));
     }
     let best_heur = cells
         .iter()
@@ -292,27 +251,11 @@ pub fn gap(label: &str, file: &InstanceFile, inst: &Instance, opts: &GapOptions)
             }
         }
     }
-    for b in &bounds {
-        if let Some((m, who)) = &best_heur {
-            if b.value > BigRational::from_integer(BigInt::from(*m)) {
-                problems.push(format!(
-                    "bound {} = {} exceeds {who}'s checked makespan {m}",
-                    b.source, b.value
-                ));
-            }
-        }
-        if let Some(o) = &optimum {
-            if b.value > BigRational::from_integer(BigInt::from(o.makespan())) {
-                problems.push(format!(
-                    "bound {} = {} exceeds the optimum {} ({})",
-                    b.source,
-                    b.value,
-                    o.makespan(),
-                    o.claim
-                ));
-            }
-        }
-    }
+    problems.extend(bound_problems(
+        &bounds,
+        best_heur.as_ref(),
+        optimum.as_ref(),
+    ));
     GapEntry {
         instance: label.into(),
         family: file.family().into(),
@@ -327,4 +270,97 @@ pub fn gap(label: &str, file: &InstanceFile, inst: &Instance, opts: &GapOptions)
         infeasible,
         problems,
     }
+}
+
+/// Every applicable bound: the values, the failures, and the first reason
+/// given that no schedule exists.
+fn evaluate_bounds(
+    file: &InstanceFile,
+    inst: &Instance,
+) -> (Vec<LowerBound>, Vec<BoundFailure>, Option<String>) {
+    let mut bounds = Vec::new();
+    let mut failures = Vec::new();
+    let mut infeasible = None;
+    for (name, r) in bound::evaluate(file, inst) {
+        match r {
+            Ok(b) => bounds.push(b),
+            Err(BoundError::Infeasible { reason, .. }) => {
+                infeasible.get_or_insert(reason.clone());
+                failures.push(BoundFailure {
+                    source: name.into(),
+                    reason: format!("infeasible: {reason}"),
+                });
+            }
+            Err(e) => failures.push(BoundFailure {
+                source: name.into(),
+                reason: e.to_string(),
+            }),
+        }
+    }
+    (bounds, failures, infeasible)
+}
+
+/// Run one heuristic through the checker; an invalid schedule is also a problem.
+fn heuristic_cell(
+    h: &dyn heuristic::Heuristic,
+    file: &InstanceFile,
+    inst: &Instance,
+    best: Option<&BoundCell>,
+    problems: &mut Vec<String>,
+) -> HeuristicCell {
+    let t = Instant::now();
+    let r = heuristic::run(h, file, inst);
+    let seconds = t.elapsed().as_secs_f64();
+    let failed = |verdict: &str, reason: String| {
+        HeuristicCell::without_schedule(h.name(), verdict, reason, seconds)
+    };
+    match r {
+        Ok(run) => {
+            let mut cell = HeuristicCell::valid(run, seconds);
+            cell.ratio_to_bound = best
+                .zip(cell.makespan())
+                .and_then(|(b, m)| ratio(m, &b.exact));
+            cell
+        }
+        Err(HeuristicError::Invalid { first, .. }) => {
+            problems.push(format!(
+                "{}: its schedule fails the checker: {first}",
+                h.name()
+            ));
+            failed("invalid", first)
+        }
+        Err(HeuristicError::NoSchedule { reason, .. }) => failed("no schedule", reason),
+        Err(other) => failed("no schedule", other.to_string()),
+    }
+}
+
+/// Bounds above the best checked makespan or above the optimum: contradictions.
+fn bound_problems(
+    bounds: &[LowerBound],
+    best_heur: Option<&(i64, String)>,
+    optimum: Option<&OptimumCell>,
+) -> Vec<String> {
+    let mut problems = Vec::new();
+    for b in bounds {
+        if let Some((m, who)) = best_heur {
+            if b.value > BigRational::from_integer(BigInt::from(*m)) {
+                problems.push(format!(
+                    "bound {} = {} exceeds {who}'s checked makespan {m}",
+                    b.source, b.value
+                ));
+            }
+        }
+        if let Some(o) = optimum {
+            if b.value > BigRational::from_integer(BigInt::from(o.makespan())) {
+                problems.push(format!(
+                    "bound {} = {} exceeds the optimum {} ({})",
+                    b.source,
+                    b.value,
+                    o.makespan(),
+                    o.claim
+                ));
+            }
+        }
+    }
+    problems
 }

@@ -17,10 +17,12 @@
 //! instantaneous need of a zero-duration op counts too.
 
 mod digest;
+mod profile;
 mod violation;
 
 pub use digest::{instance_digest, schedule_digest};
 
+pub use profile::MemoryProfile;
 pub use violation::{Violation, Warning};
 
 use crate::model::{Channel, Device, Direction, Instance, Mode, OpId, ReleaseRule, TensorId};
@@ -332,7 +334,19 @@ impl Lookahead for Uses {
 /// else every violation with its witness ([`Rejected`]). Both carry the full
 /// measurements.
 pub fn check(inst: &Instance, s: &Schedule) -> CheckOutcome {
-    let report = replay(inst, s);
+    let report = replay(inst, s, None);
+    outcome(inst, s, report)
+}
+
+/// [`check`], also recording the replay's GPU-memory profile.
+pub fn check_with_profile(inst: &Instance, s: &Schedule) -> (CheckOutcome, MemoryProfile) {
+    let mut p = MemoryProfile::default();
+    let report = replay(inst, s, Some(&mut p));
+    (outcome(inst, s, report), p)
+}
+
+/// The only place a [`Checked`] (and a [`Rejected`]) is built.
+fn outcome(inst: &Instance, s: &Schedule, report: Report) -> CheckOutcome {
     match certify(inst, &report) {
         Some(certificate) => CheckOutcome::Valid(Checked {
             schedule: s.clone(),
@@ -357,8 +371,9 @@ fn certify(inst: &Instance, r: &Report) -> Option<Certificate> {
     })
 }
 
-/// The exact replay: every violation and the measurements.
-fn replay(inst: &Instance, s: &Schedule) -> Report {
+/// The exact replay: every violation and the measurements (and, when asked,
+/// the GPU-memory profile).
+fn replay(inst: &Instance, s: &Schedule, mut profile: Option<&mut MemoryProfile>) -> Report {
     let cyclic = inst.mode == Mode::Cyclic;
     let period = s.period.unwrap_or(Ticks::ZERO);
     let mut violations = Vec::new();
@@ -581,6 +596,9 @@ fn replay(inst: &Instance, s: &Schedule) -> Report {
         (Ticks(i64::MIN), Ticks(i64::MAX))
     };
     let mut peak = (state.gpu_bytes(), Ticks::ZERO);
+    if let Some(p) = profile.as_mut() {
+        p.push(Ticks::ZERO, state.gpu_used);
+    }
     let cap = inst.machine.gpu_capacity.0 as i128;
     let cpu_cap = inst.machine.cpu_capacity.map(|c| c.0 as i128);
     let rel = |t: Ticks| if cyclic { Ticks(t.0 - period.0) } else { t };
@@ -698,6 +716,9 @@ fn replay(inst: &Instance, s: &Schedule) -> Report {
             // event's own release), once the instant's releases are done.
             if allocated && now >= win_lo && now < win_hi {
                 let used = state.gpu_used;
+                if let Some(p) = profile.as_mut() {
+                    p.push(rel(now), used);
+                }
                 if used > peak.0 .0 as i128 {
                     peak = (Bytes(used as u64), rel(now));
                 }
@@ -766,6 +787,11 @@ fn replay(inst: &Instance, s: &Schedule) -> Report {
                         ));
                     }
                     Event::Delete { .. } => {}
+                }
+            }
+            if let Some(p) = profile.as_mut() {
+                if (!allocated || a.positive == 0) && now >= win_lo && now < win_hi {
+                    p.push(rel(now), state.gpu_used);
                 }
             }
             if report {
@@ -887,7 +913,8 @@ fn to_violation(
             at,
             op,
             tensor,
-            ready_at,
+            // In the period, as `at` is.
+            ready_at: ready_at.map(rel),
         },
         Breach::InputStale {
             tensor,
@@ -949,7 +976,7 @@ fn to_violation(
             at,
             tensor,
             holder,
-            holder_event: locate_holder(s, holder, tensor, rel(from)),
+            holder_event: locate_holder(s, holder, tensor, rel(from), rel(until)),
             from: rel(from),
             until: rel(until),
         },
@@ -959,24 +986,36 @@ fn to_violation(
 /// The schedule event that holds `tensor` from `from` (a time in the period for
 /// cyclic schedules, possibly negative for a transfer crossing in from the
 /// period before): for the witness of rule R10.
-fn locate_holder(s: &Schedule, holder: Holder, tensor: TensorId, from: Ticks) -> Option<EventId> {
-    let same = |a: Ticks| match s.period {
-        Some(p) if p.0 > 0 => (a.0 - from.0).rem_euclid(p.0) == 0,
-        _ => a == from,
+fn locate_holder(
+    s: &Schedule,
+    holder: Holder,
+    tensor: TensorId,
+    from: Ticks,
+    until: Ticks,
+) -> Option<EventId> {
+    // The same start (up to whole periods) and the same length: two runs of one
+    // op that start together are told apart by their ends.
+    let same = |a: Ticks, b: Ticks| {
+        b - a == until - from
+            && match s.period {
+                Some(p) if p.0 > 0 => (a.0 - from.0).rem_euclid(p.0) == 0,
+                _ => a == from,
+            }
     };
     s.events
         .iter()
         .position(|e| match (*e, holder) {
-            (Event::Compute { op, start, .. }, Holder::Op(h)) => op == h && same(start),
+            (Event::Compute { op, start, end }, Holder::Op(h)) => op == h && same(start, end),
             (
                 Event::Transfer {
                     tensor: t,
                     dir,
                     start,
+                    end,
                     ..
                 },
                 Holder::Transfer(d),
-            ) => t == tensor && dir == d && same(start),
+            ) => t == tensor && dir == d && same(start, end),
             _ => false,
         })
         .map(|i| EventId(i as u32))
