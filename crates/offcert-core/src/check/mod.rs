@@ -17,6 +17,7 @@
 //! instantaneous need of a zero-duration op counts too.
 
 mod completeness;
+mod confirm;
 mod digest;
 mod measure;
 mod profile;

@@ -405,25 +405,7 @@ impl Instance {
         if nt > u32::MAX as usize || no > u32::MAX as usize {
             return Err(invalid("tensors", "too many tensors or ops"));
         }
-        let mut seen = HashMap::new();
-        let mut total = Bytes::ZERO;
-        for (i, t) in self.tensors.iter().enumerate() {
-            if t.name.is_empty() {
-                return Err(invalid(format!("tensors[{i}].name"), "empty name"));
-            }
-            if seen.insert(t.name.as_str(), i).is_some() {
-                return Err(ModelError::DuplicateName {
-                    field: format!("tensors[{i}].name"),
-                    name: t.name.clone(),
-                });
-            }
-            total = total
-                .checked_add(t.size)
-                .ok_or_else(|| ModelError::Overflow {
-                    field: format!("tensors[{i}].size"),
-                    message: "total tensor size exceeds 2^64-1 bytes".into(),
-                })?;
-        }
+        let mut total = self.validate_tensors()?;
         let mut seen = HashMap::new();
         let mut time = Ticks::ZERO;
         for (i, op) in self.ops.iter().enumerate() {
@@ -451,42 +433,41 @@ impl Instance {
                     field: format!("ops[{i}].temp"),
                     message: "total memory exceeds 2^64-1 bytes".into(),
                 })?;
-            for (list, name) in [
-                (&op.reads, "reads"),
-                (&op.produces, "produces"),
-                (&op.consumes, "consumes"),
-                (&op.frees, "frees"),
-                (&op.modifies, "modifies"),
-            ] {
-                for (j, t) in list.iter().enumerate() {
-                    if t.ix() >= nt {
-                        return Err(invalid(
-                            format!("ops[{i}].{name}[{j}]"),
-                            format!("tensor id {} out of range", t.0),
-                        ));
-                    }
-                }
-            }
-            for (j, t) in op.consumes.iter().enumerate() {
-                if !op.reads.contains(t) {
-                    return Err(invalid(
-                        format!("ops[{i}].consumes[{j}]"),
-                        "a consumed tensor must also be read",
-                    ));
-                }
-            }
-            for (j, t) in op.produces.iter().enumerate() {
-                if op.reads.contains(t) {
-                    return Err(invalid(
-                        format!("ops[{i}].produces[{j}]"),
-                        "an op cannot read what it produces (use `modifies`)",
-                    ));
-                }
-            }
+            validate_op_tensors(i, op, nt)?;
         }
+        self.validate_order()?;
+        self.validate_bandwidth()
+    }
+
+    /// Tensor names non-empty and unique; the total size fits 64 bits.
+    fn validate_tensors(&self) -> Result<Bytes, ModelError> {
+        let mut seen = HashMap::new();
+        let mut total = Bytes::ZERO;
+        for (i, t) in self.tensors.iter().enumerate() {
+            if t.name.is_empty() {
+                return Err(invalid(format!("tensors[{i}].name"), "empty name"));
+            }
+            if seen.insert(t.name.as_str(), i).is_some() {
+                return Err(ModelError::DuplicateName {
+                    field: format!("tensors[{i}].name"),
+                    name: t.name.clone(),
+                });
+            }
+            total = total
+                .checked_add(t.size)
+                .ok_or_else(|| ModelError::Overflow {
+                    field: format!("tensors[{i}].size"),
+                    message: "total tensor size exceeds 2^64-1 bytes".into(),
+                })?;
+        }
+        Ok(total)
+    }
+
+    /// A fixed order names existing ops, and its total duration fits 63 bits.
+    fn validate_order(&self) -> Result<(), ModelError> {
         if let ComputeOrder::Fixed(seq) = &self.order {
             for (k, o) in seq.iter().enumerate() {
-                if o.ix() >= no {
+                if o.ix() >= self.ops.len() {
                     return Err(invalid(
                         format!("order[{k}]"),
                         format!("op id {} out of range", o.0),
@@ -504,6 +485,11 @@ impl Instance {
                         })?;
             }
         }
+        Ok(())
+    }
+
+    /// A positive bandwidth, and every transfer time fits 63 bits.
+    fn validate_bandwidth(&self) -> Result<(), ModelError> {
         let bw = self.machine.bandwidth;
         if bw.bytes == 0 || bw.ticks == 0 {
             return Err(invalid(
@@ -521,4 +507,42 @@ impl Instance {
         }
         Ok(())
     }
+}
+
+/// An op's tensor lists name existing tensors; a consumed tensor is read; a
+/// produced one is not.
+fn validate_op_tensors(i: usize, op: &Op, nt: usize) -> Result<(), ModelError> {
+    for (list, name) in [
+        (&op.reads, "reads"),
+        (&op.produces, "produces"),
+        (&op.consumes, "consumes"),
+        (&op.frees, "frees"),
+        (&op.modifies, "modifies"),
+    ] {
+        for (j, t) in list.iter().enumerate() {
+            if t.ix() >= nt {
+                return Err(invalid(
+                    format!("ops[{i}].{name}[{j}]"),
+                    format!("tensor id {} out of range", t.0),
+                ));
+            }
+        }
+    }
+    for (j, t) in op.consumes.iter().enumerate() {
+        if !op.reads.contains(t) {
+            return Err(invalid(
+                format!("ops[{i}].consumes[{j}]"),
+                "a consumed tensor must also be read",
+            ));
+        }
+    }
+    for (j, t) in op.produces.iter().enumerate() {
+        if op.reads.contains(t) {
+            return Err(invalid(
+                format!("ops[{i}].produces[{j}]"),
+                "an op cannot read what it produces (use `modifies`)",
+            ));
+        }
+    }
+    Ok(())
 }

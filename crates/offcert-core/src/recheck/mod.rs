@@ -144,6 +144,7 @@ struct Step {
 
 struct Replay<'a> {
     inst: &'a Instance,
+    s: &'a Schedule,
     cyclic: bool,
     period: i64,
     persistent: Vec<bool>,
@@ -158,6 +159,22 @@ struct Replay<'a> {
     /// Copies of positive-length transfers that have started and not ended.
     flying: BTreeSet<usize>,
     findings: Vec<Finding>,
+    /// Highest GPU memory in use (the initial state included).
+    peak: u128,
+    /// Offloads whose CPU copy was already current when they started.
+    redundant: Vec<EventId>,
+    /// Whether each tensor's GPU and CPU copies are current: at the start, and at
+    /// P and 2P (cyclic).
+    at_start: Vec<(bool, bool)>,
+    at_boundaries: Vec<Vec<(bool, bool)>>,
+    /// Per crossing transfer: did the copy of period 0 / 1 read the latest value?
+    reads_latest: Vec<[Option<bool>; 2]>,
+    /// The instants memory was last found exceeded (once per instant).
+    gpu_over_at: Option<Ticks>,
+    cpu_over_at: Option<Ticks>,
+    /// Memory is judged by the instant (the reported period's), not by the
+    /// event copy, so its findings are kept apart from the per-copy filter.
+    memory: Vec<Finding>,
 }
 
 /// Re-check `s` against `inst`.
@@ -170,93 +187,99 @@ pub fn recheck(inst: &Instance, s: &Schedule) -> Verdict {
     resources(inst, s, cyclic, period, &mut findings);
     order(inst, s, &mut findings);
 
-    // Persistent tensors: produced by no op at all.
+    let mut r = Replay::new(inst, s, cyclic, period);
+    for st in &steps(&r.copies, cyclic, period) {
+        r.step(st);
+    }
+    if cyclic {
+        r.steady_state();
+    }
+    findings.append(&mut r.findings);
+    findings.append(&mut r.memory);
+    r.redundant
+        .sort_by_key(|e: &EventId| (s.events[e.ix()].start(), e.0));
+    Verdict {
+        valid: findings.is_empty(),
+        findings,
+        peak_memory: Bytes(r.peak.min(u64::MAX as u128) as u64),
+        redundant_offloads: r.redundant,
+    }
+}
+
+/// Persistent tensors: produced by no op at all.
+fn persistent(inst: &Instance) -> Vec<bool> {
     let mut persistent = vec![true; inst.tensors.len()];
     for op in &inst.ops {
         for t in &op.produces {
             persistent[t.ix()] = false;
         }
     }
+    persistent
+}
 
+/// Every event once (one-shot), or twice plus once a period earlier when it
+/// crosses the period end (cyclic).
+fn unroll(s: &Schedule, cyclic: bool, period: i64) -> Vec<Unrolled> {
     let mut copies = Vec::new();
     for (i, e) in s.events.iter().enumerate() {
-        if cyclic {
-            for k in [0i64, 1] {
-                copies.push(Unrolled {
-                    event: i,
-                    period_index: k,
-                    ev: e.shifted(Ticks(k * period)),
-                });
-            }
-            if e.end().0 > period {
-                copies.push(Unrolled {
-                    event: i,
-                    period_index: -1,
-                    ev: e.shifted(Ticks(-period)),
-                });
-            }
-        } else {
+        if !cyclic {
             copies.push(Unrolled {
                 event: i,
                 period_index: 0,
                 ev: *e,
             });
+            continue;
+        }
+        for k in [0i64, 1] {
+            copies.push(Unrolled {
+                event: i,
+                period_index: k,
+                ev: e.shifted(Ticks(k * period)),
+            });
+        }
+        if e.end().0 > period {
+            copies.push(Unrolled {
+                event: i,
+                period_index: -1,
+                ev: e.shifted(Ticks(-period)),
+            });
         }
     }
+    copies
+}
 
+/// The steps of every copy, in the same-instant convention (MODEL.md §2.4):
+/// releases, then allocations; zero-length events first within their phase,
+/// then file order.
+fn steps(copies: &[Unrolled], cyclic: bool, period: i64) -> Vec<Step> {
     let opens = |u: &Unrolled| cyclic && u.ev.start().0 == u.period_index * period;
     let mut steps = Vec::new();
     for (c, u) in copies.iter().enumerate() {
         let (start, end) = (u.ev.start(), u.ev.end());
         let instant = end == start;
-        match u.ev {
-            Event::Compute { .. } => {
-                steps.push(Step {
-                    time: start,
-                    opens: opens(u),
-                    half: Half::OpStart,
-                    instant,
-                    copy: c,
-                });
-                if !instant {
-                    steps.push(Step {
-                        time: end,
-                        opens: false,
-                        half: Half::OpEnd,
-                        instant,
-                        copy: c,
-                    });
-                }
-            }
-            Event::Transfer { .. } => {
-                steps.push(Step {
-                    time: start,
-                    opens: opens(u),
-                    half: Half::TransferStart,
-                    instant,
-                    copy: c,
-                });
-                if !instant {
-                    steps.push(Step {
-                        time: end,
-                        opens: false,
-                        half: Half::TransferEnd,
-                        instant,
-                        copy: c,
-                    });
-                }
-            }
-            Event::Delete { .. } => steps.push(Step {
-                time: start,
-                opens: opens(u),
-                half: Half::Delete,
-                instant: false,
+        let (first, second) = match u.ev {
+            Event::Compute { .. } => (Half::OpStart, Some(Half::OpEnd)),
+            Event::Transfer { .. } => (Half::TransferStart, Some(Half::TransferEnd)),
+            Event::Delete { .. } => (Half::Delete, None),
+        };
+        steps.push(Step {
+            time: start,
+            opens: opens(u),
+            half: first,
+            // A delete is never "zero-length": it has no end step.
+            instant: instant && second.is_some(),
+            copy: c,
+        });
+        if let (Some(half), false) = (second, instant) {
+            steps.push(Step {
+                time: end,
+                opens: false,
+                half,
+                instant,
                 copy: c,
-            }),
+            });
         }
     }
-    // Same-instant convention (MODEL.md §2.4): releases, then allocations;
-    // zero-length events first within their phase, then file order.
     steps.sort_by_key(|st| {
         (
             st.time,
@@ -267,7 +290,12 @@ pub fn recheck(inst: &Instance, s: &Schedule) -> Verdict {
             copies[st.copy].period_index,
         )
     });
+    steps
+}
 
+/// The copies at the start: S₀ of the instance (one-shot), or the schedule's
+/// declared boundary state, persistent tensors born (cyclic).
+fn start_state(inst: &Instance, s: &Schedule, cyclic: bool, persistent: &[bool]) -> Vec<Copies> {
     let mut tensors: Vec<Copies> = vec![
         Copies {
             gpu: Gpu::Off,
@@ -280,186 +308,215 @@ pub fn recheck(inst: &Instance, s: &Schedule) -> Verdict {
         };
         inst.tensors.len()
     ];
-    if cyclic {
-        for (k, t) in tensors.iter_mut().enumerate() {
-            t.born = persistent[k];
+    let mut place = |k: usize, gpu: bool, cpu: bool| {
+        if gpu {
+            tensors[k].gpu = Gpu::On(0);
+            tensors[k].born = true;
         }
+        if cpu {
+            tensors[k].cpu = Some(0);
+            tensors[k].born = true;
+        }
+    };
+    if cyclic {
         if let Some(st) = &s.initial {
             for t in &st.gpu {
-                tensors[t.ix()].gpu = Gpu::On(0);
-                tensors[t.ix()].born = true;
+                place(t.ix(), true, false);
             }
             for t in &st.cpu {
-                tensors[t.ix()].cpu = Some(0);
-                tensors[t.ix()].born = true;
+                place(t.ix(), false, true);
             }
+        }
+        for (k, t) in tensors.iter_mut().enumerate() {
+            t.born |= persistent[k];
         }
     } else {
         for (k, t) in inst.tensors.iter().enumerate() {
-            if t.initial.on_gpu() {
-                tensors[k].gpu = Gpu::On(0);
-                tensors[k].born = true;
-            }
-            if t.initial.on_cpu() {
-                tensors[k].cpu = Some(0);
-                tensors[k].born = true;
-            }
+            place(k, t.initial.on_gpu(), t.initial.on_cpu());
         }
     }
-    let boundary = |ts: &[Copies]| -> Vec<(bool, bool)> {
-        ts.iter()
-            .map(|t| (t.gpu_current(), t.cpu_current()))
-            .collect()
-    };
-    let at_start = boundary(&tensors);
+    tensors
+}
 
-    let mut r = Replay {
-        inst,
-        cyclic,
-        period,
-        persistent,
-        carried: vec![None; copies.len()],
-        modified_buffers: vec![Vec::new(); copies.len()],
-        copies,
-        tensors,
-        running: BTreeSet::new(),
-        flying: BTreeSet::new(),
-        findings: Vec::new(),
-    };
-    let mut peak = r.gpu_in_use(None);
-    let mut redundant = Vec::new();
-    let mut at_boundaries: Vec<Vec<(bool, bool)>> = Vec::new();
-    // Per crossing transfer: did the copy of period 0 / 1 read the latest value?
-    let mut reads_latest: Vec<[Option<bool>; 2]> = vec![[None, None]; s.events.len()];
-    let mut gpu_over_at: Option<Ticks> = None;
-    let mut cpu_over_at: Option<Ticks> = None;
-    // Memory is judged by the instant (the reported period's), not by the event
-    // copy, so its findings are kept apart from the per-copy filter below.
-    let mut memory = Vec::new();
+/// Whether each tensor's GPU and CPU copies hold the latest value.
+fn boundary(ts: &[Copies]) -> Vec<(bool, bool)> {
+    ts.iter()
+        .map(|t| (t.gpu_current(), t.cpu_current()))
+        .collect()
+}
 
-    for st in &steps {
-        // The boundary state at kP: after every step before kP and the releases
-        // at kP, before the allocations at kP.
-        while cyclic && at_boundaries.len() < 2 {
-            let b = period * (at_boundaries.len() as i64 + 1);
+impl<'a> Replay<'a> {
+    fn new(inst: &'a Instance, s: &'a Schedule, cyclic: bool, period: i64) -> Replay<'a> {
+        let persistent = persistent(inst);
+        let copies = unroll(s, cyclic, period);
+        let tensors = start_state(inst, s, cyclic, &persistent);
+        let mut r = Replay {
+            inst,
+            s,
+            cyclic,
+            period,
+            persistent,
+            carried: vec![None; copies.len()],
+            modified_buffers: vec![Vec::new(); copies.len()],
+            copies,
+            at_start: boundary(&tensors),
+            tensors,
+            running: BTreeSet::new(),
+            flying: BTreeSet::new(),
+            findings: Vec::new(),
+            peak: 0,
+            redundant: Vec::new(),
+            at_boundaries: Vec::new(),
+            reads_latest: vec![[None, None]; s.events.len()],
+            gpu_over_at: None,
+            cpu_over_at: None,
+            memory: Vec::new(),
+        };
+        r.peak = r.gpu_in_use(None);
+        r
+    }
+
+    /// One step: the boundary states it passes, its rule, memory after an
+    /// allocation, a zero-length event's end, and the releases it lets happen.
+    fn step(&mut self, st: &Step) {
+        self.read_boundaries(st);
+        let u = self.copies[st.copy];
+        // Which breaches count (MODEL.md §2.6): the second period's, where the
+        // completions of transfers crossing 2P are stood for by the first
+        // period's completions after P.
+        let counts = !self.cyclic
+            || match (u.period_index, st.half == Half::TransferEnd) {
+                (1, true) => st.time.0 <= 2 * self.period,
+                (1, false) => true,
+                (0, true) => st.time.0 > self.period,
+                _ => false,
+            };
+        let before = self.findings.len();
+        self.act(st, &u, counts);
+        // Rule memory, after every allocation (before a zero-length event's own
+        // release); cyclic: in the reported period only.
+        let in_window = !self.cyclic || (st.time.0 >= self.period && st.time.0 < 2 * self.period);
+        if st.half.allocates() && in_window {
+            self.judge_memory(st);
+        }
+        if st.instant {
+            match u.ev {
+                Event::Compute { op, .. } => self.op_end(op, st.time, st.copy),
+                Event::Transfer { dir, tensor, .. } => {
+                    self.transfer_end(dir, tensor, st.time, st.copy)
+                }
+                Event::Delete { .. } => {}
+            }
+        }
+        self.release_waiting(st.time, st.copy);
+        if !counts {
+            self.findings.truncate(before);
+        }
+    }
+
+    /// The boundary state at kP: after every step before kP and the releases
+    /// at kP, before the allocations at kP.
+    fn read_boundaries(&mut self, st: &Step) {
+        while self.cyclic && self.at_boundaries.len() < 2 {
+            let b = self.period * (self.at_boundaries.len() as i64 + 1);
             if st.time.0 > b || (st.time.0 == b && st.opens) {
-                at_boundaries.push(boundary(&r.tensors));
+                self.at_boundaries.push(boundary(&self.tensors));
             } else {
                 break;
             }
         }
-        let u = r.copies[st.copy];
-        // Which breaches count (MODEL.md §2.6): the second period's, where the
-        // completions of transfers crossing 2P are stood for by the first
-        // period's completions after P.
-        let counts = !cyclic
-            || match (u.period_index, st.half == Half::TransferEnd) {
-                (1, true) => st.time.0 <= 2 * period,
-                (1, false) => true,
-                (0, true) => st.time.0 > period,
-                _ => false,
-            };
-        let before = r.findings.len();
+    }
+
+    /// The rule step of one action.
+    fn act(&mut self, st: &Step, u: &Unrolled, counts: bool) {
         match (u.ev, st.half) {
             (Event::Compute { op, end, .. }, Half::OpStart) => {
-                r.op_start(op, st.time, end, st.copy);
+                self.op_start(op, st.time, end, st.copy);
                 if !st.instant {
-                    r.running.insert(st.copy);
+                    self.running.insert(st.copy);
                 }
             }
             (Event::Compute { op, .. }, _) => {
-                r.running.remove(&st.copy);
-                r.op_end(op, st.time, st.copy);
+                self.running.remove(&st.copy);
+                self.op_end(op, st.time, st.copy);
             }
             (
                 Event::Transfer {
                     dir, tensor, end, ..
                 },
                 Half::TransferStart,
-            ) => {
-                let t = r.tensors[tensor.ix()];
-                if counts && dir == Direction::Offload {
-                    if let Gpu::On(v) = t.gpu {
-                        if t.cpu == Some(v) {
-                            redundant.push(EventId(u.event as u32));
-                        }
-                    }
-                }
-                r.transfer_start(dir, tensor, end, st.copy);
-                if !st.instant {
-                    r.flying.insert(st.copy);
-                }
-                let crossing = s.events[u.event].end().0 > period;
-                if cyclic && crossing && u.period_index >= 0 {
-                    let t = r.tensors[tensor.ix()];
-                    reads_latest[u.event][u.period_index as usize] =
-                        Some(t.born && r.carried[st.copy] == Some(t.latest));
-                }
-            }
+            ) => self.transfer_begins(st, u, counts, (dir, tensor, end)),
             (Event::Transfer { dir, tensor, .. }, _) => {
-                r.flying.remove(&st.copy);
-                r.transfer_end(dir, tensor, st.time, st.copy);
+                self.flying.remove(&st.copy);
+                self.transfer_end(dir, tensor, st.time, st.copy);
             }
             (Event::Delete { tensor, .. }, _) => {
-                if r.tensors[tensor.ix()].gpu == Gpu::Off {
-                    r.found("dependencies", "delete_absent", st.copy, st.time, tensor);
+                if self.tensors[tensor.ix()].gpu == Gpu::Off {
+                    self.found("dependencies", "delete_absent", st.copy, st.time, tensor);
                 } else {
-                    r.release_explicitly(tensor, st.time, st.copy);
+                    self.release_explicitly(tensor, st.time, st.copy);
                 }
             }
-        }
-        // Rule memory, after every allocation (before a zero-length event's own
-        // release); cyclic: in the reported period only.
-        let in_window = !cyclic || (st.time.0 >= period && st.time.0 < 2 * period);
-        if st.half.allocates() && in_window {
-            let extra = (st.instant && st.half == Half::OpStart).then_some(st.copy);
-            let used = r.gpu_in_use(extra);
-            peak = peak.max(used);
-            if used > inst.machine.gpu_capacity.0 as u128 && gpu_over_at != Some(st.time) {
-                gpu_over_at = Some(st.time);
-                memory.push(Finding {
-                    rule: "memory",
-                    kind: "memory_exceeded",
-                    event: None,
-                    at: Some(r.rel(st.time)),
-                    tensor: None,
-                });
-            }
-            if let Some(cap) = inst.machine.cpu_capacity {
-                if r.cpu_in_use(extra) > cap.0 as u128 && cpu_over_at != Some(st.time) {
-                    cpu_over_at = Some(st.time);
-                    memory.push(Finding {
-                        rule: "memory",
-                        kind: "cpu_memory_exceeded",
-                        event: None,
-                        at: Some(r.rel(st.time)),
-                        tensor: None,
-                    });
-                }
-            }
-        }
-        if st.instant {
-            match u.ev {
-                Event::Compute { op, .. } => r.op_end(op, st.time, st.copy),
-                Event::Transfer { dir, tensor, .. } => {
-                    r.transfer_end(dir, tensor, st.time, st.copy)
-                }
-                Event::Delete { .. } => {}
-            }
-        }
-        r.release_waiting(st.time, st.copy);
-        if !counts {
-            r.findings.truncate(before);
         }
     }
 
-    if cyclic {
-        while at_boundaries.len() < 2 {
-            at_boundaries.push(boundary(&r.tensors));
+    /// A transfer's start: a redundant offload, the transfer, and for a
+    /// crossing transfer whether it read the latest value.
+    fn transfer_begins(
+        &mut self,
+        st: &Step,
+        u: &Unrolled,
+        counts: bool,
+        (dir, tensor, end): (Direction, TensorId, Ticks),
+    ) {
+        let t = self.tensors[tensor.ix()];
+        if counts && dir == Direction::Offload {
+            if let Gpu::On(v) = t.gpu {
+                if t.cpu == Some(v) {
+                    self.redundant.push(EventId(u.event as u32));
+                }
+            }
         }
-        for k in 0..inst.tensors.len() {
-            if at_boundaries.iter().any(|b| b[k] != at_start[k]) {
-                r.findings.push(Finding {
+        self.transfer_start(dir, tensor, end, st.copy);
+        if !st.instant {
+            self.flying.insert(st.copy);
+        }
+        let crossing = self.s.events[u.event].end().0 > self.period;
+        if self.cyclic && crossing && u.period_index >= 0 {
+            let t = self.tensors[tensor.ix()];
+            self.reads_latest[u.event][u.period_index as usize] =
+                Some(t.born && self.carried[st.copy] == Some(t.latest));
+        }
+    }
+
+    /// Rule memory (GPU and CPU) after an allocation, summed from scratch.
+    fn judge_memory(&mut self, st: &Step) {
+        let extra = (st.instant && st.half == Half::OpStart).then_some(st.copy);
+        let used = self.gpu_in_use(extra);
+        self.peak = self.peak.max(used);
+        if used > self.inst.machine.gpu_capacity.0 as u128 && self.gpu_over_at != Some(st.time) {
+            self.gpu_over_at = Some(st.time);
+            let at = self.rel(st.time);
+            self.memory.push(memory_finding("memory_exceeded", at));
+        }
+        if let Some(cap) = self.inst.machine.cpu_capacity {
+            if self.cpu_in_use(extra) > cap.0 as u128 && self.cpu_over_at != Some(st.time) {
+                self.cpu_over_at = Some(st.time);
+                let at = self.rel(st.time);
+                self.memory.push(memory_finding("cpu_memory_exceeded", at));
+            }
+        }
+    }
+
+    /// Cyclic: the boundary states equal the start state, and every crossing
+    /// transfer reads the same (latest or not) value in both periods.
+    fn steady_state(&mut self) {
+        while self.at_boundaries.len() < 2 {
+            self.at_boundaries.push(boundary(&self.tensors));
+        }
+        for k in 0..self.inst.tensors.len() {
+            if self.at_boundaries.iter().any(|b| b[k] != self.at_start[k]) {
+                self.findings.push(Finding {
                     rule: "completeness",
                     kind: "state_mismatch",
                     event: None,
@@ -468,10 +525,10 @@ pub fn recheck(inst: &Instance, s: &Schedule) -> Verdict {
                 });
             }
         }
-        for (i, pair) in reads_latest.iter().enumerate() {
+        for (i, pair) in self.reads_latest.iter().enumerate() {
             if let [Some(a), Some(b)] = pair {
                 if a != b {
-                    r.findings.push(Finding {
+                    self.findings.push(Finding {
                         rule: "steady-state",
                         kind: "not_steady",
                         event: Some(EventId(i as u32)),
@@ -482,15 +539,15 @@ pub fn recheck(inst: &Instance, s: &Schedule) -> Verdict {
             }
         }
     }
+}
 
-    findings.append(&mut r.findings);
-    findings.append(&mut memory);
-    redundant.sort_by_key(|e: &EventId| (s.events[e.ix()].start(), e.0));
-    Verdict {
-        valid: findings.is_empty(),
-        findings,
-        peak_memory: Bytes(peak.min(u64::MAX as u128) as u64),
-        redundant_offloads: redundant,
+fn memory_finding(kind: &'static str, at: Ticks) -> Finding {
+    Finding {
+        rule: "memory",
+        kind,
+        event: None,
+        at: Some(at),
+        tensor: None,
     }
 }
 

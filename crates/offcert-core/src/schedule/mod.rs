@@ -10,6 +10,7 @@
 use crate::model::{Direction, Instance, Mode, OpId, TensorId};
 use crate::units::Ticks;
 use serde::{Deserialize, Serialize};
+use std::collections::HashMap;
 
 /// Index of an event in [`Schedule::events`] (and in the file's `events` array).
 #[derive(Clone, Copy, Debug, PartialEq, Eq, PartialOrd, Ord, Hash, Serialize, Deserialize)]
@@ -200,20 +201,150 @@ fn bad(field: String, message: &str) -> ScheduleError {
     }
 }
 
+/// The instance's tensor and op names.
+struct Names<'a> {
+    tensors: HashMap<&'a str, TensorId>,
+    ops: HashMap<&'a str, OpId>,
+}
+
+impl<'a> Names<'a> {
+    fn of(inst: &'a Instance) -> Names<'a> {
+        let (tensors, ops) = inst.name_maps();
+        Names { tensors, ops }
+    }
+
+    fn tensor(&self, field: String, name: &str) -> Result<TensorId, ScheduleError> {
+        self.tensors
+            .get(name)
+            .copied()
+            .ok_or_else(|| ScheduleError::UnknownName {
+                field,
+                what: "tensor",
+                name: name.to_string(),
+            })
+    }
+
+    fn op(&self, field: String, name: &str) -> Result<OpId, ScheduleError> {
+        self.ops
+            .get(name)
+            .copied()
+            .ok_or_else(|| ScheduleError::UnknownName {
+                field,
+                what: "operation",
+                name: name.to_string(),
+            })
+    }
+}
+
+/// One event of the file, resolved, with every time checked.
+fn resolve_event(
+    inst: &Instance,
+    names: &Names,
+    i: usize,
+    e: &EventFile,
+) -> Result<Event, ScheduleError> {
+    let f = |k: &str| format!("events[{i}].{k}");
+    let nonneg = |k: &str, v: i64| {
+        if v < 0 {
+            Err(bad(f(k), "must be >= 0"))
+        } else {
+            Ok(Ticks(v))
+        }
+    };
+    let ends_before = || Err(bad(f("end"), "ends before it starts"));
+    let ev = match e {
+        EventFile::Compute { op, start, end } => {
+            let id = names.op(f("op"), op)?;
+            let start = nonneg("start", *start)?;
+            let end = match end {
+                Some(e) => nonneg("end", *e)?,
+                None => start
+                    .checked_add(inst.op(id).duration)
+                    .ok_or_else(|| bad(f("start"), "start + duration overflows"))?,
+            };
+            if end < start {
+                return ends_before();
+            }
+            Event::Compute { op: id, start, end }
+        }
+        EventFile::Offload {
+            tensor: t,
+            start,
+            end,
+            delete,
+        } => {
+            let ev = Event::Transfer {
+                dir: Direction::Offload,
+                tensor: names.tensor(f("tensor"), t)?,
+                start: nonneg("start", *start)?,
+                end: nonneg("end", *end)?,
+                delete: *delete,
+            };
+            if end < start {
+                return ends_before();
+            }
+            ev
+        }
+        EventFile::Prefetch {
+            tensor: t,
+            start,
+            end,
+        } => {
+            if end < start {
+                return ends_before();
+            }
+            Event::Transfer {
+                dir: Direction::Prefetch,
+                tensor: names.tensor(f("tensor"), t)?,
+                start: nonneg("start", *start)?,
+                end: nonneg("end", *end)?,
+                delete: false,
+            }
+        }
+        EventFile::Delete { tensor: t, at } => Event::Delete {
+            tensor: names.tensor(f("tensor"), t)?,
+            at: nonneg("at", *at)?,
+        },
+    };
+    // Keep all times far from i64::MAX so that shifting by a period and
+    // summing durations cannot overflow anywhere downstream.
+    if ev.end().0 > MAX_TIME {
+        return Err(bad(f("end"), "time exceeds 2^61 ticks"));
+    }
+    Ok(ev)
+}
+
 impl ScheduleFile {
     /// Resolve names against `inst` and check the schedule's form.
     pub fn resolve(&self, inst: &Instance) -> Result<Schedule, ScheduleError> {
-        let (tmap, omap) = inst.name_maps();
-        let tensor = |field: String, name: &str| {
-            tmap.get(name)
-                .copied()
-                .ok_or_else(|| ScheduleError::UnknownName {
-                    field,
-                    what: "tensor",
-                    name: name.to_string(),
-                })
-        };
+        let names = Names::of(inst);
         let cyclic = inst.mode == Mode::Cyclic;
+        self.check_form(cyclic)?;
+        let initial = match cyclic {
+            true => Some(self.resolve_initial(&names)?),
+            false => None,
+        };
+        if self.events.len() > u32::MAX as usize {
+            return Err(bad("events".into(), "too many events"));
+        }
+        let mut events = Vec::with_capacity(self.events.len());
+        for (i, e) in self.events.iter().enumerate() {
+            events.push(resolve_event(inst, &names, i, e)?);
+        }
+        if let Some(p) = self.period {
+            if p > MAX_TIME {
+                return Err(bad("period".into(), "exceeds 2^61 ticks"));
+            }
+        }
+        Ok(Schedule {
+            period: self.period.map(Ticks),
+            initial,
+            events,
+        })
+    }
+
+    /// A period exactly for cyclic instances; `initial` only for them.
+    fn check_form(&self, cyclic: bool) -> Result<(), ScheduleError> {
         match (cyclic, self.period) {
             (true, None) => return Err(bad("period".into(), "a cyclic instance needs a period")),
             (false, Some(_)) => {
@@ -228,109 +359,20 @@ impl ScheduleFile {
                 "a one-shot schedule starts from the instance's `initial` placements",
             ));
         }
-        let initial = if cyclic {
-            let s = self.initial.clone().unwrap_or_default();
-            let mut st = CyclicState::default();
-            for (i, n) in s.gpu.iter().enumerate() {
-                st.gpu.push(tensor(format!("initial.gpu[{i}]"), n)?);
-            }
-            for (i, n) in s.cpu.iter().enumerate() {
-                st.cpu.push(tensor(format!("initial.cpu[{i}]"), n)?);
-            }
-            Some(st)
-        } else {
-            None
-        };
-        if self.events.len() > u32::MAX as usize {
-            return Err(bad("events".into(), "too many events"));
+        Ok(())
+    }
+
+    /// The declared boundary state of a cyclic schedule (empty when absent).
+    fn resolve_initial(&self, names: &Names) -> Result<CyclicState, ScheduleError> {
+        let s = self.initial.clone().unwrap_or_default();
+        let mut st = CyclicState::default();
+        for (i, n) in s.gpu.iter().enumerate() {
+            st.gpu.push(names.tensor(format!("initial.gpu[{i}]"), n)?);
         }
-        let mut events = Vec::with_capacity(self.events.len());
-        for (i, e) in self.events.iter().enumerate() {
-            let f = |k: &str| format!("events[{i}].{k}");
-            let nonneg = |k: &str, v: i64| {
-                if v < 0 {
-                    Err(bad(f(k), "must be >= 0"))
-                } else {
-                    Ok(Ticks(v))
-                }
-            };
-            let ev = match e {
-                EventFile::Compute { op, start, end } => {
-                    let id = omap.get(op.as_str()).copied().ok_or_else(|| {
-                        ScheduleError::UnknownName {
-                            field: f("op"),
-                            what: "operation",
-                            name: op.clone(),
-                        }
-                    })?;
-                    let start = nonneg("start", *start)?;
-                    let end = match end {
-                        Some(e) => nonneg("end", *e)?,
-                        None => start
-                            .checked_add(inst.op(id).duration)
-                            .ok_or_else(|| bad(f("start"), "start + duration overflows"))?,
-                    };
-                    if end < start {
-                        return Err(bad(f("end"), "ends before it starts"));
-                    }
-                    Event::Compute { op: id, start, end }
-                }
-                EventFile::Offload {
-                    tensor: t,
-                    start,
-                    end,
-                    delete,
-                } => {
-                    let ev = Event::Transfer {
-                        dir: Direction::Offload,
-                        tensor: tensor(f("tensor"), t)?,
-                        start: nonneg("start", *start)?,
-                        end: nonneg("end", *end)?,
-                        delete: *delete,
-                    };
-                    if end < start {
-                        return Err(bad(f("end"), "ends before it starts"));
-                    }
-                    ev
-                }
-                EventFile::Prefetch {
-                    tensor: t,
-                    start,
-                    end,
-                } => {
-                    if end < start {
-                        return Err(bad(f("end"), "ends before it starts"));
-                    }
-                    Event::Transfer {
-                        dir: Direction::Prefetch,
-                        tensor: tensor(f("tensor"), t)?,
-                        start: nonneg("start", *start)?,
-                        end: nonneg("end", *end)?,
-                        delete: false,
-                    }
-                }
-                EventFile::Delete { tensor: t, at } => Event::Delete {
-                    tensor: tensor(f("tensor"), t)?,
-                    at: nonneg("at", *at)?,
-                },
-            };
-            // Keep all times far from i64::MAX so that shifting by a period and
-            // summing durations cannot overflow anywhere downstream.
-            if ev.end().0 > MAX_TIME {
-                return Err(bad(f("end"), "time exceeds 2^61 ticks"));
-            }
-            events.push(ev);
+        for (i, n) in s.cpu.iter().enumerate() {
+            st.cpu.push(names.tensor(format!("initial.cpu[{i}]"), n)?);
         }
-        if let Some(p) = self.period {
-            if p > MAX_TIME {
-                return Err(bad("period".into(), "exceeds 2^61 ticks"));
-            }
-        }
-        Ok(Schedule {
-            period: self.period.map(Ticks),
-            initial,
-            events,
-        })
+        Ok(st)
     }
 
     /// The file form of a schedule (names from `inst`).
