@@ -256,10 +256,11 @@ impl CheckOutcome {
     pub fn into_checked(self) -> Option<Checked> {
         self.into_result().ok()
     }
-    pub fn into_result(self) -> Result<Checked, Rejected> {
+    /// For `?`: the rejection is boxed (it carries the whole report).
+    pub fn into_result(self) -> Result<Checked, Box<Rejected>> {
         match self {
             CheckOutcome::Valid(c) => Ok(c),
-            CheckOutcome::Invalid(r) => Err(r),
+            CheckOutcome::Invalid(r) => Err(Box::new(r)),
         }
     }
     pub fn into_schedule(self) -> Schedule {

@@ -7,14 +7,17 @@ use super::Violation;
 use crate::model::{Channel, Device, Instance};
 use crate::schedule::{Event, EventId, Schedule};
 use crate::units::Ticks;
+use std::collections::BTreeMap;
+
+/// An occupied interval [start, end) and its event.
+type Interval = (Ticks, Ticks, EventId);
 
 /// Rule *resources*: report each pair (earlier interval still running, later one
 /// starting) on one stream or channel. Cyclic intervals are seen on the circle:
 /// one that crosses the period end is also tried one period earlier.
 pub(super) fn overlaps(inst: &Instance, s: &Schedule, out: &mut Vec<Violation>) {
     let period = s.period;
-    let mut groups: std::collections::BTreeMap<(u8, u8), Vec<(Ticks, Ticks, EventId)>> =
-        Default::default();
+    let mut groups: BTreeMap<(u8, u8), Vec<Interval>> = BTreeMap::new();
     for (i, e) in s.events.iter().enumerate() {
         let id = EventId(i as u32);
         let key = match e {
