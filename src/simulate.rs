@@ -22,10 +22,19 @@
 //!   run before its use), and — with `lookahead = Some(k)` (TFLMS-style) — the reader is at most
 //!   `k` ops ahead of the next op to start;
 //! - on a half-duplex link a prefetch needed by one of the next two ops goes
-//!   before a pending offload.
+//!   before a pending offload;
+//! - an op that frees a tensor (or after which the plan deletes it) waits until
+//!   no transfer of that tensor is in flight (R10: no release inside its pin).
 //!
 //! A tensor that is never read again after its first reader, or has size 0, is
 //! not transferred.
+//!
+//! [`asap_sequence`] generalises this to a given GPU sequence with repeated ops
+//! (rematerialisation): offloads are planned per position (offload after the op
+//! at that position has started, prefetch before the next op at a later position
+//! that reads the tensor), explicit deletes are applied at the end of the op at
+//! a given position, and an op also waits until what it produces has no GPU
+//! copy left. [`asap`] is the special case the fixed-order families use.
 
 use crate::model::{ComputeOrder, Device, Direction, Instance, Mode, OpId, TensorId};
 use crate::schedule::{Event, Schedule};
@@ -40,6 +49,20 @@ pub struct Plan {
     pub lookahead: Option<usize>,
 }
 
+/// A fixed GPU sequence (repeats allowed) with per-position decisions (G5 a–b).
+#[derive(Clone, Debug, Default, PartialEq, Eq)]
+pub struct SeqPlan {
+    /// The GPU ops, in order; an op may appear several times.
+    pub seq: Vec<OpId>,
+    /// `(p, t)`: delete the GPU copy of `t` at the end of the op at position `p`.
+    pub deletes_after: Vec<(usize, TensorId)>,
+    /// `(t, p)`: offload `t` (with delete) once the op at position `p` has
+    /// started; prefetch it before the next position after `p` that reads it.
+    /// In offload order.
+    pub offloads: Vec<(TensorId, usize)>,
+    pub lookahead: Option<usize>,
+}
+
 #[derive(Debug, thiserror::Error, PartialEq, Eq)]
 #[non_exhaustive]
 pub enum SimError {
@@ -49,6 +72,8 @@ pub enum SimError {
     NotTransferable(String),
     #[error("tensor {0} appears twice in the plan")]
     Duplicate(String),
+    #[error("position {0} is past the end of the sequence")]
+    Position(usize),
     /// Nothing runs and nothing can start: the memory is too small for this plan.
     #[error(
         "stuck at t={at}: op {op} cannot start (memory {used} B in use, capacity {capacity} B)"
@@ -82,6 +107,8 @@ struct Flight {
     dir: Direction,
     tensor: TensorId,
     flight: InFlight,
+    /// Index into the planned transfers.
+    planned: usize,
 }
 
 /// Build the ASAP schedule of `plan`. Every offloaded tensor's transfer lasts
@@ -95,7 +122,6 @@ pub fn asap(inst: &Instance, plan: &Plan) -> Result<Schedule, SimError> {
         }
         _ => return Err(SimError::Unsupported),
     };
-    let n = order.len();
     // Positions at which each tensor is read, and where it is (re)produced.
     let mut reads: Vec<Vec<usize>> = vec![Vec::new(); inst.tensors.len()];
     let mut produced: Vec<Option<usize>> = vec![None; inst.tensors.len()];
@@ -136,6 +162,64 @@ pub fn asap(inst: &Instance, plan: &Plan) -> Result<Schedule, SimError> {
             });
         }
     }
+    realise(inst, &order, planned, &[], plan.lookahead)
+}
+
+/// Build the ASAP schedule of a sequence with per-position decisions (see the
+/// module documentation). Every transfer lasts exactly ⌈size/β⌉ ticks.
+pub fn asap_sequence(inst: &Instance, sp: &SeqPlan) -> Result<Schedule, SimError> {
+    if inst.mode != Mode::OneShot || sp.seq.iter().any(|o| inst.op(*o).device != Device::Gpu) {
+        return Err(SimError::Unsupported);
+    }
+    let n = sp.seq.len();
+    let mut deletes: Vec<Vec<TensorId>> = vec![Vec::new(); n];
+    for &(p, t) in &sp.deletes_after {
+        deletes.get_mut(p).ok_or(SimError::Position(p))?.push(t);
+    }
+    let mut planned: Vec<Planned> = Vec::new();
+    for &(t, after) in &sp.offloads {
+        if after >= n {
+            return Err(SimError::Position(after));
+        }
+        if !inst.tensor(t).transferable {
+            return Err(SimError::NotTransferable(inst.tensor(t).name.clone()));
+        }
+        // The next position that reads t, unless t is re-produced or deleted first.
+        let mut next_read = None;
+        for q in after + 1..n {
+            let o = inst.op(sp.seq[q]);
+            if o.reads.contains(&t) {
+                next_read = Some(q);
+                break;
+            }
+            if o.produces.contains(&t) || deletes[q].contains(&t) {
+                break;
+            }
+        }
+        if let Some(next_read) = next_read {
+            if next_read > after + 1 && inst.tensor(t).size.0 > 0 {
+                planned.push(Planned {
+                    tensor: t,
+                    after,
+                    next_read,
+                });
+            }
+        }
+    }
+    realise(inst, &sp.seq, planned, &deletes, sp.lookahead)
+}
+
+/// The shared ASAP loop. `deletes[p]` are released at the end of position `p`
+/// (empty slice: none).
+fn realise(
+    inst: &Instance,
+    order: &[OpId],
+    planned: Vec<Planned>,
+    deletes: &[Vec<TensorId>],
+    lookahead: Option<usize>,
+) -> Result<Schedule, SimError> {
+    let n = order.len();
+    let deleted_at = |p: usize| -> &[TensorId] { deletes.get(p).map_or(&[], |v| v.as_slice()) };
     let mut prefetch_order: Vec<usize> = (0..planned.len()).collect();
     prefetch_order.sort_by_key(|&i| (planned[i].next_read, i));
 
@@ -157,7 +241,8 @@ pub fn asap(inst: &Instance, plan: &Plan) -> Result<Schedule, SimError> {
     for p in 0..n {
         let o = inst.op(order[p]);
         let freed: i128 = o.frees.iter().map(|t| sizes[t.ix()]).sum();
-        prefix[p + 1] = prefix[p] + delta(p) - o.temp.0 as i128 - freed;
+        let deleted: i128 = deleted_at(p).iter().map(|t| sizes[t.ix()]).sum();
+        prefix[p + 1] = prefix[p] + delta(p) - o.temp.0 as i128 - freed - deleted;
     }
     let peaks = RangeMax::new((0..n).map(|p| prefix[p] + delta(p)).collect());
     let need = |k: usize, r: usize| -> i128 {
@@ -174,6 +259,9 @@ pub fn asap(inst: &Instance, plan: &Plan) -> Result<Schedule, SimError> {
     let mut k = 0usize; // next op to start
     let mut running: Option<(usize, Ticks)> = None;
     let mut flights: Vec<Flight> = Vec::new();
+    // Deletes after a zero-duration op: at its instant the checker applies
+    // deletes before op starts, so they wait for the next tick.
+    let mut later: Vec<(Ticks, TensorId)> = Vec::new();
     let mut channel_free: [Ticks; 3] = [Ticks::ZERO; 3];
     let ch = |d: Direction| inst.machine.channel(d) as usize;
     let mut next_off = 0usize; // index into `planned`
@@ -200,24 +288,42 @@ pub fn asap(inst: &Instance, plan: &Plan) -> Result<Schedule, SimError> {
                 &Blind,
             );
             if f.dir == Direction::Offload {
-                if let Some(i) = planned.iter().position(|p| p.tensor == f.tensor) {
-                    offloaded[i] = true;
-                }
+                offloaded[f.planned] = true;
             }
         }
         if let Some((p, end)) = running {
             if end <= now {
                 state.op_end(inst, order[p], end, &Blind);
+                apply_deletes(&mut state, deleted_at(p), end, &mut events);
                 running = None;
             }
         }
+        let due: Vec<TensorId> = later
+            .iter()
+            .filter(|(t, _)| *t <= now)
+            .map(|(_, x)| *x)
+            .collect();
+        later.retain(|(t, _)| *t > now);
+        apply_deletes(&mut state, &due, now, &mut events);
         // Allocations at `now`: ops first (zero-duration ones complete at once).
         while running.is_none() && k < n {
             let o = order[k];
             let ready = inst.op(o).reads.iter().all(|t| {
                 let ts = state.tensor(*t);
                 matches!(ts.gpu, GpuCopy::Present(v) if v == ts.latest)
-            });
+            }) && inst
+                .op(o)
+                .produces
+                .iter()
+                .all(|t| !state.tensor(*t).on_gpu())
+                // R10: what it frees (or the plan deletes at its end) must not be
+                // released inside an offload of it still in flight.
+                && inst
+                    .op(o)
+                    .frees
+                    .iter()
+                    .chain(deleted_at(k))
+                    .all(|t| !flights.iter().any(|f| f.tensor == *t));
             if !ready || state.gpu_used + delta(k) > cap {
                 break;
             }
@@ -230,6 +336,7 @@ pub fn asap(inst: &Instance, plan: &Plan) -> Result<Schedule, SimError> {
             });
             if end == now {
                 state.op_end(inst, o, end, &Blind);
+                later.extend(deleted_at(k).iter().map(|t| (end + Ticks(1), *t)));
             } else {
                 running = Some((k, end));
             }
@@ -257,7 +364,7 @@ pub fn asap(inst: &Instance, plan: &Plan) -> Result<Schedule, SimError> {
                     let ok = offloaded[i]
                         && ts.gpu == GpuCopy::Absent
                         && channel_free[ch(Direction::Prefetch)] <= now
-                        && plan.lookahead.is_none_or(|la| pl.next_read <= started + la)
+                        && lookahead.is_none_or(|la| pl.next_read <= started + la)
                         && state.gpu_used + sizes[pl.tensor.ix()] + need(started, pl.next_read + 1)
                             <= cap;
                     ok.then_some(i)
@@ -293,6 +400,7 @@ pub fn asap(inst: &Instance, plan: &Plan) -> Result<Schedule, SimError> {
                     dir,
                     tensor: t,
                     flight,
+                    planned: i,
                 });
                 match dir {
                     Direction::Offload => next_off += 1,
@@ -308,12 +416,18 @@ pub fn asap(inst: &Instance, plan: &Plan) -> Result<Schedule, SimError> {
         if flights.iter().any(|f| f.end <= now) {
             continue;
         }
-        if k == n && running.is_none() && flights.is_empty() && next_pre >= prefetch_order.len() {
+        if k == n
+            && running.is_none()
+            && flights.is_empty()
+            && later.is_empty()
+            && next_pre >= prefetch_order.len()
+        {
             break;
         }
         let next = flights
             .iter()
             .map(|f| f.end)
+            .chain(later.iter().map(|l| l.0))
             .chain(running.map(|r| r.1))
             .min();
         match next {
@@ -333,6 +447,17 @@ pub fn asap(inst: &Instance, plan: &Plan) -> Result<Schedule, SimError> {
         }
     }
     Ok(Schedule::one_shot(events))
+}
+
+/// Explicit deletes at the end of an op (only of copies still on the GPU: a
+/// planned copy already offloaded needs none).
+fn apply_deletes(state: &mut State, ts: &[TensorId], at: Ticks, events: &mut Vec<Event>) {
+    for &t in ts {
+        if state.tensor(t).on_gpu() {
+            state.delete(t, at, &Blind);
+            events.push(Event::Delete { tensor: t, at });
+        }
+    }
 }
 
 /// Range maximum over a fixed array in O(1) per query (sparse table).
