@@ -8,6 +8,8 @@
 
 pub mod activation_chain;
 pub mod core_file;
+pub mod remat_chain;
+pub mod remat_import;
 pub mod weight_chain;
 
 use crate::model::{Instance, ModelError, ReleaseRule};
@@ -16,6 +18,7 @@ use serde::{Deserialize, Serialize};
 
 pub use activation_chain::ActivationChain;
 pub use core_file::CoreFile;
+pub use remat_chain::RematChain;
 pub use weight_chain::WeightChain;
 
 /// An instance file, tagged by `family`.
@@ -24,6 +27,7 @@ pub use weight_chain::WeightChain;
 pub enum InstanceFile {
     ActivationChain(ActivationChain),
     WeightChain(WeightChain),
+    RematChain(RematChain),
     Core(CoreFile),
 }
 
@@ -33,6 +37,7 @@ impl InstanceFile {
         let inst = match self {
             InstanceFile::ActivationChain(a) => a.compile()?,
             InstanceFile::WeightChain(w) => w.compile()?,
+            InstanceFile::RematChain(r) => r.compile()?,
             InstanceFile::Core(c) => c.compile()?,
         };
         inst.validate()?;
@@ -44,6 +49,7 @@ impl InstanceFile {
         match self {
             InstanceFile::ActivationChain(a) => a.release,
             InstanceFile::WeightChain(w) => w.release,
+            InstanceFile::RematChain(r) => r.release,
             InstanceFile::Core(c) => c.release,
         }
     }
@@ -53,6 +59,7 @@ impl InstanceFile {
         match self {
             InstanceFile::ActivationChain(a) => a.release = r,
             InstanceFile::WeightChain(w) => w.release = r,
+            InstanceFile::RematChain(c) => c.release = r,
             InstanceFile::Core(c) => c.release = r,
         }
     }
@@ -61,6 +68,7 @@ impl InstanceFile {
         match self {
             InstanceFile::ActivationChain(_) => "activation_chain",
             InstanceFile::WeightChain(_) => "weight_chain",
+            InstanceFile::RematChain(_) => "remat_chain",
             InstanceFile::Core(_) => "core",
         }
     }
