@@ -6,6 +6,7 @@
 //! Must not import: heuristics, exact solvers' internals.
 
 pub mod activation;
+pub mod remat;
 pub mod weight;
 
 use crate::family::InstanceFile;
@@ -107,6 +108,7 @@ pub trait BoundMethod: Send + Sync {
 pub fn all() -> Vec<Box<dyn BoundMethod>> {
     let mut v = activation::bounds();
     v.extend(weight::bounds());
+    v.extend(remat::bounds());
     v
 }
 

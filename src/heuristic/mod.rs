@@ -5,6 +5,7 @@
 //! Must not import: exact solvers.
 
 pub mod activation;
+pub mod remat;
 pub mod weight;
 
 use crate::check::{check, Report};
@@ -81,5 +82,6 @@ pub fn run(
 pub fn all() -> Vec<Box<dyn Heuristic>> {
     let mut v = activation::heuristics();
     v.extend(weight::heuristics());
+    v.extend(remat::heuristics());
     v
 }
