@@ -6,6 +6,7 @@ pub mod check;
 pub mod examples;
 pub mod export;
 pub mod gap;
+pub mod import;
 pub mod solve;
 
 use clap::{Parser, Subcommand};
@@ -42,6 +43,8 @@ pub enum Command {
     Audit(audit::AuditArgs),
     /// Export a schedule as a Chrome-trace JSON (Perfetto, chrome://tracing).
     ExportTrace(export::ExportArgs),
+    /// Import a rotor or rockmate chain as a `remat_chain` instance file.
+    Import(import::ImportArgs),
 }
 
 pub fn run() -> anyhow::Result<ExitCode> {
@@ -56,6 +59,7 @@ pub fn run() -> anyhow::Result<ExitCode> {
         Command::Sweep(a) => gap::run_sweep(a),
         Command::Audit(a) => audit::run(a),
         Command::ExportTrace(a) => export::run(a),
+        Command::Import(a) => import::run(a),
     }
 }
 
