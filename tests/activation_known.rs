@@ -2,12 +2,15 @@
 
 use num_bigint::BigInt;
 use num_rational::BigRational;
-use offcert::bound::activation::{fractional_optimum, prop3, ChainProfile};
+use offcert::bound::activation::{
+    fractional_optimum, fractional_optimum_under, prop3, ChainProfile,
+};
 use offcert::family::activation_chain::{ActivationChain, ActivationLayer};
 use offcert::family::{BandwidthFile, InstanceFile};
 use offcert::heuristic::activation::dynprog::dynprog;
 use offcert::heuristic::activation::{greedy, DynProg, Greedy, OffloadEverything, Tflms, Vdnn};
 use offcert::heuristic::{run, Heuristic};
+use offcert::model::ReleaseRule;
 
 fn layer(u_f: i64, u_b: i64, x: u64) -> ActivationLayer {
     ActivationLayer {
@@ -114,17 +117,23 @@ fn a_slow_link_makes_the_transfer_term_of_prop3_bind() {
     c.gpu_memory = 12;
     c.bandwidth = BandwidthFile::Ratio { bytes: 1, ticks: 3 };
     assert_eq!(prop3(&c), int(24));
-    // Fractional: 4 B of x0 leave at 1/3 B/tick during [0,12]; F2 (16 B) waits
-    // until 12, runs [12,14]; B2 [14,17] may release x3 once started, so the
-    // prefetch of x0 (12 ticks) runs [14,26]; B1 [17,20]; B0 waits for x0:
-    // [26,29].
-    assert_eq!(fractional_optimum(&c).unwrap(), int(29));
-    // With the paper's reading (B2 holds x3 to its end) the prefetch starts at
-    // 17 and B0 runs [29,32].
+    // Fractional, default rule (the paper's reading: B2 holds x3 to its end):
+    // 4 B of x0 leave at 1/3 B/tick during [0,12]; F2 (16 B) waits until 12,
+    // runs [12,14]; B2 [14,17]; the prefetch of x0 (12 ticks) starts when B2
+    // has freed x3, [17,29]; B1 [17,20]; B0 waits for x0: [29,32].
+    assert_eq!(fractional_optimum(&c).unwrap(), int(32));
     assert_eq!(
-        offcert::bound::activation::fractional_optimum_paper(&c).unwrap(),
+        fractional_optimum_under(&c, ReleaseRule::AfterEnd).unwrap(),
         int(32)
     );
+    // Under the relaxation after_start B2 may release x3 once started, so the
+    // prefetch runs [14,26] and B0 [26,29].
+    assert_eq!(
+        fractional_optimum_under(&c, ReleaseRule::AfterStart).unwrap(),
+        int(29)
+    );
+    c.release = ReleaseRule::AfterStart;
+    assert_eq!(fractional_optimum(&c).unwrap(), int(29));
     // Whole transfers, releases at op ends (the simulator never deletes an
     // input early): offload x0 takes 4·3 = 12 ticks, the paper's timeline.
     assert_eq!(makespan(&Greedy, &c), 32);

@@ -8,12 +8,15 @@ use offcert::exact::{milp, search, smt, ExactError, Limits, Method, Outcome, Sta
 use offcert::family::activation_chain::ActivationLayer;
 use offcert::family::weight_chain::WeightLayer;
 use offcert::family::{ActivationChain, BandwidthFile, InstanceFile, WeightChain};
-use offcert::model::Instance;
+use offcert::model::{Instance, ReleaseRule};
 use offcert::units::Ticks;
 use quickcheck::{Arbitrary, Gen, QuickCheck, TestResult};
 use std::sync::atomic::{AtomicUsize, Ordering};
 use std::time::Duration;
 
+mod common;
+
+/// A random small instance of either family, under either release rule.
 #[derive(Clone, Debug)]
 struct Small(InstanceFile);
 
@@ -21,67 +24,135 @@ fn pick(g: &mut Gen, lo: u64, hi: u64) -> u64 {
     lo + u64::arbitrary(g) % (hi - lo + 1)
 }
 
-fn bandwidth(g: &mut Gen) -> BandwidthFile {
-    *g.choose(&[
-        BandwidthFile::PerTick(1),
-        BandwidthFile::PerTick(2),
-        BandwidthFile::Ratio { bytes: 1, ticks: 2 },
-        BandwidthFile::Ratio { bytes: 3, ticks: 2 },
-    ])
-    .unwrap()
+/// A tensor size up to 16, mostly small (every fourth draw over the full range).
+fn size(g: &mut Gen, lo: u64) -> u64 {
+    if u64::arbitrary(g) % 4 == 0 {
+        pick(g, lo, 16)
+    } else {
+        pick(g, lo, 4)
+    }
+}
+
+/// β; faster links when some tensor is large, so that transfer times (and the
+/// MILP's horizon) stay small.
+fn bandwidth(g: &mut Gen, largest: u64) -> BandwidthFile {
+    if largest > 6 {
+        *g.choose(&[
+            BandwidthFile::PerTick(2),
+            BandwidthFile::PerTick(4),
+            BandwidthFile::PerTick(8),
+            BandwidthFile::Ratio { bytes: 5, ticks: 2 },
+        ])
+        .unwrap()
+    } else {
+        *g.choose(&[
+            BandwidthFile::PerTick(1),
+            BandwidthFile::PerTick(2),
+            BandwidthFile::Ratio { bytes: 1, ticks: 2 },
+            BandwidthFile::Ratio { bytes: 3, ticks: 2 },
+        ])
+        .unwrap()
+    }
+}
+
+/// Up to 5 layers, mostly fewer.
+fn layers(g: &mut Gen) -> usize {
+    *g.choose(&[1, 2, 2, 3, 3, 4, 5]).unwrap()
+}
+
+impl Small {
+    fn with_release(mut self, r: ReleaseRule) -> Small {
+        self.0.set_release(r);
+        self
+    }
+    fn json(&self) -> String {
+        serde_json::to_string(&self.0).unwrap()
+    }
 }
 
 impl Arbitrary for Small {
     fn arbitrary(g: &mut Gen) -> Small {
-        if bool::arbitrary(g) {
-            let n = pick(g, 1, 3) as usize;
+        let rule = if bool::arbitrary(g) {
+            ReleaseRule::AfterEnd
+        } else {
+            ReleaseRule::AfterStart
+        };
+        let file = if bool::arbitrary(g) {
+            let n = layers(g);
             let layers: Vec<ActivationLayer> = (0..n)
                 .map(|_| ActivationLayer {
                     u_f: pick(g, 0, 2) as i64,
                     u_b: pick(g, 1, 3) as i64,
-                    x: pick(g, 0, 3),
+                    x: size(g, 0),
                     y: pick(g, 0, 1),
                     ex_f: 0,
                     ex_b: pick(g, 0, 1),
                 })
                 .collect();
+            let x_last = size(g, 0);
+            let largest = layers.iter().map(|l| l.x).max().unwrap().max(x_last);
             let mut a = ActivationChain {
                 name: "random-act".into(),
                 note: None,
                 layers,
-                x_last: pick(g, 0, 3),
+                x_last,
                 y_last: 0,
                 gpu_memory: 0,
-                bandwidth: bandwidth(g),
-                release: Default::default(),
+                bandwidth: bandwidth(g, largest),
+                release: rule,
             };
+            // Tight or loose: between (one below) the largest single-op
+            // footprint, under which nothing fits, and the peak with everything
+            // resident.
             let peak = a.m_peak().unwrap();
-            a.gpu_memory = pick(g, peak.saturating_sub(5), peak);
-            Small(InstanceFile::ActivationChain(a))
+            let x = |i: usize| {
+                if i < n {
+                    a.layers[i].x
+                } else {
+                    a.x_last
+                }
+            };
+            let y = |i: usize| if i < n { a.layers[i].y } else { a.y_last };
+            let least = (0..n)
+                .map(|i| {
+                    x(i) + x(i + 1) + (a.layers[i].ex_b + y(i) + y(i + 1)).max(a.layers[i].ex_f)
+                })
+                .max()
+                .unwrap();
+            a.gpu_memory = pick(g, least.saturating_sub(1).min(peak), peak);
+            InstanceFile::ActivationChain(a)
         } else {
-            let n = pick(g, 1, 3) as usize;
+            let n = layers(g);
             let layers: Vec<WeightLayer> = (0..n)
                 .map(|_| WeightLayer {
                     u_f: pick(g, 0, 2) as i64,
-                    u_b: pick(g, 1, 2) as i64,
-                    w: pick(g, 0, 3),
+                    // u_b = 0 now and then: a zero-duration B_1 may sit at P (R8).
+                    u_b: pick(g, 0, 2) as i64,
+                    w: size(g, 0),
                     a: pick(g, 0, 1),
                 })
                 .collect();
+            let largest = layers.iter().map(|l| l.w).max().unwrap();
             let mut w = WeightChain {
                 name: "random-weight".into(),
                 note: None,
                 layers,
                 a0: pick(g, 0, 1),
                 gpu_memory: 0,
-                bandwidth: bandwidth(g),
-                release: Default::default(),
+                bandwidth: bandwidth(g, largest),
+                release: rule,
             };
+            // Tight or loose: from (one below) the activations plus the largest
+            // B_i footprint 2|w_i| (weight and its gradient) up to everything
+            // resident plus the largest gradient.
+            let acts: u64 = w.layers.iter().map(|l| l.a).sum::<u64>() + w.a0;
             let all: u64 = w.layers.iter().map(|l| l.w + l.a).sum::<u64>() + w.a0;
-            let top = all + w.layers.iter().map(|l| l.w).max().unwrap();
-            w.gpu_memory = pick(g, top.saturating_sub(6), top);
-            Small(InstanceFile::WeightChain(w))
-        }
+            let top = all + largest;
+            let least = acts + 2 * largest;
+            w.gpu_memory = pick(g, least.saturating_sub(1).min(top), top);
+            InstanceFile::WeightChain(w)
+        };
+        Small(file)
     }
 }
 
@@ -121,6 +192,40 @@ fn proved(
     })
 }
 
+/// A QuickCheck that runs `tests` cases (times `OFFCERT_QC_SCALE`), gives up
+/// after ten times as many draws, and fails unless `min` cases passed: a
+/// property whose every draw is discarded fails instead of passing vacuously.
+fn qc(tests: u64, min: u64) -> QuickCheck {
+    QuickCheck::new()
+        .tests(common::cases(tests))
+        .max_tests(common::cases(tests) * 10)
+        .min_tests_passed(common::cases(min))
+}
+
+/// Cases on which the methods agreed, per rule (0 default, 1 relaxation) and
+/// family (0 activation, 1 weight), for the report printed by each property.
+static AGREED: [[AtomicUsize; 2]; 2] = [
+    [AtomicUsize::new(0), AtomicUsize::new(0)],
+    [AtomicUsize::new(0), AtomicUsize::new(0)],
+];
+
+fn tally(s: &Small) {
+    let r = usize::from(s.0.release() == ReleaseRule::AfterStart);
+    let f = usize::from(matches!(s.0, InstanceFile::WeightChain(_)));
+    AGREED[r][f].fetch_add(1, Ordering::Relaxed);
+}
+
+fn report(what: &str) {
+    let g = |r: usize, f: usize| AGREED[r][f].load(Ordering::Relaxed);
+    eprintln!(
+        "{what}: agreed on after_end {} activation + {} weight, after_start {} activation + {} weight",
+        g(0, 0),
+        g(0, 1),
+        g(1, 0),
+        g(1, 1)
+    );
+}
+
 fn agree_among(s: Small, with_search: bool) -> TestResult {
     let inst = match s.0.compile() {
         Ok(i) => i,
@@ -135,10 +240,7 @@ fn agree_among(s: Small, with_search: bool) -> TestResult {
         // must answer, not refuse.
         let r = search::solve(&inst, &limits());
         if let Err(e @ ExactError::Unsupported { .. }) = &r {
-            return TestResult::error(format!(
-                "search refused: {e}\n{}",
-                serde_json::to_string(&s.0).unwrap()
-            ));
+            return TestResult::error(format!("search refused: {e}\n{}", s.json()));
         }
         if matches!(&r, Ok(o) if o.status != Status::Unknown)
             && matches!(s.0, InstanceFile::WeightChain(_))
@@ -152,12 +254,7 @@ fn agree_among(s: Small, with_search: bool) -> TestResult {
         match proved(&inst, r) {
             Ok(Some(a)) => answers.push((m, a)),
             Ok(None) => {}
-            Err(e) => {
-                return TestResult::error(format!(
-                    "{m:?}: {e}\n{}",
-                    serde_json::to_string(&s.0).unwrap()
-                ))
-            }
+            Err(e) => return TestResult::error(format!("{m:?}: {e}\n{}", s.json())),
         }
     }
     if answers.len() < 2 {
@@ -165,31 +262,38 @@ fn agree_among(s: Small, with_search: bool) -> TestResult {
     }
     let first = answers[0].1;
     if answers.iter().all(|(_, a)| *a == first) {
+        tally(&s);
         TestResult::passed()
     } else {
-        TestResult::error(format!(
-            "methods disagree: {answers:?}\n{}",
-            serde_json::to_string(&s.0).unwrap()
-        ))
+        TestResult::error(format!("methods disagree: {answers:?}\n{}", s.json()))
     }
 }
 
-fn agree_milp_smt(s: Small) -> TestResult {
-    agree_among(s, false)
+fn agree_milp_smt_after_end(s: Small) -> TestResult {
+    agree_among(s.with_release(ReleaseRule::AfterEnd), false)
+}
+
+fn agree_milp_smt_after_start(s: Small) -> TestResult {
+    agree_among(s.with_release(ReleaseRule::AfterStart), false)
 }
 
 fn agree_all(s: Small) -> TestResult {
     agree_among(s, true)
 }
 
-/// MILP and SMT (both families): same optimum or both infeasible; every
-/// schedule valid.
+/// MILP and SMT under the default rule (both families, tight and loose
+/// memory): same optimum or both infeasible; every schedule valid.
 #[test]
-fn milp_and_smt_agree_on_random_small_instances() {
-    QuickCheck::new()
-        .tests(20)
-        .max_tests(200)
-        .quickcheck(agree_milp_smt as fn(Small) -> TestResult);
+fn milp_and_smt_agree_on_random_small_instances_under_the_default_rule() {
+    qc(24, 16).quickcheck(agree_milp_smt_after_end as fn(Small) -> TestResult);
+    report("after_end");
+}
+
+/// The same under the relaxation `after_start`.
+#[test]
+fn milp_and_smt_agree_on_random_small_instances_under_the_relaxation() {
+    qc(24, 16).quickcheck(agree_milp_smt_after_start as fn(Small) -> TestResult);
+    report("after_start");
 }
 
 /// Weight chains (cyclic) on which the search finished, in
@@ -197,32 +301,79 @@ fn milp_and_smt_agree_on_random_small_instances() {
 static SEARCHED_WEIGHT_CHAINS: AtomicUsize = AtomicUsize::new(0);
 
 /// All three methods, on both families (the search covers cyclic weight
-/// chains too).
+/// chains too), under either rule.
 #[test]
 fn all_methods_agree_on_random_small_instances() {
-    QuickCheck::new()
-        .tests(40)
-        .max_tests(400)
-        .quickcheck(agree_all as fn(Small) -> TestResult);
+    qc(30, 20).quickcheck(agree_all as fn(Small) -> TestResult);
+    report("all methods");
     assert!(
         SEARCHED_WEIGHT_CHAINS.load(Ordering::Relaxed) > 0,
         "the search answered on no weight chain"
     );
 }
 
+/// The relaxation is optimistic: its optimum is at most the default rule's
+/// (an infeasible instance counts as +∞). Proved optima from the MILP under
+/// `after_start` and the SMT encoding under `after_end`, so that one wrong
+/// encoding cannot hide behind itself.
+fn relaxation_not_worse(s: Small) -> TestResult {
+    let end = s.clone().with_release(ReleaseRule::AfterEnd);
+    let start = s.with_release(ReleaseRule::AfterStart);
+    let (Ok(ie), Ok(is)) = (end.0.compile(), start.0.compile()) else {
+        return TestResult::discard();
+    };
+    let (oe, os) = match (
+        proved(&ie, smt::solve(&ie, &limits())),
+        proved(&is, milp::solve(&is, &limits())),
+    ) {
+        (Ok(Some(a)), Ok(Some(b))) => (a, b),
+        (Err(e), _) | (_, Err(e)) => return TestResult::error(format!("{e}\n{}", end.json())),
+        _ => return TestResult::discard(),
+    };
+    let worse = match (os, oe) {
+        (None, Some(_)) => true,
+        (Some(a), Some(b)) => a > b,
+        (_, None) => false,
+    };
+    if worse {
+        return TestResult::error(format!(
+            "after_start {os:?} is worse than after_end {oe:?}\n{}",
+            end.json()
+        ));
+    }
+    if os != oe {
+        STRICTLY_BETTER.fetch_add(1, Ordering::Relaxed);
+    }
+    TestResult::passed()
+}
+
+static STRICTLY_BETTER: AtomicUsize = AtomicUsize::new(0);
+
+#[test]
+fn the_relaxation_is_never_worse_than_the_default_rule() {
+    qc(24, 16).quickcheck(relaxation_not_worse as fn(Small) -> TestResult);
+    eprintln!(
+        "relaxation strictly better on {} cases",
+        STRICTLY_BETTER.load(Ordering::Relaxed)
+    );
+}
+
 /// Shrunk failures found by the properties above, replayed every run.
 /// (instance JSON, checked optimum)
 const REGRESSIONS: &[(&str, Option<i64>)] = &[
-    // An explicit delete at an instant = 0 (mod P) is not replayed at 2P by the
-    // checker: the MILP now writes such releases as an offload's delete flag.
+    // An explicit delete at an instant = 0 (mod P) was once not replayed at 2P
+    // by the checker, and the encodings then forbade it; the checker replays it
+    // now and neither encoding restricts boundary releases (issue 9, defect 2).
     (
         r#"{"family":"weight_chain","name":"reg-boundary-delete","layers":[{"u_f":1,"u_b":2,"w":0,"a":1},{"u_f":2,"u_b":2,"w":2,"a":0},{"u_f":0,"u_b":1,"w":1,"a":0}],"a0":1,"gpu_memory":6,"bandwidth":2}"#,
         Some(9),
     ),
     // HiGHS's presolve called period 13 infeasible although 12 and 14 are
-    // feasible: infeasibility is now confirmed without presolve.
+    // feasible: infeasibility is now confirmed without presolve. Kept under
+    // the relaxation, where it was found (under the default rule all three
+    // methods prove 13).
     (
-        r#"{"family":"weight_chain","name":"reg-presolve","layers":[{"u_f":2,"u_b":1,"w":1,"a":1},{"u_f":1,"u_b":2,"w":3,"a":1},{"u_f":2,"u_b":2,"w":2,"a":1}],"a0":1,"gpu_memory":9,"bandwidth":{"bytes":3,"ticks":2}}"#,
+        r#"{"family":"weight_chain","name":"reg-presolve","layers":[{"u_f":2,"u_b":1,"w":1,"a":1},{"u_f":1,"u_b":2,"w":3,"a":1},{"u_f":2,"u_b":2,"w":2,"a":1}],"a0":1,"gpu_memory":9,"bandwidth":{"bytes":3,"ticks":2},"release":"after_start"}"#,
         Some(12),
     ),
 ];
@@ -324,10 +475,7 @@ fn monotone(s: Small) -> TestResult {
 
 #[test]
 fn more_memory_or_bandwidth_never_hurts() {
-    QuickCheck::new()
-        .tests(20)
-        .max_tests(200)
-        .quickcheck(monotone as fn(Small) -> TestResult);
+    qc(20, 10).quickcheck(monotone as fn(Small) -> TestResult);
 }
 
 #[test]
@@ -386,11 +534,90 @@ static FALLBACK_TESTED: AtomicUsize = AtomicUsize::new(0);
 #[test]
 fn fallback_bound_is_at_most_the_optimum() {
     QuickCheck::new()
-        .tests(30)
-        .max_tests(600)
+        .tests(common::cases(30))
+        .max_tests(common::cases(600))
+        .min_tests_passed(common::cases(10))
         .quickcheck(fallback_bound_below_optimum as fn(Small) -> TestResult);
     assert!(
         FALLBACK_TESTED.load(Ordering::Relaxed) >= 10,
         "too few one-shot cases"
     );
+}
+
+/// R8 and solve-path defect 2 (issue 9): the optimum of
+/// `instances/regressions/milp/r8-boundary-delete.json` puts the zero-duration
+/// Z at P and deletes w at time 0, after it (7 under the default rule, 6 under
+/// the relaxation). The MILP once fixed the first op at time 0 and proved 8;
+/// both exact encodings once forbade explicit deletes at the boundary.
+#[test]
+fn zero_duration_op_at_p_then_a_time_0_delete() {
+    let path = std::path::Path::new("instances/regressions/milp/r8-boundary-delete.json");
+    let (_, mut inst) = offcert::io::load_instance(path).unwrap();
+    for (rule, want) in [(ReleaseRule::AfterEnd, 7), (ReleaseRule::AfterStart, 6)] {
+        inst.release = rule;
+        for (m, r) in [
+            (Method::Milp, milp::solve(&inst, &limits())),
+            (Method::Smt, smt::solve(&inst, &limits())),
+        ] {
+            let got = proved(&inst, r).unwrap();
+            assert_eq!(got, Some(Some(Ticks(want))), "{m:?} ({rule})");
+        }
+        assert!(matches!(
+            milp::refute(&inst, Ticks(want - 1), &limits()).unwrap(),
+            milp::Refutation::Refuted
+        ));
+    }
+    // Under the default rule, period 7 needs Z at P and the delete of w at 0.
+    inst.release = ReleaseRule::AfterEnd;
+    for r in [milp::solve(&inst, &limits()), smt::solve(&inst, &limits())] {
+        let s = r.unwrap().schedule.unwrap();
+        let z = inst.op_by_name("Z").unwrap();
+        let w = inst.tensor_by_name("w").unwrap();
+        assert!(
+            s.events.iter().any(|e| matches!(e,
+            offcert::schedule::Event::Compute { op, start, .. } if *op == z && *start == Ticks(7)))
+        );
+        assert!(s.events.iter().any(|e| matches!(e,
+            offcert::schedule::Event::Delete { tensor, at } if *tensor == w && *at == Ticks(0))));
+    }
+}
+
+/// Shrunk failures of the MILP/SMT agreement properties with zero-duration
+/// B ops (R8: B_1 may sit at P), replayed under both rules: (instance JSON,
+/// optimum under after_end, optimum under after_start). The MILP once let an
+/// offload's delete flag ending at P count before a zero-duration op that was
+/// not at P (a schedule the checker rejected for memory).
+const ZERO_B_REGRESSIONS: &[(&str, i64, i64)] = &[
+    (
+        r#"{"family":"weight_chain","name":"reg-zero-b-1","layers":[{"u_f":2,"u_b":0,"w":3,"a":0},{"u_f":1,"u_b":1,"w":3,"a":1}],"a0":0,"gpu_memory":8,"bandwidth":{"bytes":1,"ticks":2}}"#,
+        14,
+        14,
+    ),
+    (
+        r#"{"family":"weight_chain","name":"reg-zero-b-2","layers":[{"u_f":0,"u_b":0,"w":11,"a":0},{"u_f":1,"u_b":0,"w":3,"a":0},{"u_f":0,"u_b":1,"w":1,"a":1}],"a0":0,"gpu_memory":22,"bandwidth":2}"#,
+        7,
+        7,
+    ),
+    (
+        r#"{"family":"weight_chain","name":"reg-zero-b-3","layers":[{"u_f":0,"u_b":0,"w":13,"a":1},{"u_f":1,"u_b":0,"w":4,"a":0}],"a0":1,"gpu_memory":28,"bandwidth":2}"#,
+        5,
+        5,
+    ),
+];
+
+#[test]
+fn zero_duration_b_regressions_replayed() {
+    for (json, end, start) in ZERO_B_REGRESSIONS {
+        let (_, mut inst) = offcert::io::parse_instance("regression", json).unwrap();
+        for (rule, want) in [
+            (ReleaseRule::AfterEnd, end),
+            (ReleaseRule::AfterStart, start),
+        ] {
+            inst.release = rule;
+            for r in [milp::solve(&inst, &limits()), smt::solve(&inst, &limits())] {
+                let got = proved(&inst, r).unwrap().expect("finishes");
+                assert_eq!(got, Some(Ticks(*want)), "{rule}: {json}");
+            }
+        }
+    }
 }

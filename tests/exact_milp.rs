@@ -1,26 +1,38 @@
 //! The MILP on the known-answer instances of `instances/tiny/` (optimum derived
-//! by hand in each file's note), and properties of its plumbing: every schedule
-//! passes the checker, the refutation agrees with the optimum, the written .lp
-//! model is well formed.
+//! by hand in each file's note), under both release rules (R10), and properties
+//! of its plumbing: every schedule passes the checker, the refutation agrees
+//! with the optimum, the written .lp model is well formed.
 
 use offcert::check::check;
 use offcert::exact::{milp, Limits, Status};
 use offcert::io::load_instance;
+use offcert::model::ReleaseRule;
 use offcert::units::Ticks;
 use std::path::Path;
 
-/// (file, Some(optimum) or None for infeasible)
-const KNOWN: &[(&str, Option<i64>)] = &[
-    ("act_fits", Some(6)),
-    ("act_one_offload", Some(7)),
-    ("act_chain3", Some(15)),
-    ("act_infeasible", None),
-    ("act_3partition_m1", Some(14)),
-    ("weight_fits", Some(6)),
-    ("weight_discount", Some(15)),
-    ("weight_discount_lowers", Some(13)),
-    ("weight_infeasible", None),
+/// (file, optimum under `after_end` (the default), optimum under the
+/// relaxation `after_start`; None for infeasible)
+const KNOWN: &[(&str, Option<i64>, Option<i64>)] = &[
+    ("act_fits", Some(6), Some(6)),
+    ("act_one_offload", Some(7), Some(7)),
+    ("act_chain3", Some(15), Some(15)),
+    ("act_infeasible", None, None),
+    ("act_3partition_m1", Some(14), Some(14)),
+    ("weight_fits", Some(6), Some(6)),
+    ("weight_discount", Some(15), Some(15)),
+    ("weight_discount_lowers", Some(14), Some(13)),
+    ("weight_infeasible", None, None),
 ];
+
+/// Every known answer, with the rule it holds under.
+fn known() -> impl Iterator<Item = (&'static str, ReleaseRule, Option<i64>)> {
+    KNOWN.iter().flat_map(|&(name, end, start)| {
+        [
+            (name, ReleaseRule::AfterEnd, end),
+            (name, ReleaseRule::AfterStart, start),
+        ]
+    })
+}
 
 fn load(name: &str) -> offcert::model::Instance {
     load_instance(Path::new(&format!("instances/tiny/{name}.json")))
@@ -28,10 +40,17 @@ fn load(name: &str) -> offcert::model::Instance {
         .1
 }
 
+fn load_with(name: &str, rule: ReleaseRule) -> offcert::model::Instance {
+    let mut inst = load(name);
+    inst.release = rule;
+    inst
+}
+
 #[test]
 fn milp_finds_every_known_optimum_and_the_checker_agrees() {
-    for (name, want) in KNOWN {
-        let inst = load(name);
+    for (name, rule, want) in known() {
+        let inst = load_with(name, rule);
+        let name = format!("{name} ({rule})");
         let o = milp::solve(&inst, &Limits::default()).unwrap();
         match want {
             Some(t) => {
@@ -39,8 +58,8 @@ fn milp_finds_every_known_optimum_and_the_checker_agrees() {
                 let s = o.schedule.as_ref().expect("optimal comes with a schedule");
                 let r = check(&inst, s);
                 assert!(r.valid, "{name}: {:?}", r.violations);
-                assert_eq!(r.makespan, Ticks(*t), "{name}");
-                assert_eq!(o.bound, Some(Ticks(*t)), "{name}");
+                assert_eq!(r.makespan, Ticks(t), "{name}");
+                assert_eq!(o.bound, Some(Ticks(t)), "{name}");
             }
             None => {
                 assert_eq!(o.status, Status::Infeasible, "{name}: {:?}", o.notes);
@@ -56,9 +75,10 @@ fn milp_finds_every_known_optimum_and_the_checker_agrees() {
 
 #[test]
 fn milp_refutes_one_below_the_optimum_and_not_at_it() {
-    for (name, want) in KNOWN {
+    for (name, rule, want) in known() {
         let Some(t) = want else { continue };
-        let inst = load(name);
+        let inst = load_with(name, rule);
+        let name = format!("{name} ({rule})");
         let l = Limits::default();
         assert!(
             matches!(
@@ -67,10 +87,10 @@ fn milp_refutes_one_below_the_optimum_and_not_at_it() {
             ),
             "{name}: T*-1 must be refuted"
         );
-        match milp::refute(&inst, Ticks(*t), &l).unwrap() {
+        match milp::refute(&inst, Ticks(t), &l).unwrap() {
             milp::Refutation::Feasible(s) => {
                 let r = check(&inst, &s);
-                assert!(r.valid && r.makespan <= Ticks(*t), "{name}");
+                assert!(r.valid && r.makespan <= Ticks(t), "{name}");
             }
             other => panic!("{name}: T* must be feasible, got {other:?}"),
         }
@@ -154,4 +174,51 @@ fn rescaling_makes_transfer_times_whole() {
         assert!(r.machine.bandwidth.divides(t.size));
     }
     assert_eq!(r.total_compute(), Ticks(3 * odd.total_compute().0));
+}
+
+/// `instances/examples/chain3.json` with 8 B of GPU memory (issue 9): under the
+/// default rule B2 holds x3 until it ends, and the optimum is 19; the
+/// relaxation deletes x3 while B2 runs and reaches 15.
+#[test]
+fn chain3_at_8_bytes_under_both_rules() {
+    let (_, mut inst) = load_instance(Path::new("instances/examples/chain3.json")).unwrap();
+    inst.machine.gpu_capacity = offcert::units::Bytes(8);
+    for (rule, want) in [(ReleaseRule::AfterEnd, 19), (ReleaseRule::AfterStart, 15)] {
+        inst.release = rule;
+        let o = milp::solve(&inst, &Limits::default()).unwrap();
+        assert_eq!(o.status, Status::Optimal, "{rule}: {:?}", o.notes);
+        let r = check(&inst, o.schedule.as_ref().unwrap());
+        assert!(r.valid, "{rule}: {:?}", r.violations);
+        assert_eq!(r.makespan, Ticks(want), "{rule}");
+    }
+}
+
+/// Under the default rule the model has no early frees and every window
+/// anchored at a read opens at the reader's end (rows named after R10); under
+/// the relaxation it keeps today's rows. Neither restricts releases at the
+/// cyclic boundary any more (solve-path defect 2).
+#[test]
+fn written_models_follow_the_release_rule() {
+    let dir = std::env::temp_dir().join(format!("offcert-lp-rule-{}", std::process::id()));
+    std::fs::create_dir_all(&dir).unwrap();
+    let p = dir.join("m.lp");
+    for (file, frame) in [("act_chain3", 15), ("weight_discount", 15)] {
+        for rule in [ReleaseRule::AfterEnd, ReleaseRule::AfterStart] {
+            let inst = load_with(file, rule);
+            milp::write_lp(&inst, Ticks(frame), false, &p).unwrap();
+            let text = std::fs::read_to_string(&p).unwrap();
+            assert!(!text.contains("boundary_release"), "{file} ({rule})");
+            let after_end = rule == ReleaseRule::AfterEnd;
+            assert_eq!(
+                text.contains("R10_release_after_use"),
+                after_end,
+                "{file} ({rule})"
+            );
+            if file == "act_chain3" {
+                // B_i frees x_{i+1}: early frees exist under the relaxation only.
+                assert_eq!(text.contains("R6_free_once"), !after_end, "{file} ({rule})");
+            }
+        }
+    }
+    std::fs::remove_dir_all(&dir).ok();
 }

@@ -5,7 +5,7 @@ use offcert::exact::{smt, Limits, Status};
 use offcert::family::activation_chain::{ActivationChain, ActivationLayer};
 use offcert::family::weight_chain::{WeightChain, WeightLayer};
 use offcert::family::BandwidthFile;
-use offcert::model::{Direction, Instance};
+use offcert::model::{Direction, Instance, ReleaseRule};
 use offcert::schedule::Event;
 use offcert::units::Ticks;
 use std::process::Command;
@@ -52,6 +52,12 @@ fn weights(layers: &[(i64, i64, u64, u64)], a0: u64, mem: u64, beta: u64) -> Ins
     .unwrap()
 }
 
+/// The same instance under the relaxation `after_start` (R10).
+fn relaxed(mut inst: Instance) -> Instance {
+    inst.release = ReleaseRule::AfterStart;
+    inst
+}
+
 /// Solve, assert the schedule passes the checker, return (status, makespan).
 fn solve(inst: &Instance) -> (Status, Option<i64>) {
     let out = smt::solve(inst, &Limits::default()).expect("smt runs");
@@ -94,13 +100,33 @@ fn activation_chain_chain3_example() {
 
 #[test]
 fn activation_chain_slow_link_uses_an_early_delete() {
-    // Same chain, β = 1 (4 ticks per transfer). The compute bound 15 is still
-    // reached, but only through rule R6's freedom to delete a dead input while its
-    // last reader runs: offload x0 over [0,4), delete it at 4; B2 runs [6,9) with
-    // x1,x2,x3 (12 B); x3 is dead once B2 started and is deleted at 7, which makes
-    // room for the prefetch of x0 over [8,12), in time for B0 at 12.
+    // Same chain, β = 1 (4 ticks per transfer). Under the relaxation the compute
+    // bound 15 is still reached, but only through its freedom to delete a dead
+    // input while its last reader runs: offload x0 over [0,4), delete it at 4; B2
+    // runs [6,9) with x1,x2,x3 (12 B); x3 is dead once B2 started and is deleted
+    // at 7, which makes room for the prefetch of x0 over [8,12), in time for B0
+    // at 12. Under the default rule B2 holds x3 until 9 (R10): the optimum is 16.
     let inst = act(&[(2, 3, 4), (2, 3, 4), (2, 3, 4)], 4, 12, 1);
-    assert_eq!(solve(&inst), (Status::Optimal, Some(15)));
+    assert_eq!(solve(&relaxed(inst.clone())), (Status::Optimal, Some(15)));
+    assert_eq!(solve(&inst), (Status::Optimal, Some(16)));
+}
+
+/// `instances/examples/chain3.json` with 8 B of GPU memory (issue 9): 19 under
+/// the default rule, 15 under the relaxation (which deletes x3 while B2 runs).
+#[test]
+fn chain3_at_8_bytes_under_both_rules() {
+    let inst = act(&[(2, 3, 4), (2, 3, 4), (2, 3, 4)], 4, 8, 2);
+    assert_eq!(solve(&inst), (Status::Optimal, Some(19)));
+    assert_eq!(solve(&relaxed(inst)), (Status::Optimal, Some(15)));
+}
+
+/// `instances/tiny/weight_discount_lowers.json`: 14 under the default rule
+/// (B3 holds δ3 until it ends), 13 under the relaxation.
+#[test]
+fn weight_discount_lowers_under_both_rules() {
+    let inst = weights(&[(1, 2, 2, 0), (1, 2, 2, 0), (1, 2, 1, 2)], 0, 4, 1);
+    assert_eq!(solve(&inst), (Status::Optimal, Some(14)));
+    assert_eq!(solve(&relaxed(inst)), (Status::Optimal, Some(13)));
 }
 
 #[test]

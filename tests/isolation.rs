@@ -1,11 +1,18 @@
-//! The checker must not depend on solver, heuristic, bound or simulator code
-//! (models/MODEL.md, src/check module doc), and the independent re-check must not
-//! share code with the checker or the rules it re-checks.
+//! The trusted core (`crates/offcert-core`: units, model, schedule, semantics,
+//! check, recheck) must not depend on solver, heuristic, bound or simulator
+//! code (models/MODEL.md, the check module doc), and the independent re-check
+//! must not share code with the checker or the rules it re-checks.
 //!
-//! A plain text search for `exact::` misses aliases (`use crate::exact as e`,
-//! `use crate::{exact as x}`, `super::super::exact`, `extern crate self as me`,
-//! `r#exact`). So the scan works on tokens, with comments and string and char
-//! literals blanked:
+//! Cargo enforces the first now that the core is its own crate: it cannot name a
+//! module of the `offcert` crate, and it can only use the crates its manifest
+//! lists. So the first tests here read that manifest, and the dependency graph
+//! `cargo metadata` resolves, and assert that no solver crate and no `offcert`
+//! crate is reachable from the core.
+//!
+//! Inside the core, the recheck/checker separation is guarded by a token scan of
+//! `crates/offcert-core/src`, with comments and string and char literals blanked,
+//! that sees through aliases (`use crate::check as c`, `use crate::{check as x}`,
+//! `super::super::check`, `extern crate self as me`, `r#check`):
 //! 1. it resolves every path that reaches the crate root (`crate::`, `$crate::`,
 //!    `super::` chains, brace groups, aliases of the root) and follows the
 //!    top-level modules it names, from the starting module to its whole
@@ -16,13 +23,14 @@
 //!    position (an alias still has to name the module once), a `#[path = ..]`
 //!    attribute and `include!` are findings.
 //!
-//! Cargo will enforce this once the checker is its own crate; until then this
-//! test plants each trick in an in-memory copy of `src/` and asserts it is caught.
+//! The same scan still runs for the checker (no solver names in its closure), as
+//! a second line behind Cargo; each trick is planted in an in-memory copy of the
+//! core's sources and asserted caught.
 
 use std::collections::{BTreeMap, BTreeSet, VecDeque};
 use std::path::Path;
 
-/// Sources by path relative to `src/` (`check/mod.rs`, `lib.rs`).
+/// Sources by path relative to the core's `src/` (`check/mod.rs`, `lib.rs`).
 type Tree = BTreeMap<String, String>;
 
 fn load(dir: &Path, rel: &str, out: &mut Tree) {
@@ -42,13 +50,13 @@ fn load(dir: &Path, rel: &str, out: &mut Tree) {
     }
 }
 
+fn core_dir() -> std::path::PathBuf {
+    Path::new(env!("CARGO_MANIFEST_DIR")).join("crates/offcert-core")
+}
+
 fn src_tree() -> Tree {
     let mut t = Tree::new();
-    load(
-        &Path::new(env!("CARGO_MANIFEST_DIR")).join("src"),
-        "",
-        &mut t,
-    );
+    load(&core_dir().join("src"), "", &mut t);
     assert!(t.contains_key("lib.rs") && t.contains_key("check/mod.rs"));
     t
 }
@@ -409,7 +417,7 @@ fn scan(
             for (r, line) in scan_file(rel, text, forbidden_names, &mut findings) {
                 if r == "*" {
                     findings.push(format!("{rel}:{line}: glob import of the crate root"));
-                } else if top.contains(&r) {
+                } else if top.contains(&r) || forbidden_modules.contains(&r.as_str()) {
                     queue.push_back(r);
                 } else {
                     // A root-level item: a re-export in lib.rs; follow lib.rs.
@@ -475,12 +483,12 @@ fn the_recheck_shares_no_code_with_the_checker_or_the_rules() {
     assert!(closure.contains("model"), "{closure:?}");
 }
 
-/// A copy of `src/` with `code` appended to one file.
+/// A copy of the core's `src/` with `code` appended to one file.
 fn planted(file: &str, code: &str) -> Tree {
     let mut tree = src_tree();
     let text = tree
         .get_mut(file)
-        .unwrap_or_else(|| panic!("no src/{file}"));
+        .unwrap_or_else(|| panic!("no crates/offcert-core/src/{file}"));
     text.push('\n');
     text.push_str(code);
     text.push('\n');
@@ -530,17 +538,28 @@ fn planted_aliases_are_caught() {
 
 #[test]
 fn aliases_that_hide_the_name_are_caught_by_the_closure() {
-    // No forbidden name in the checker's files: the dependency is two hops away.
-    let f = checker_findings(&planted("model/mod.rs", "use crate::report as r;"));
+    // No forbidden name in the checker's files: the dependency is two hops away
+    // (through a `report` module planted in the copy, which names `exact`).
+    let mut tree = planted("model/mod.rs", "use crate::report as r;");
+    tree.insert(
+        "report/mod.rs".into(),
+        "pub use crate::exact::Method;\n".into(),
+    );
+    let f = checker_findings(&tree);
     assert!(
         f.iter().any(|x| x.contains("forbidden module `exact`")),
         "{f:?}"
     );
     // The crate root as an alias, then a module the checker may not reach.
-    let f = checker_findings(&planted(
+    let mut tree = planted(
         "check/violation.rs",
         "use super::super as root; use root::report as r;",
-    ));
+    );
+    tree.insert(
+        "report/mod.rs".into(),
+        "pub use crate::exact::Method;\n".into(),
+    );
+    let f = checker_findings(&tree);
     assert!(f.iter().any(|x| x.contains("forbidden module")), "{f:?}");
     // A glob of the crate root, and a root-level re-export.
     let f = checker_findings(&planted("check/mod.rs", "use crate::*;"));
@@ -581,4 +600,147 @@ fn the_scan_skips_comments_strings_and_longer_names() {
     )
     .1;
     assert!(f.iter().any(|x| x.contains("`check`")), "{f:?}");
+}
+
+/// Crates the core may depend on directly; anything else needs a reason here.
+const CORE_ALLOWED_DEPS: &[&str] = &["serde", "serde_json", "thiserror", "sha2"];
+/// Crates that must not be reachable from the core, directly or transitively.
+const CORE_FORBIDDEN_CRATES: &[&str] = &[
+    "good_lp",
+    "highs",
+    "highs-sys",
+    "z3",
+    "z3-sys",
+    "offcert",
+    "rusqlite",
+    "plotters",
+];
+
+/// The names in the `[dependencies]`-like tables of a manifest (any table whose
+/// header mentions `dependencies`, including target-specific and dev ones).
+fn manifest_deps(manifest: &str) -> Vec<String> {
+    let mut out = Vec::new();
+    let mut in_deps = false;
+    for line in manifest.lines() {
+        let l = line.trim();
+        if l.starts_with('[') {
+            in_deps = l.contains("dependencies");
+            // `[dependencies.foo]`
+            if let Some(rest) = l
+                .trim_matches(|c| c == '[' || c == ']')
+                .split_once("dependencies.")
+                .map(|(_, r)| r)
+            {
+                out.push(rest.trim_matches('"').to_string());
+                in_deps = false;
+            }
+            continue;
+        }
+        if in_deps && !l.is_empty() && !l.starts_with('#') {
+            if let Some((name, _)) = l.split_once('=') {
+                out.push(name.trim().trim_matches('"').to_string());
+            }
+        }
+    }
+    out
+}
+
+#[test]
+fn the_core_manifest_lists_no_solver_heuristic_or_offcert_dependency() {
+    let text = std::fs::read_to_string(core_dir().join("Cargo.toml")).unwrap();
+    let deps = manifest_deps(&text);
+    assert!(
+        deps.contains(&"serde".to_string()),
+        "manifest not parsed: {deps:?}"
+    );
+    for d in &deps {
+        assert!(
+            CORE_ALLOWED_DEPS.contains(&d.as_str()),
+            "offcert-core depends on `{d}`, which is not on the allow list; the core may not \
+             depend on a solver, a heuristic or the offcert crate"
+        );
+    }
+    // The scan of the manifest itself is not fooled by a planted dependency.
+    for planted in [
+        "highs = \"2\"",
+        "good_lp = { version = \"1\" }",
+        "offcert = { path = \"../..\" }",
+    ] {
+        let t = format!("{text}\n{planted}\n");
+        assert!(manifest_deps(&t)
+            .iter()
+            .any(|d| !CORE_ALLOWED_DEPS.contains(&d.as_str())));
+    }
+    let t = format!("{text}\n[target.'cfg(unix)'.dependencies.z3]\nversion = \"0.12\"\n");
+    assert!(manifest_deps(&t).contains(&"z3".to_string()));
+}
+
+/// `cargo metadata`'s resolved graph: no forbidden crate is reachable from
+/// offcert-core through its normal or build dependencies.
+#[test]
+fn cargo_resolves_no_solver_crate_under_the_core() {
+    let cargo = std::env::var("CARGO").unwrap_or_else(|_| "cargo".into());
+    let out = std::process::Command::new(cargo)
+        .args([
+            "metadata",
+            "--format-version",
+            "1",
+            "--offline",
+            "--manifest-path",
+        ])
+        .arg(Path::new(env!("CARGO_MANIFEST_DIR")).join("Cargo.toml"))
+        .output()
+        .expect("run cargo metadata");
+    assert!(
+        out.status.success(),
+        "cargo metadata failed: {}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    let meta: serde_json::Value = serde_json::from_slice(&out.stdout).unwrap();
+    let nodes = meta["resolve"]["nodes"].as_array().expect("resolve graph");
+    let name_of = |id: &str| -> String {
+        meta["packages"]
+            .as_array()
+            .unwrap()
+            .iter()
+            .find(|p| p["id"] == id)
+            .map(|p| p["name"].as_str().unwrap().to_string())
+            .unwrap_or_default()
+    };
+    let core = nodes
+        .iter()
+        .find(|n| name_of(n["id"].as_str().unwrap()) == "offcert-core")
+        .expect("offcert-core in the workspace")["id"]
+        .as_str()
+        .unwrap()
+        .to_string();
+    let mut seen = BTreeSet::new();
+    let mut queue = VecDeque::from([core]);
+    while let Some(id) = queue.pop_front() {
+        if !seen.insert(id.clone()) {
+            continue;
+        }
+        let node = nodes.iter().find(|n| n["id"] == id.as_str()).unwrap();
+        for dep in node["deps"].as_array().unwrap() {
+            let normal = dep["dep_kinds"]
+                .as_array()
+                .unwrap()
+                .iter()
+                .any(|k| k["kind"].is_null() || k["kind"] == "build");
+            if normal {
+                queue.push_back(dep["pkg"].as_str().unwrap().to_string());
+            }
+        }
+    }
+    let names: BTreeSet<String> = seen.iter().map(|id| name_of(id)).collect();
+    assert!(
+        names.contains("sha2") && names.contains("serde"),
+        "{names:?}"
+    );
+    for f in CORE_FORBIDDEN_CRATES {
+        assert!(
+            !names.contains(*f),
+            "`{f}` is reachable from offcert-core: {names:?}"
+        );
+    }
 }

@@ -9,7 +9,7 @@ use offcert::check::check;
 use offcert::exact::reduction::ThreePartition;
 use offcert::exact::{milp, smt, Limits, Status};
 use offcert::family::InstanceFile;
-use offcert::model::Instance;
+use offcert::model::{Instance, ReleaseRule};
 use offcert::units::Ticks;
 use std::time::Duration;
 
@@ -89,16 +89,27 @@ fn activation_as_stated_cannot_reach_t_even_for_yes() {
 }
 
 #[test]
-fn weight_as_stated_yes_misses_t_by_one_tick_no_misses_by_more() {
-    // The zero-duration B_1 must start before the period ends (R8), so a
-    // yes-instance needs T + 1 ticks; a no-instance needs more (REDUCTIONS.md §2).
+fn weight_as_stated_yes_reaches_t_no_does_not() {
+    // The zero-duration B_1 starts at P, in the period that ends (R8), so the
+    // paper's yes-schedule has period T exactly; a no-instance needs more
+    // (REDUCTIONS.md §2).
     for tp in [yes1(), yes2()] {
         let inst = weight(&tp);
-        assert!(!reaches(&inst, tp.target()), "{:?}", tp.nums);
-        assert!(reaches(&inst, tp.target() + 1), "{:?}", tp.nums);
+        assert!(reaches(&inst, tp.target()), "{:?}", tp.nums);
+        assert!(!reaches(&inst, tp.target() - 1), "{:?}", tp.nums);
     }
     let tp = no2();
-    assert!(!reaches(&weight(&tp), tp.target() + 1));
+    assert!(!reaches(&weight(&tp), tp.target()));
+}
+
+#[test]
+fn the_weight_reduction_reaches_t_under_both_rules() {
+    // The relaxation reaches T too, and not T - 1.
+    let tp = yes1();
+    let mut inst = weight(&tp);
+    inst.release = offcert::model::ReleaseRule::AfterStart;
+    assert!(reaches(&inst, tp.target()));
+    assert!(!reaches(&inst, tp.target() - 1));
 }
 
 #[test]
@@ -133,8 +144,8 @@ fn search_agrees_on_the_activation_reduction() {
 }
 
 /// The weight reduction as stated with {2,2,3} (V = 7, L = 5): the search
-/// (cyclic, every boundary state tried) proves the period T + 1 = 15 that the
-/// MILP proves in `weight_as_stated_yes_misses_t_by_one_tick_no_misses_by_more`.
+/// (cyclic, every boundary state tried) proves the period T = 14 that the
+/// MILP proves in `weight_as_stated_yes_reaches_t_no_does_not`.
 #[test]
 fn search_agrees_on_the_weight_reduction() {
     let tp = yes1();
@@ -143,7 +154,7 @@ fn search_agrees_on_the_weight_reduction() {
     assert_eq!(c.status, Status::Optimal, "{:?}", c.notes);
     let r = check(&inst, c.schedule.as_ref().unwrap());
     assert!(r.valid, "{:?}", r.violations);
-    assert_eq!(r.makespan, Ticks(tp.target() + 1));
+    assert_eq!(r.makespan, Ticks(tp.target()));
 }
 
 #[test]
@@ -159,4 +170,97 @@ fn bundled_reduction_instance_matches_the_generator() {
         gen.note = a.note.clone();
     }
     assert_eq!(file, InstanceFile::ActivationChain(gen));
+}
+
+// ---- New partitions, both release rules (issue 9) --------------------------
+
+/// yes {3,4,3}: V = 10, m = 1 (V/4 < u < V/2).
+fn yes1b() -> ThreePartition {
+    ThreePartition::new(vec![3, 4, 3]).unwrap()
+}
+/// yes {5,6,5,6,5,5}: V = 16, m = 2 (5 + 5 + 6 twice).
+fn yes2b() -> ThreePartition {
+    ThreePartition::new(vec![5, 6, 5, 6, 5, 5]).unwrap()
+}
+/// no {5,5,5,5,5,7}: V = 16, m = 2 (a triple with 7 sums to 17, one without
+/// to 15).
+fn no2b() -> ThreePartition {
+    ThreePartition::new(vec![5, 5, 5, 5, 5, 7]).unwrap()
+}
+
+const RULES: [ReleaseRule; 2] = [ReleaseRule::AfterEnd, ReleaseRule::AfterStart];
+
+fn under(mut inst: Instance, rule: ReleaseRule) -> Instance {
+    inst.release = rule;
+    inst
+}
+
+#[test]
+fn the_new_partitions_are_classified() {
+    for tp in [yes1b(), yes2b()] {
+        assert!(tp.strict() && tp.solvable(), "{:?}", tp.nums);
+    }
+    assert!(no2b().strict() && !no2b().solvable());
+    assert_eq!(yes1b().target(), 20);
+    assert_eq!(yes2b().target(), 64);
+}
+
+/// The repaired activation construction (REDUCTIONS.md §1): yes-instances
+/// reach T exactly, the no-instance does not, under both release rules.
+#[test]
+fn activation_repaired_on_new_partitions_under_both_rules() {
+    for rule in RULES {
+        for tp in [yes1b(), yes2b()] {
+            let inst = under(act(&tp), rule);
+            assert!(reaches(&inst, tp.target()), "{rule} {:?}", tp.nums);
+            assert!(!reaches(&inst, tp.target() - 1), "{rule} {:?}", tp.nums);
+        }
+        let tp = no2b();
+        assert!(!reaches(&under(act(&tp), rule), tp.target()), "{rule}");
+    }
+}
+
+/// The weight construction as stated (REDUCTIONS.md §2; R8 lets the
+/// zero-duration B_1 start at P): yes-instances reach T exactly, the
+/// no-instance does not, under both release rules.
+#[test]
+fn weight_as_stated_on_new_partitions_under_both_rules() {
+    for rule in RULES {
+        for tp in [yes1b(), yes2b()] {
+            let inst = under(weight(&tp), rule);
+            assert!(reaches(&inst, tp.target()), "{rule} {:?}", tp.nums);
+            assert!(!reaches(&inst, tp.target() - 1), "{rule} {:?}", tp.nums);
+        }
+        let tp = no2b();
+        assert!(!reaches(&under(weight(&tp), rule), tp.target()), "{rule}");
+    }
+}
+
+/// The exhaustive search (no MILP involved) proves T on both m = 1
+/// constructions, old and new partitions, under both release rules.
+#[test]
+fn search_proves_t_on_the_m1_reductions_under_both_rules() {
+    for rule in RULES {
+        for tp in [yes1(), yes1b()] {
+            for inst in [under(act(&tp), rule), under(weight(&tp), rule)] {
+                let c = offcert::exact::search::solve(&inst, &limits()).unwrap();
+                assert_eq!(
+                    c.status,
+                    Status::Optimal,
+                    "{rule} {}: {:?}",
+                    inst.name,
+                    c.notes
+                );
+                let r = check(&inst, c.schedule.as_ref().unwrap());
+                assert!(r.valid, "{:?}", r.violations);
+                assert_eq!(
+                    r.makespan,
+                    Ticks(tp.target()),
+                    "{rule} {} {:?}",
+                    inst.name,
+                    tp.nums
+                );
+            }
+        }
+    }
 }

@@ -9,8 +9,8 @@ use offcert::check::check;
 use offcert::exact::{milp, smt, Limits, Status};
 use offcert::family::weight_chain::{WeightChain, WeightLayer};
 use offcert::family::{BandwidthFile, InstanceFile};
-use offcert::heuristic::{run, weight};
-use offcert::model::Instance;
+use offcert::heuristic::{run, weight, HeuristicError};
+use offcert::model::{Instance, ReleaseRule};
 use quickcheck::{Arbitrary, Gen, QuickCheck, TestResult};
 use std::sync::atomic::{AtomicUsize, Ordering};
 use std::time::Duration;
@@ -106,5 +106,131 @@ fn bounds_below_optimum_below_heuristics() {
     assert!(
         SOLVED.load(Ordering::SeqCst) >= 6,
         "too few instances solved exactly"
+    );
+}
+
+/// A weight chain with tight memory: from the largest eq. (1) need to two
+/// bytes above it (zero durations included), under either release rule.
+#[derive(Clone, Debug)]
+struct Tight(WeightChain);
+
+impl Arbitrary for Tight {
+    fn arbitrary(g: &mut Gen) -> Tight {
+        let pick = |g: &mut Gen, lo: u64, hi: u64| lo + u64::arbitrary(g) % (hi - lo + 1);
+        let l = pick(g, 1, 3) as usize;
+        let layers: Vec<WeightLayer> = (0..l)
+            .map(|_| WeightLayer {
+                u_f: pick(g, 0, 2) as i64,
+                u_b: pick(g, 0, 3) as i64,
+                w: pick(g, 1, 3),
+                a: pick(g, 0, 2),
+            })
+            .collect();
+        let mut c = WeightChain {
+            name: "tight".into(),
+            note: None,
+            layers,
+            a0: pick(g, 0, 1),
+            gpu_memory: 0,
+            bandwidth: *g
+                .choose(&[
+                    BandwidthFile::PerTick(1),
+                    BandwidthFile::PerTick(2),
+                    BandwidthFile::Ratio { bytes: 1, ticks: 2 },
+                ])
+                .unwrap(),
+            release: *g
+                .choose(&[ReleaseRule::AfterEnd, ReleaseRule::AfterStart])
+                .unwrap(),
+        };
+        let need = (1..=l)
+            .map(|i| c.mb(i).unwrap().max(c.mf(i).unwrap()))
+            .max()
+            .unwrap();
+        c.gpu_memory = pick(g, need, need + 2);
+        Tight(c)
+    }
+}
+
+static TIGHT_SOLVED: AtomicUsize = AtomicUsize::new(0);
+
+/// Every registered bound ≤ the optimum ≤ every weight heuristic's checked
+/// period, with the optimum proved by the exhaustive search (no solver) under
+/// the instance's release rule, on tight memory. Fails if too few cases pass
+/// (every one discarded included).
+fn bound_search_optimum_heuristic(t: Tight) -> TestResult {
+    let c = t.0;
+    let file = InstanceFile::WeightChain(c.clone());
+    let inst = file.compile().unwrap();
+    let limits = Limits {
+        time_limit: Duration::from_secs(20),
+        ..Default::default()
+    };
+    let out = offcert::exact::search::solve(&inst, &limits).unwrap();
+    let opt = match out.status {
+        Status::Optimal => {
+            let r = check(&inst, out.schedule.as_ref().unwrap());
+            assert!(r.valid, "search schedule rejected: {:?}", r.violations);
+            r.makespan.0
+        }
+        // An infeasible instance: no heuristic may produce a schedule.
+        Status::Infeasible => {
+            for h in weight::heuristics() {
+                match run(h.as_ref(), &file, &inst) {
+                    Ok(run) => {
+                        return TestResult::error(format!(
+                            "{} found period {} on an instance the search proves infeasible: {c:?}",
+                            h.name(),
+                            run.report.makespan
+                        ))
+                    }
+                    Err(HeuristicError::NoSchedule { .. }) => {}
+                    Err(e) => return TestResult::error(format!("{e} on {c:?}")),
+                }
+            }
+            return TestResult::passed();
+        }
+        _ => return TestResult::discard(),
+    };
+    TIGHT_SOLVED.fetch_add(1, Ordering::SeqCst);
+    let opt_r = BigRational::from_integer(BigInt::from(opt));
+    for (name, b) in offcert::bound::evaluate(&file, &inst) {
+        if let Ok(b) = b {
+            if b.value > opt_r {
+                return TestResult::error(format!(
+                    "{}: bound {name} = {} > optimum {opt} on {c:?}",
+                    c.release,
+                    b.display()
+                ));
+            }
+        }
+    }
+    for h in weight::heuristics() {
+        match run(h.as_ref(), &file, &inst) {
+            Ok(run) if run.report.makespan.0 < opt => {
+                return TestResult::error(format!(
+                    "{}: {} period {} < optimum {opt} on {c:?}",
+                    c.release,
+                    h.name(),
+                    run.report.makespan.0
+                ))
+            }
+            Ok(_) | Err(HeuristicError::NoSchedule { .. }) => {}
+            Err(e) => return TestResult::error(format!("{}: {e} on {c:?}", c.release)),
+        }
+    }
+    TestResult::passed()
+}
+
+#[test]
+fn bounds_below_search_optimum_below_heuristics_on_tight_memory() {
+    QuickCheck::new()
+        .tests(30)
+        .max_tests(300)
+        .min_tests_passed(30)
+        .quickcheck(bound_search_optimum_heuristic as fn(Tight) -> TestResult);
+    eprintln!(
+        "tight weight chains solved: {}",
+        TIGHT_SOLVED.load(Ordering::SeqCst)
     );
 }

@@ -8,7 +8,11 @@
 //! start are special cases), so its optimum is a lower bound; Theorem 2 says this
 //! schedule attains it. Both steps are argued in `proofs/ACTIVATION-BOUNDS.md`,
 //! and the property tests compare the value with checked heuristic makespans and
-//! exact optima.
+//! exact optima. Which value is registered depends on the release rule
+//! (MODEL.md R10): under the default rule an op holds its inputs to its end,
+//! the paper's reading, and the value is the paper's; under the relaxation
+//! `after_start` its dying inputs may go once it has started, and the value is
+//! adapted to that (lower or equal).
 //!
 //! The schedule is computed by an exact event sweep in rationals (no floats):
 //! - ops run in order F₀ … F_L, B_L … B₀, each as soon as the previous one ended,
@@ -20,12 +24,14 @@
 //!   without ever taking memory that the running op or a later one needs:
 //!   c never drops below max over those ops of (need − M_GPU).
 //!
-//! Owns: [`fractional_optimum`], [`FractionalOptimum`].
+//! Owns: [`fractional_optimum`], [`fractional_optimum_under`],
+//! [`fractional_optimum_paper`], [`fractional_optimum_relaxed`],
+//! [`FractionalOptimum`].
 
 use super::{infeasible, ChainProfile};
 use crate::bound::{BoundError, BoundMethod, LowerBound, Strength};
 use crate::family::{ActivationChain, InstanceFile};
-use crate::model::Instance;
+use crate::model::{Instance, ReleaseRule};
 use num_bigint::BigInt;
 use num_rational::BigRational;
 use num_traits::{Signed, Zero};
@@ -38,20 +44,41 @@ fn int(v: u128) -> BigRational {
     BigRational::from_integer(BigInt::from(v))
 }
 
-/// Makespan of the Theorem 2 schedule in our model's memory semantics, exact,
-/// in ticks: an op's inputs that no later op reads (x_{i+1}, y_{i+1} for B_i,
-/// and x_0 for B_0) may be released as soon as it has started, as the checker
-/// allows (a delete after the op's start). This is the registered bound.
+/// The registered bound under the chain's own release rule
+/// ([`fractional_optimum_under`] with `c.release`).
 pub fn fractional_optimum(c: &ActivationChain) -> Result<BigRational, BoundError> {
-    fractional(c, true)
+    fractional_optimum_under(c, c.release)
 }
 
-/// The same schedule with the paper's reading of §3.1: an op holds its inputs
-/// until it ends. Not a lower bound in our model: `instances/examples/chain3.json`
-/// at 8 B has optimum 15 (cross-checked) and this value 19 — the counterexample
-/// kept in `proofs/ACTIVATION-BOUNDS.md`.
+/// The registered bound `fractional-thm2` under a release rule
+/// (`proofs/ACTIVATION-BOUNDS.md`): under the default rule (an op holds its
+/// operands to its end, as the paper's §3.1 says) the paper-literal value;
+/// under the relaxation `after_start` the adapted value, which lets an op's
+/// dying inputs go once it has started.
+pub fn fractional_optimum_under(
+    c: &ActivationChain,
+    rule: ReleaseRule,
+) -> Result<BigRational, BoundError> {
+    match rule {
+        ReleaseRule::AfterEnd => fractional_optimum_paper(c),
+        ReleaseRule::AfterStart => fractional_optimum_relaxed(c),
+    }
+}
+
+/// Makespan of the Theorem 2 schedule with the paper's reading of §3.1: an op
+/// holds its inputs until it ends. Exact, in ticks. A lower bound under the
+/// default rule (`instances/examples/chain3.json` at 8 B: 19, the optimum),
+/// not under the relaxation (there the optimum of that instance is 15).
 pub fn fractional_optimum_paper(c: &ActivationChain) -> Result<BigRational, BoundError> {
     fractional(c, false)
+}
+
+/// The same schedule adapted to the relaxation `after_start`: an op's inputs
+/// that no later op reads (x_{i+1}, y_{i+1} for B_i, and x_0 for B_0) may be
+/// released as soon as it has started. A lower bound under both rules, weaker
+/// than [`fractional_optimum_paper`] under the default one.
+pub fn fractional_optimum_relaxed(c: &ActivationChain) -> Result<BigRational, BoundError> {
+    fractional(c, true)
 }
 
 fn fractional(c: &ActivationChain, early_release: bool) -> Result<BigRational, BoundError> {
@@ -196,7 +223,9 @@ impl BoundMethod for FractionalOptimum {
     fn applies(&self, file: &InstanceFile) -> bool {
         matches!(file, InstanceFile::ActivationChain(_))
     }
-    fn bound(&self, file: &InstanceFile, _inst: &Instance) -> Result<LowerBound, BoundError> {
+    /// The rule is the compiled instance's (the CLI's `--release` overrides the
+    /// file's).
+    fn bound(&self, file: &InstanceFile, inst: &Instance) -> Result<LowerBound, BoundError> {
         let InstanceFile::ActivationChain(c) = file else {
             return Err(BoundError::NotApplicable {
                 bound: SOURCE,
@@ -204,7 +233,7 @@ impl BoundMethod for FractionalOptimum {
             });
         };
         Ok(LowerBound {
-            value: fractional_optimum(c)?,
+            value: fractional_optimum_under(c, inst.release)?,
             source: SOURCE.into(),
             strength: Strength::Certified,
         })

@@ -15,7 +15,10 @@ pub mod prop3;
 use super::BoundMethod;
 use crate::family::ActivationChain;
 
-pub use fractional::{fractional_optimum, fractional_optimum_paper, FractionalOptimum};
+pub use fractional::{
+    fractional_optimum, fractional_optimum_paper, fractional_optimum_relaxed,
+    fractional_optimum_under, FractionalOptimum,
+};
 pub use prop3::{prop3, Prop3};
 
 pub fn bounds() -> Vec<Box<dyn BoundMethod>> {
@@ -38,7 +41,8 @@ pub struct ChainProfile {
     /// Σ_{j<i} |x_j| for i = 0..=L+2 (prefix sums of the activation sizes).
     pub x_prefix: Vec<u128>,
     /// Bytes of op p's inputs that no later op reads (x_{i+1}, y_{i+1} for B_i,
-    /// plus x_0 for B_0): the model lets them go once p has started.
+    /// plus x_0 for B_0): the relaxation `after_start` lets them go once p has
+    /// started; the default rule holds them to p's end.
     pub dying: Vec<u128>,
 }
 

@@ -15,15 +15,18 @@ pub fn decode(st: &Structure, enc: &Encoding, x: &[f64]) -> Schedule {
     let p = enc.len;
     let wrap = |u: i64| if cyc { u.rem_euclid(p) } else { u };
     let mut events = Vec::new();
+    let start: Vec<i64> = (0..n)
+        .map(|k| enc.ops[k].value(x).unwrap_or(enc.ops[k].lo))
+        .collect();
     for k in 0..n {
-        let s = enc.ops[k].value(x).unwrap_or(enc.ops[k].lo);
+        let s = start[k];
         events.push(Event::Compute {
             op: st.seq[k],
             start: Ticks(s),
             end: Ticks(s + st.dur[k]),
         });
     }
-    // Early frees: a delete while the last reader runs.
+    // Early frees (relaxation only): a delete while the last reader runs.
     for (i, q) in enc.frees.iter().enumerate() {
         let Some(q) = q else { continue };
         let Some(at) = q.value(x) else { continue };
@@ -47,10 +50,9 @@ pub fn decode(st: &Structure, enc: &Encoding, x: &[f64]) -> Schedule {
             off_at[e] = o.value(x);
         }
     }
-    let mut merged = vec![false; st.epochs.len()];
     // Per tensor: unrolled intervals [release, prefetch end) during which it is
     // not present, for the cyclic boundary state.
-    let mut away: Vec<Vec<(i64, i64)>> = vec![Vec::new(); st.size.len()];
+    let mut away: Vec<Vec<(i64, i64, bool)>> = vec![Vec::new(); st.size.len()];
     let mut evictions = Vec::new();
     for (wi, w) in enc.windows.iter().enumerate() {
         let Some(w) = w else { continue };
@@ -63,21 +65,28 @@ pub fn decode(st: &Structure, enc: &Encoding, x: &[f64]) -> Schedule {
         let (Some(r), Some(pf)) = (w.release.value(x), w.prefetch.value(x)) else {
             continue;
         };
-        away[t.ix()].push((r, pf + d));
-        evictions.push((wi, t, r, pf, d));
+        evictions.push((wi, t, r, pf, d, false));
     }
+    // Unrolled start of the op at position q.
+    let ustart = |q: usize| start[q % n] + (q / n) as i64 * p;
     for (e, o) in off_at.iter().enumerate() {
         let Some(o) = *o else { continue };
         let t = st.epochs[e].tensor;
         let d = st.dt[t.ix()];
-        // Release at the offload's end: written as the offload's `delete` flag.
-        let first = evictions
-            .iter()
-            .position(|(wi, _, r, _, _)| st.windows[*wi].epoch == e && *r == o + d);
+        // Release at the offload's end: written as the offload's `delete` flag,
+        // except at the cyclic boundary when the window's reader is itself a
+        // zero-duration op at P: the release must follow it, so it is the next
+        // period's time-0 delete (models/MODEL.md R8).
+        let first = evictions.iter().position(|(wi, _, r, _, _, _)| {
+            let w = &st.windows[*wi];
+            let reader_at_p = cyc
+                && *r == p
+                && matches!(w.from, super::structure::Anchor::Read(a) if ustart(a) == p);
+            w.epoch == e && *r == o + d && !reader_at_p
+        });
         let delete = first.is_some();
         if let Some(i) = first {
-            merged[e] = true;
-            evictions[i].2 = i64::MIN; // marker: release written by the offload
+            evictions[i].5 = true; // the release is written by the offload
         }
         events.push(Event::Transfer {
             dir: Direction::Offload,
@@ -87,8 +96,9 @@ pub fn decode(st: &Structure, enc: &Encoding, x: &[f64]) -> Schedule {
             delete,
         });
     }
-    for (_, t, r, pf, d) in &evictions {
-        if *r != i64::MIN {
+    for (_, t, r, pf, d, flagged) in &evictions {
+        away[t.ix()].push((*r, pf + d, *flagged));
+        if !flagged {
             events.push(Event::Delete {
                 tensor: *t,
                 at: Ticks(wrap(*r)),
@@ -113,9 +123,15 @@ pub fn decode(st: &Structure, enc: &Encoding, x: &[f64]) -> Schedule {
             continue;
         }
         let t = TensorId(i as u32);
-        let absent = away[i]
-            .iter()
-            .any(|&(r, end)| [0, p, 2 * p].iter().any(|&u| r <= u && u < end));
+        // Away over [release, prefetch end). The state is read after the
+        // completions at the boundary and before its time-0 deletes (models/
+        // MODEL.md §2.6): a release at the boundary instant itself counts only
+        // when it is an offload's delete flag (a transfer completion).
+        let absent = away[i].iter().any(|&(r, end, flagged)| {
+            [0, p, 2 * p]
+                .iter()
+                .any(|&u| (r < u || r == u && flagged) && u < end)
+        });
         if !absent {
             gpu.push(t);
         }

@@ -110,12 +110,16 @@ impl Encoding {
         for k in 0..n {
             let after: i64 = st.dur[k..].iter().sum();
             let es = before;
-            // Cyclic: compute lies in [0, P], every event starts in [0, P) (R8;
-            // a zero-duration op too), and, by rotation, the first op starts at 0.
-            let ls = if cyc && k == 0 {
+            // Cyclic: compute lies in [0, P] (R8): a positive-duration op starts
+            // in [0, P); a zero-duration op may start at P when only
+            // zero-duration ops follow it (it belongs to the period that ends,
+            // models/MODEL.md R8). By rotation, the first op starts at 0 —
+            // unless the last op lasts zero ticks: then a rotation may move a
+            // boundary instant (zero-duration ops at P, then time-0 deletes)
+            // inside the period, where deletes come first, and lose the optimum
+            // (proofs/EXACTNESS.md §3.7; instances/regressions/milp/r8-boundary-delete.json).
+            let ls = if cyc && k == 0 && st.dur[n - 1] > 0 {
                 0
-            } else if cyc {
-                (len - after).min(len - 1)
             } else {
                 len - after
             };
@@ -138,10 +142,16 @@ impl Encoding {
                 lp.le(format!("R2_order_{k}_{u}"), &l, 0);
             }
         }
-        // Early frees (R6 allows deleting a tensor once its last reader has
-        // started; the freeing op's end is only the latest such instant).
+        // Early frees, under the relaxation only (`release: after_start`: R1
+        // checks inputs at an op's start, so R6 allows deleting a tensor once its
+        // last reader has started; the freeing op's end is only the latest such
+        // instant). Under the default rule R10 the freeing op holds the tensor
+        // until it ends, and the static release at its end is the only one.
         let mut frees: Vec<Option<Starts>> = vec![None; st.base.len()];
         for (i, b) in st.base.iter().enumerate() {
+            if st.after_end {
+                break;
+            }
             let f = match *b {
                 Base::Initial(Some(Release::Freed(f)))
                 | Base::Produced(_, Some(Release::Freed(f))) => f,
@@ -192,9 +202,14 @@ impl Encoding {
             let mut live = Vec::new();
             for &wi in &ep.windows {
                 let w = &st.windows[wi];
+                // A zero-duration reader in the first lap may sit at P (R8): a
+                // release at unrolled P is then the next period's time-0 delete,
+                // which comes after it (models/MODEL.md R8), so P is allowed.
+                let at_boundary = |a: UPos| cyc && a < n && st.dur[a] == 0 && ops[a].hi() >= p;
                 let anchor_lo = match w.from {
                     Anchor::Time0 => 0,
-                    Anchor::Read(a) => op_lo(a) + 1,
+                    Anchor::Read(a) if at_boundary(a) => (op_lo(a) + 1).min(p),
+                    Anchor::Read(a) => op_lo(a) + st.read_lag(a % n),
                     Anchor::Ready(a) => op_lo(a) + st.dur[a % n],
                 };
                 let rlo = if ep.needs_offload {
@@ -220,17 +235,26 @@ impl Encoding {
                     let mut l = prefetch.cum(u);
                     l.add_lin(&release.cum(u), -1);
                     lp.le(format!("R3_prefetch_after_release_{wi}_{u}"), &l, 0);
-                    // R1: present at the anchor's start (releases at an instant come
-                    // before op starts) or current from the anchor's end.
+                    // R1 and R10: a reader a holds t from its start (releases at
+                    // an instant come before op starts, R1) to its end under the
+                    // default rule (R10: released no earlier than X_a(u − d_a)),
+                    // to one tick after its start under the relaxation; a
+                    // producer or modifier makes it current at its end.
                     let need = match w.from {
                         Anchor::Time0 => None,
-                        Anchor::Read(a) => Some(op_cum(&ops, a, u - 1)),
+                        // The next period's time-0 delete follows a reader at P.
+                        Anchor::Read(a) if at_boundary(a) && u == p => None,
+                        Anchor::Read(a) => Some(op_cum(&ops, a, u - st.read_lag(a % n))),
                         Anchor::Ready(a) => Some(op_cum(&ops, a, u - st.dur[a % n])),
                     };
                     if let Some(need) = need {
                         let mut l = release.cum(u);
                         l.add_lin(&need, -1);
-                        lp.le(format!("R1_release_after_use_{wi}_{u}"), &l, 0);
+                        let rule = match w.from {
+                            Anchor::Read(_) if st.after_end => "R10",
+                            _ => "R1",
+                        };
+                        lp.le(format!("{rule}_release_after_use_{wi}_{u}"), &l, 0);
                     }
                 }
                 // R1 at the next reader: the prefetch (≥ ⌈|t|/β⌉ ticks, R5) has ended.
@@ -246,24 +270,6 @@ impl Encoding {
                     prefetch,
                 });
                 live.push(wi);
-            }
-            // Cyclic: the checker replays two periods and compares the state at
-            // P and 2P, but an explicit delete at an instant ≡ 0 (mod P) is not
-            // replayed at 2P (reported to the checker's owner); a release there
-            // is therefore written as the `delete` flag of an offload ending
-            // then, and allowed only in that case.
-            let boundary = |u: i64| cyc && u.rem_euclid(p) == 0;
-            if !ep.needs_offload {
-                for wi in &live {
-                    let wv = windows[*wi].as_ref().unwrap();
-                    for (i, v) in wv.release.vars.iter().enumerate() {
-                        if boundary(wv.release.lo + i as i64) {
-                            let mut l = Lin::new();
-                            l.add(*v, 1);
-                            lp.le(format!("boundary_release_{wi}"), &l, 0);
-                        }
-                    }
-                }
             }
             if live.is_empty() || !ep.needs_offload {
                 continue;
@@ -299,20 +305,6 @@ impl Encoding {
                     let mut l = off.cum(u);
                     l.add_lin(&op_cum(&ops, m, u - st.dur[m % n]), -1);
                     lp.le(format!("R6_offload_reads_current_{e}_{u}"), &l, 0);
-                }
-            }
-            for wi in &live {
-                let wv = windows[*wi].as_ref().unwrap();
-                for (i, v) in wv.release.vars.iter().enumerate() {
-                    let u = wv.release.lo + i as i64;
-                    if boundary(u) {
-                        let mut l = Lin::new();
-                        l.add(*v, 1);
-                        if u - d >= off.lo && u - d <= off.hi() {
-                            l.add(off.vars[(u - d - off.lo) as usize], -1);
-                        }
-                        lp.le(format!("boundary_release_{wi}_{u}"), &l, 0);
-                    }
                 }
             }
             offloads[e] = Some(off);
@@ -451,6 +443,43 @@ impl Encoding {
                     let mut c = wv.release.time();
                     c.add_lin(&ops[k].time(), -1);
                     c.add(y, big);
+                    if cyc && q < n && ops[k].hi() >= p {
+                        // Op k at P (R8): a release at unrolled P is, in general,
+                        // the next period's time-0 delete, after it; so it must
+                        // come strictly before P (+ s_{k,P}) unless it is the
+                        // `delete` flag of an offload ending at P (transfer
+                        // completions at P precede the zero-duration ops there),
+                        // which the decoder writes only when the window's reader
+                        // is not itself at P: − φ, with φ ≤ s_{k,P},
+                        // φ ≤ o_{e,P−dt}, φ ≤ 1 − s_{a,P}.
+                        let skp = ops[k].vars[(p - ops[k].lo) as usize];
+                        c.add(skp, 1);
+                        let d = st.dt[w.tensor.ix()];
+                        let oe = offloads[w.epoch]
+                            .as_ref()
+                            .filter(|o| o.lo <= p - d && p - d <= o.hi())
+                            .map(|o| o.vars[(p - d - o.lo) as usize]);
+                        if let Some(oe) = oe {
+                            let phi = lp.binary(format!("phi_{wi}_{k}"));
+                            let mut f = Lin::new();
+                            f.add(phi, 1);
+                            f.add(skp, -1);
+                            lp.le(format!("R7_flag_at_p_{wi}_{k}"), &f, 0);
+                            let mut f = Lin::new();
+                            f.add(phi, 1);
+                            f.add(oe, -1);
+                            lp.le(format!("R7_flag_offload_ends_at_p_{wi}_{k}"), &f, 0);
+                            if let Anchor::Read(a) = w.from {
+                                if a < n && st.dur[a] == 0 && ops[a].hi() >= p {
+                                    let mut f = Lin::new();
+                                    f.add(phi, 1);
+                                    f.add(ops[a].vars[(p - ops[a].lo) as usize], 1);
+                                    lp.le(format!("R7_flag_reader_before_p_{wi}_{k}"), &f, 1);
+                                }
+                            }
+                            c.add(phi, -1);
+                        }
+                    }
                     lp.le(format!("R7_absent_after_release_{wi}_{k}"), &c, big + lap);
                     let mut c = ops[k].time();
                     c.add_lin(&wv.prefetch.time(), -1);

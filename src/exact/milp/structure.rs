@@ -9,7 +9,7 @@
 //! refused with [`ExactError::Unsupported`], never solved approximately.
 
 use crate::exact::{ExactError, Method};
-use crate::model::{ComputeOrder, Device, Instance, Mode, OpId, Placement, TensorId};
+use crate::model::{ComputeOrder, Device, Instance, Mode, OpId, Placement, ReleaseRule, TensorId};
 use crate::semantics::transfer_ticks;
 
 /// A position in the unrolled sequence: `lap * n + k` for the `k`-th op of the
@@ -72,6 +72,11 @@ pub enum Base {
 #[derive(Clone, Debug)]
 pub struct Structure {
     pub cyclic: bool,
+    /// The release rule (models/MODEL.md R10): under [`ReleaseRule::AfterEnd`]
+    /// an op holds what it reads until it ends, so a window anchored at a read
+    /// opens at the reader's end and no tensor is freed before its freeing op
+    /// ends; under the relaxation it opens one tick after the reader's start.
+    pub after_end: bool,
     /// One channel for both directions (else one per direction).
     pub half_duplex: bool,
     /// The op sequence.
@@ -116,6 +121,19 @@ fn gcd(a: u64, b: u64) -> u64 {
 impl Structure {
     pub fn n(&self) -> usize {
         self.seq.len()
+    }
+    /// How long after the start of op `k` (a position in the sequence) a
+    /// reader lets go of what it reads (rule R10): its duration under
+    /// [`ReleaseRule::AfterEnd`], one tick under the relaxation. At least one
+    /// tick either way: at one instant releases come before op starts
+    /// (models/MODEL.md §2.4), so a release at a zero-duration reader's own
+    /// instant would starve it (R1).
+    pub fn read_lag(&self, k: usize) -> i64 {
+        if self.after_end {
+            self.dur[k].max(1)
+        } else {
+            1
+        }
     }
     pub fn analyse(inst: &Instance) -> Result<Structure, ExactError> {
         let seq = match &inst.order {
@@ -402,6 +420,7 @@ impl Structure {
             .collect();
         Ok(Structure {
             cyclic,
+            after_end: inst.release == ReleaseRule::AfterEnd,
             half_duplex: inst.machine.duplex == crate::model::Duplex::HalfDuplex,
             seq,
             dur,

@@ -16,10 +16,10 @@
 //! and whether they read the current value) equals the root's: the second
 //! period then replays the first one up to a renumbering of versions.
 
-use super::{Ctx, Flight, Node};
+use super::{push, Ctx, Flight, Node};
 use crate::exact::ExactError;
 use crate::model::{Direction, Instance, OpId, TensorId};
-use crate::schedule::CyclicState;
+use crate::schedule::{CyclicState, Event};
 use crate::semantics::{GpuCopy, State};
 use crate::units::Ticks;
 
@@ -235,6 +235,7 @@ pub(super) fn root(ctx: &Ctx, ix: usize) -> Option<Node> {
         state,
         trail: None,
         after_start: false,
+        offloaded_now: vec![],
         root: ix,
     })
 }
@@ -274,4 +275,107 @@ pub(super) fn signature(ctx: &Ctx, n: &Node) -> Vec<i64> {
         k.extend([ts.cpu_current() as i64, ts.cpu_incoming as i64]);
     }
     k
+}
+
+/// R8 (MODEL.md §2.6): the ops of the period still to run at a node at time
+/// P, all of zero duration, run at P itself — after the completions at P,
+/// before the boundary state is read and before the next period's deletes and
+/// starts. No delete at P can come between (deletes at P belong to the next
+/// period), so every live copy that the root's S₀ has off the GPU goes before
+/// them: by the `delete` flag of its offload if that offload ended at P (the
+/// returned tensors; their offload events get the flag), else by an explicit
+/// delete at the latest instant r < P where it is legal — after the last op
+/// that uses it (its end under `after_end`, one tick after its start under
+/// `after_start` or for a zero-duration op) and after every transfer of it.
+/// Moving the release from wherever the schedule had it to r changes nothing
+/// before r and only lowers memory from r to P (limit 9 of proofs/SEARCH.md).
+/// `None` if no such instant exists, an op breaks a rule or memory overflows.
+pub(super) fn run_at_period_end(ctx: &Ctx, n: &Node) -> Option<(Node, Vec<TensorId>)> {
+    let mut m = n.clone();
+    let now = Ticks(m.time);
+    let root = &ctx.roots[m.root];
+    let mut flagged = vec![];
+    let mut early = vec![];
+    for i in 0..m.state.tensors.len() {
+        let t = TensorId(i as u32);
+        let ts = m.state.tensor(t);
+        if !ctx.always[i]
+            || root.gpu.contains(&t)
+            || !matches!(ts.gpu, GpuCopy::Present(_))
+            || !ts.cpu_current()
+        {
+            continue;
+        }
+        if n.offloaded_now.contains(&t) {
+            flagged.push(t);
+        } else {
+            early.push((t, latest_release(ctx, n, t)?));
+        }
+    }
+    for &t in &flagged {
+        if !m.state.delete(t, now, &ctx.future(m.next)).is_empty() {
+            return None;
+        }
+    }
+    for &(t, at) in &early {
+        if !m.state.delete(t, now, &ctx.future(m.next)).is_empty() {
+            return None;
+        }
+        push(&mut m.trail, Event::Delete { tensor: t, at });
+    }
+    while m.next < ctx.order.len() {
+        let k = m.next;
+        debug_assert_eq!(ctx.dur[k], 0);
+        let op = ctx.order[k];
+        m.next = k + 1;
+        let fut = ctx.future(m.next);
+        if !m.state.op_start(ctx.inst, op, now, now, &fut).is_empty() || m.state.gpu_used > ctx.cap
+        {
+            return None;
+        }
+        if !m.state.op_end(ctx.inst, op, now, &fut).is_empty() {
+            return None;
+        }
+        push(
+            &mut m.trail,
+            Event::Compute {
+                op,
+                start: now,
+                end: now,
+            },
+        );
+    }
+    Some((m, flagged))
+}
+
+/// The earliest instant, after everything the path did with `t` in this
+/// period, at which an explicit delete of `t` is legal (see
+/// [`run_at_period_end`]); `None` unless it lies before the node's time.
+fn latest_release(ctx: &Ctx, n: &Node, t: TensorId) -> Option<Ticks> {
+    let mut r = 0i64;
+    for &(_, tensor, left) in &ctx.roots[n.root].flights {
+        if tensor == t {
+            r = r.max(left);
+        }
+    }
+    let mut cur = n.trail.clone();
+    while let Some(tr) = cur {
+        match tr.event {
+            Event::Compute { op, start, end } => {
+                let o = ctx.inst.op(op);
+                if o.reads.contains(&t) || o.produces.contains(&t) || o.modifies.contains(&t) {
+                    r = r.max(if ctx.after_end && end > start {
+                        end.0
+                    } else {
+                        start.0 + 1
+                    });
+                }
+            }
+            Event::Transfer { tensor, end, .. } if tensor == t => r = r.max(end.0),
+            Event::Delete { tensor, at } if tensor == t => r = r.max(at.0 + 1),
+            _ => {}
+        }
+        cur = tr.prev.clone();
+    }
+    (r < n.time).then_some(Ticks(r))
 }

@@ -19,11 +19,18 @@
 //! S₀ (with the transfers in flight across the boundary) at once and stops at
 //! the first node, at time P, whose state equals its own S₀ up to versions.
 //! Anything else is refused with [`ExactError::Unsupported`].
+//!
+//! Both release rules (`Instance::release`, MODEL.md R10): under the default
+//! `after_end` no copy is released while a running op or transfer holds it
+//! (dead copies wait for the holder's end, a completion), and one tick after
+//! an op start is a decision instant only for zero-duration ops; under the
+//! relaxation `after_start` an op's inputs may go one tick after its start.
+//! Cyclic: a period's trailing zero-duration ops may run at P (R8).
 
 mod cyclic;
 
 use crate::exact::{ExactError, Limits, Method, Outcome, Status};
-use crate::model::{ComputeOrder, Device, Direction, Instance, Mode, OpId, TensorId};
+use crate::model::{ComputeOrder, Device, Direction, Instance, Mode, OpId, ReleaseRule, TensorId};
 use crate::schedule::{Event, Schedule};
 use crate::semantics::{transfer_ticks, GpuCopy, InFlight, Lookahead, State};
 use crate::units::Ticks;
@@ -86,6 +93,10 @@ struct Node {
     /// An op started at `time - 1`: this instant is a decision point even if
     /// nothing completes (its inputs may be deleted from here on).
     after_start: bool,
+    /// Tensors whose offload completed at `time` (after [`Ctx::complete`]):
+    /// cyclic, such an offload may carry `delete` so that the copy goes before
+    /// the period's zero-duration ops at P (R8).
+    offloaded_now: Vec<TensorId>,
     /// Cyclic: the boundary state this path started from (an index into
     /// `Ctx::roots`); 0 for one-shot.
     root: usize,
@@ -107,6 +118,9 @@ struct Ctx<'a> {
     always: Vec<bool>,
     /// Cyclic: the boundary states searched from (empty for one-shot).
     roots: Vec<cyclic::Boundary>,
+    /// The default release rule (MODEL.md R10): a copy in use by a running op
+    /// or transfer is not released (proofs/SEARCH.md, limits 4–6).
+    after_end: bool,
 }
 
 fn push(trail: &mut Option<Rc<Trail>>, event: Event) {
@@ -129,6 +143,15 @@ impl Ctx<'_> {
         self.always[t.ix()] || self.reads_at[t.ix()].iter().any(|&p| p >= next)
     }
 
+    /// Under the default rule, is the GPU copy of `t` in use at `n.time` (a pin
+    /// of a running op or transfer strictly covers the instant)? A release
+    /// there would break R10, so the search waits for the pin's end, which is a
+    /// completion and hence a decision instant. Under the relaxation nothing
+    /// is held.
+    fn held(&self, n: &Node, t: TensorId) -> bool {
+        self.after_end && n.state.pin_covering(t, Ticks(n.time)).is_some()
+    }
+
     fn channel_ix(&self, dir: Direction) -> usize {
         let c = self.inst.machine.channel(dir);
         self.channels.iter().position(|x| *x == c).unwrap_or(0)
@@ -145,6 +168,7 @@ impl Ctx<'_> {
     /// The completions at `n.time`: transfer ends, then the op end (§2.4).
     fn complete(&self, n: &mut Node) -> bool {
         let now = Ticks(n.time);
+        n.offloaded_now.clear();
         for ch in 0..n.flights.len() {
             if let Some(f) = n.flights[ch] {
                 if f.end == n.time {
@@ -160,6 +184,9 @@ impl Ctx<'_> {
                         return false;
                     }
                     n.flights[ch] = None;
+                    if f.dir == Direction::Offload {
+                        n.offloaded_now.push(f.tensor);
+                    }
                 }
             }
         }
@@ -298,6 +325,7 @@ pub fn solve(inst: &Instance, limits: &Limits) -> Result<Outcome, ExactError> {
             vec![false; nt]
         },
         roots: vec![],
+        after_end: inst.release == ReleaseRule::AfterEnd,
     };
     // The start nodes: the instance's initial state (one-shot), or one node per
     // boundary state S₀ (cyclic), each with the signature a period must close on.
@@ -335,6 +363,7 @@ pub fn solve(inst: &Instance, limits: &Limits) -> Result<Outcome, ExactError> {
             state: State::initial(inst),
             trail: None,
             after_start: false,
+            offloaded_now: vec![],
             root: 0,
         });
     }
@@ -356,12 +385,13 @@ pub fn solve(inst: &Instance, limits: &Limits) -> Result<Outcome, ExactError> {
             || expanded >= MAX_STATES
     };
     // (makespan or period, trail, root)
-    let mut outcome: Option<(i64, Option<Rc<Trail>>, usize)> = None;
+    // (makespan or period, trail, root, offloads ending at P that delete)
+    let mut outcome: Option<(i64, Option<Rc<Trail>>, usize, Vec<TensorId>)> = None;
     let mut stopped = false;
     while let Some(Reverse((f, _, id))) = heap.pop() {
         if id >= usize::MAX / 2 {
             let (ms, trail) = done[id - usize::MAX / 2].clone();
-            outcome = Some((ms, trail, 0));
+            outcome = Some((ms, trail, 0, vec![]));
             let _ = f;
             break;
         }
@@ -389,13 +419,16 @@ pub fn solve(inst: &Instance, limits: &Limits) -> Result<Outcome, ExactError> {
         // (after this instant's completions, before its deletes and starts:
         // MODEL.md §2.6) is the root's S₀ up to versions. Its estimate was the
         // time itself, the least in the queue: the period is optimal.
-        if cyclic
-            && n.next == ctx.order.len()
-            && n.running.is_none()
-            && cyclic::signature(&ctx, &n) == closing[n.root]
-        {
-            outcome = Some((n.time, n.trail.clone(), n.root));
-            break;
+        // R8: the ops still to run may all be of zero duration; they then run
+        // at P itself, after the completions, before the state is read
+        // (MODEL.md §2.6), with no delete or transfer start before them.
+        if cyclic && n.running.is_none() && n.time > 0 && ctx.suffix[n.next] == 0 {
+            if let Some((m, flagged)) = cyclic::run_at_period_end(&ctx, &n) {
+                if cyclic::signature(&ctx, &m) == closing[m.root] {
+                    outcome = Some((m.time, m.trail.clone(), m.root, flagged));
+                    break;
+                }
+            }
         }
         let key = ctx.key(&n);
         match closed.get(&key) {
@@ -420,23 +453,46 @@ pub fn solve(inst: &Instance, limits: &Limits) -> Result<Outcome, ExactError> {
             }
         }
     }
-    let mut notes = vec![format!("search: {expanded} states expanded")];
+    let mut notes = vec![
+        format!("search: {expanded} states expanded"),
+        format!("release rule: {}", inst.release),
+    ];
+    let after = if ctx.after_end {
+        "each start of a zero-duration op (an op holds its operands to its end)"
+    } else {
+        "each op start (relaxation: an op needs its inputs only at its start)"
+    };
     if cyclic {
         notes.push(format!(
             "search: {} boundary states S0 searched from",
             ctx.roots.len()
         ));
-        notes.push("structural limits: the first op starts at time 0; decisions at time 0, at completions and one tick after each op start; transfers at full bandwidth; one offload per value, none of a tensor while an op that modifies it runs; live tensors deleted only when an allocation needs the room, never while an op that modifies them runs (proofs/SEARCH.md)".to_string());
+        notes.push(format!("structural limits: the first op starts at time 0; trailing zero-duration ops may run at P; decisions at time 0, at completions and one tick after {}; transfers at full bandwidth; one offload per value, none of a tensor while an op that modifies it runs; live tensors deleted only when an allocation needs the room, never while an op that modifies them runs (proofs/SEARCH.md)", after));
     } else {
-        notes.push("structural limits: decisions at time 0, at completions and one tick after each op start; transfers at full bandwidth; one offload per value; dead tensors deleted at once, live ones only when an allocation needs the room (proofs/SEARCH.md)".to_string());
+        notes.push(format!("structural limits: decisions at time 0, at completions and one tick after {}; transfers at full bandwidth; one offload per value; dead tensors deleted at once (once no op or transfer holds them), live ones only when an allocation needs the room (proofs/SEARCH.md)", after));
     }
     let elapsed = started.elapsed();
     let (status, schedule, bound) = match outcome {
-        Some((ms, trail, root)) => {
+        Some((ms, trail, root, flagged)) => {
             let mut events = vec![];
             let mut cur = trail;
             while let Some(t) = cur {
-                events.push(t.event);
+                let mut e = t.event;
+                // An offload ending at P whose copy goes before the period's
+                // zero-duration ops at P carries the delete (R8).
+                if let Event::Transfer {
+                    dir: Direction::Offload,
+                    tensor,
+                    end,
+                    ref mut delete,
+                    ..
+                } = e
+                {
+                    if end.0 == ms && flagged.contains(&tensor) {
+                        *delete = true;
+                    }
+                }
+                events.push(e);
                 cur = t.prev.clone();
             }
             events.reverse();
@@ -497,11 +553,13 @@ fn expand(ctx: &Ctx, n: &Node) -> Vec<(Node, Option<i64>)> {
         return out;
     }
     // Dead tensors go at once: a present copy nobody reads again only takes room.
+    // Under the default rule a copy still in use waits for its holder's end.
     for i in 0..base.state.tensors.len() {
         let t = TensorId(i as u32);
         if ctx.inst.tensor(t).size.0 > 0
             && matches!(base.state.tensors[i].gpu, GpuCopy::Present(_))
             && !ctx.needed(t, base.next)
+            && !ctx.held(&base, t)
         {
             let b = base.state.delete(t, now, &ctx.future(base.next));
             if !b.is_empty() {
@@ -521,6 +579,7 @@ fn expand(ctx: &Ctx, n: &Node) -> Vec<(Node, Option<i64>)> {
                 && matches!(ts.gpu, GpuCopy::Present(_))
                 && ts.cpu_current()
                 && !ctx.modified_by(running, *t)
+                && !ctx.held(&base, *t)
         })
         .collect();
     // Op starts: none, or a run of consecutive ops (all but the last of duration 0).
@@ -699,11 +758,17 @@ fn apply(
             );
         }
     }
-    // Any op start makes the next tick a decision instant: the op's inputs may
-    // be deleted from then on (a delete at the start instant itself comes
-    // before the start, §2.4). This holds for zero-duration ops too, whose
-    // dying inputs can free room for the next op only one tick later.
-    let started_any = run > 0;
+    // An op start may make the next tick a decision instant: the op's inputs
+    // may be deleted from then on (a delete at the start instant itself comes
+    // before the start, §2.4). Under the relaxation this holds for every op;
+    // under the default rule a positive op holds its inputs to its end (a
+    // completion), so only the inputs of the run's zero-duration ops, which
+    // hold nothing, become deletable one tick later (proofs/SEARCH.md, limit 6).
+    let started_any = if ctx.after_end {
+        (0..run).any(|j| ctx.dur[n.next + j] == 0)
+    } else {
+        run > 0
+    };
     for _ in 0..run {
         let k = n.next;
         let op = ctx.order[k];

@@ -10,7 +10,9 @@
 //! makespan (one-shot) or period (cyclic).
 
 use crate::exact::{ExactError, Method};
-use crate::model::{ComputeOrder, Device, Direction, Instance, Mode, OpId, Placement, TensorId};
+use crate::model::{
+    ComputeOrder, Device, Direction, Instance, Mode, OpId, Placement, ReleaseRule, TensorId,
+};
 use crate::schedule::{CyclicState, Event, Schedule};
 use crate::semantics::transfer_ticks;
 use crate::units::Ticks;
@@ -97,6 +99,9 @@ struct TensorPlan {
 /// structure needed to decode a model.
 pub(crate) struct Encoding {
     cyclic: bool,
+    /// The default release rule R10 (an op holds what it reads until it ends);
+    /// false under the relaxation `after_start`.
+    after_end: bool,
     order: Vec<OpId>,
     dur: Vec<i64>,
     gaps: Vec<Gap>,
@@ -245,6 +250,7 @@ impl Encoding {
 
         let mut enc = Encoding {
             cyclic,
+            after_end: inst.release == ReleaseRule::AfterEnd,
             order: order.clone(),
             dur: dur.clone(),
             gaps: vec![],
@@ -384,14 +390,21 @@ impl Encoding {
             } else if movable {
                 enc.one_shot_gaps(t, tau, r, ten.initial == Placement::Both, &mut plan);
             }
-            // Early delete after the last read (rule R6 allows it: not needed later).
-            if alloc != Some(Alloc::Persistent) && !matches!(release, Release::Consume(_)) {
+            // Early delete after the last read (rule R6 allows it: not needed
+            // later). Under the default rule R10 the last reader holds the tensor
+            // until it ends, so none exists when that reader is the op freeing it.
+            let held_to_free =
+                enc.after_end && matches!(release, Release::Free(f) if r.last() == Some(&f));
+            if alloc != Some(Alloc::Persistent)
+                && !matches!(release, Release::Consume(_))
+                && !held_to_free
+            {
                 let idx = enc.tails.len();
                 let (k, tv) = (format!("K_{i}"), format!("T_{i}"));
                 enc.decls.push(format!("(declare-fun {k} () Bool)"));
                 enc.decls.push(format!("(declare-fun {tv} () Int)"));
                 let lo = match (r.last(), alloc) {
-                    (Some(&l), _) => plus(&s(l), 1),
+                    (Some(&l), _) => plus(&s(l), enc.read_lag(l)),
                     (None, Some(Alloc::Op(p))) => plus(&s(p), dur[p]),
                     _ => "0".into(),
                 };
@@ -415,6 +428,40 @@ impl Encoding {
         }
         enc.constraints(inst);
         Ok(enc)
+    }
+
+    /// The earliest release after a read by the op at position `k`, relative to
+    /// its start: its duration under the default rule R10 (the reader holds the
+    /// tensor until it ends), one tick under the relaxation (R1 only: a release
+    /// at the reader's own instant precedes its start, §2.4). At least one tick
+    /// either way, for the same reason.
+    fn read_lag(&self, k: usize) -> i64 {
+        if self.after_end {
+            self.dur[k].max(1)
+        } else {
+            1
+        }
+    }
+
+    /// Is the release of wrap gap `g` at the boundary C the `delete` flag of
+    /// its version's offload ending at C (a transfer completion, before the
+    /// zero-duration ops at C), rather than the next period's time-0 delete
+    /// (after them)? Only when the offload ends at C and the gap's reader is
+    /// not itself at C (models/SMT.md §4).
+    fn flagged_at_boundary(&self, g: usize) -> String {
+        let gp = &self.gaps[g];
+        match (gp.version, gp.before) {
+            (Some(v), Some(b)) if self.cyclic && gp.wraps => {
+                let of = &self.offloads[v];
+                format!(
+                    "(and {} (= {} C) (< {} C))",
+                    of.f,
+                    plus(&of.o, of.tau),
+                    s(b)
+                )
+            }
+            _ => "false".into(),
+        }
     }
 
     fn new_gap(
@@ -491,7 +538,7 @@ impl Encoding {
             let (before, lo) = if j == 0 {
                 (before0, ready.clone())
             } else {
-                (Some(r[j - 1]), plus(&s(r[j - 1]), 1))
+                (Some(r[j - 1]), plus(&s(r[j - 1]), self.read_lag(r[j - 1])))
             };
             let g = self.new_gap(t, tau, before, r[j], false);
             let gp = self.gaps[g].clone();
@@ -544,15 +591,27 @@ impl Encoding {
                 // Released only after the modifying op ends (its end updates the GPU copy).
                 plus(&s(r[j]), dur[r[j]])
             } else {
-                plus(&s(r[j]), 1)
+                // R1 (present at the reader's start) and R10 (held until its end).
+                plus(&s(r[j]), self.read_lag(r[j]))
             };
             let hi = if wraps {
                 format!("(+ {} C)", s(after))
             } else {
                 s(after)
             };
+            let lo_c = if wraps && dur[r[j]] == 0 && !mods.contains(&r[j]) {
+                // A zero-duration last reader may sit at C (R8): the next
+                // period's time-0 delete (unrolled C) comes after it.
+                format!(
+                    "(or (<= {lo} {d}) (and (= {} C) (= {d} C)))",
+                    s(r[j]),
+                    d = gp.d
+                )
+            } else {
+                format!("(<= {lo} {})", gp.d)
+            };
             let mut c = vec![
-                format!("(<= {lo} {})", gp.d),
+                lo_c,
                 format!("(<= {} {})", gp.d, gp.a),
                 format!("(<= {} {hi})", plus(&gp.a, tau)),
                 format!("(<= {tau} C)"),
@@ -571,21 +630,8 @@ impl Encoding {
                     gp.d.clone()
                 };
                 c.push(format!("(<= {} {d})", plus(&ov.o, tau)));
-                if wraps {
-                    // The checker's boundary snapshots see a Delete event at time 0
-                    // at P but not at 2P (proofs/SMT.md §3): a release exactly at the
-                    // boundary must be the end of the offload itself (delete flag).
-                    c.push(format!(
-                        "(or (distinct {} C) (= {} {}))",
-                        gp.d,
-                        plus(&ov.o, tau),
-                        gp.d
-                    ));
-                }
                 per_version[vi].push(gp.e.clone());
                 self.gaps[g].version = Some(vers[vi]);
-            } else if wraps {
-                c.push(format!("(distinct {} C)", gp.d));
             }
             self.asserts.push(format!("(=> {} {})", gp.e, and(&c)));
             plan.gaps.push(g);
@@ -601,6 +647,29 @@ impl Encoding {
                 plus(&s(q), dur[q]),
                 of.o
             ));
+        }
+        // R10: an offload pins its source, so no release of t falls strictly
+        // inside one. The gaps relying on a version release after its offload
+        // ends (above); an offload of another version is excluded here (only
+        // tensors modified by several ops have one).
+        if self.after_end && vers.len() > 1 {
+            for &g in &plan.gaps {
+                let gp = self.gaps[g].clone();
+                for &v in &vers {
+                    if Some(v) == gp.version {
+                        continue;
+                    }
+                    let of = self.offloads[v].clone();
+                    let (x, y) = (self.norm(&gp.d), self.norm(&of.o));
+                    self.asserts.push(format!(
+                        "(=> (and {} {}) (not (or (and (< {y} {x}) (< {x} {})) (and (< {y} (+ {x} C)) (< (+ {x} C) {}))))))",
+                        gp.e,
+                        of.f,
+                        plus(&y, tau),
+                        plus(&y, tau)
+                    ));
+                }
+            }
         }
     }
 
@@ -625,11 +694,14 @@ impl Encoding {
                 s(k)
             ));
         }
+        // R8, cyclic: compute lies in [0, P]; a positive-duration op starts
+        // before P (implied), a zero-duration one may start at P (it belongs to
+        // the period that ends).
         let last = plus(&s(n - 1), self.dur[n - 1]);
         a.push(format!("(<= {last} C)"));
         if self.cyclic {
-            // R8: every event starts in [0, P).
-            a.push(format!("(< {} C)", s(n - 1)));
+            // A period is positive (R8).
+            a.push("(< 0 C)".into());
         } else {
             // Makespan: the last event end.
             for g in &self.gaps {
@@ -767,7 +839,16 @@ impl Encoding {
                         let k = *k;
                         let lo = gp.before.map(|b| b as i64).unwrap_or(-1);
                         if gp.wraps {
-                            if k as i64 > lo {
+                            if k as i64 > lo && self.dur[k] == 0 {
+                                // Op k may sit at C (R8): a release at C counts
+                                // before it only as an offload's delete flag.
+                                Some(format!(
+                                    "(and {} (or (< {} C) {}))",
+                                    within(&s(k), true),
+                                    gp.d,
+                                    self.flagged_at_boundary(g)
+                                ))
+                            } else if k as i64 > lo {
                                 Some(within(&s(k), true))
                             } else if k < gp.after {
                                 Some(within(&format!("(+ {} C)", s(k)), true))
@@ -903,14 +984,17 @@ impl Encoding {
                 end: Ticks(st + self.dur[k]),
             });
         }
-        // A release exactly at the period boundary is the offload's own delete flag.
+        // A release exactly at the period boundary is the offload's own delete
+        // flag when the offload ends there and the gap's reader is not at P;
+        // otherwise it is the next period's time-0 delete (models/SMT.md §4).
         let mut flagged = vec![false; self.offloads.len()];
         let mut skip = vec![false; self.gaps.len()];
         if let Some(p) = p {
             for (gi, g) in self.gaps.iter().enumerate() {
-                if let (true, Some(v)) = (g.wraps && on(&g.e), g.version) {
+                if let (true, Some(v), Some(b)) = (g.wraps && on(&g.e), g.version, g.before) {
                     let of = &self.offloads[v];
-                    if get(&g.d)? == p && on(&of.f) && get(&of.o)? + of.tau == p {
+                    if get(&g.d)? == p && on(&of.f) && get(&of.o)? + of.tau == p && get(&s(b))? < p
+                    {
                         flagged[v] = true;
                         skip[gi] = true;
                     }
@@ -965,10 +1049,12 @@ impl Encoding {
             if plan.alloc != Some(Alloc::Persistent) {
                 continue;
             }
+            // Read after the completions at P, before the time-0 deletes: a
+            // release at P counts only when it is a delete flag.
             let away = plan.gaps.iter().any(|&g| {
                 let gp = &self.gaps[g];
                 on(&gp.e)
-                    && get(&gp.d).is_some_and(|d| d <= p)
+                    && get(&gp.d).is_some_and(|d| d < p || d == p && skip[g])
                     && get(&gp.a).is_some_and(|a| p < a + gp.tau)
             });
             if !away {
