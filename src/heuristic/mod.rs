@@ -41,6 +41,11 @@ pub trait Heuristic: Send + Sync {
     fn name(&self) -> &'static str;
     fn applies(&self, file: &InstanceFile) -> bool;
     fn schedule(&self, file: &InstanceFile, inst: &Instance) -> Result<Schedule, HeuristicError>;
+    /// The algorithm's own objective value in its paper's model, when it has one
+    /// (reported as `solver-reported`, never as a makespan).
+    fn model_value(&self, _file: &InstanceFile) -> Option<f64> {
+        None
+    }
 }
 
 /// A heuristic's checked result.

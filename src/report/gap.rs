@@ -75,6 +75,11 @@ pub struct HeuristicCell {
     pub reason: Option<String>,
     pub schedule_sha256: Option<String>,
     pub seconds: f64,
+    /// The heuristic's own objective in its paper's model (pofo's DP value,
+    /// fluid transfers): `solver-reported (paper model, fluid transfers)`,
+    /// never a makespan.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub model_value: Option<f64>,
 }
 
 #[derive(Clone, Debug, Serialize, PartialEq)]
@@ -152,6 +157,7 @@ pub fn gap(label: &str, file: &InstanceFile, inst: &Instance, opts: &GapOptions)
         let t = Instant::now();
         let r = heuristic::run(h.as_ref(), file, inst);
         let seconds = t.elapsed().as_secs_f64();
+        let model_value = h.model_value(file);
         let cell = match r {
             Ok(run) => {
                 let m = run.report.makespan.0;
@@ -164,6 +170,7 @@ pub fn gap(label: &str, file: &InstanceFile, inst: &Instance, opts: &GapOptions)
                     reason: None,
                     schedule_sha256: Some(run.report.schedule_sha256.clone()),
                     seconds,
+                    model_value,
                 }
             }
             Err(HeuristicError::Invalid { first, .. }) => {
@@ -180,6 +187,7 @@ pub fn gap(label: &str, file: &InstanceFile, inst: &Instance, opts: &GapOptions)
                     reason: Some(first),
                     schedule_sha256: None,
                     seconds,
+                    model_value,
                 }
             }
             Err(e) => HeuristicCell {
@@ -194,6 +202,7 @@ pub fn gap(label: &str, file: &InstanceFile, inst: &Instance, opts: &GapOptions)
                 }),
                 schedule_sha256: None,
                 seconds,
+                model_value,
             },
         };
         cells.push(cell);

@@ -475,6 +475,12 @@ impl Heuristic for Pofo {
     fn applies(&self, file: &InstanceFile) -> bool {
         matches!(file, InstanceFile::RematChain(_))
     }
+    fn model_value(&self, file: &InstanceFile) -> Option<f64> {
+        match file {
+            InstanceFile::RematChain(c) => self.solve(c).map(|p| p.model_value),
+            _ => None,
+        }
+    }
     fn schedule(&self, file: &InstanceFile, inst: &Instance) -> Result<Schedule, HeuristicError> {
         let c = chain(self.label(), file)?;
         let plan = self.solve(c).ok_or_else(|| HeuristicError::NoSchedule {
