@@ -6,6 +6,7 @@
 #   libz3-dev            - the z3 crate links against the system libz3
 #   libsqlite3-dev       - rusqlite links against the system SQLite (no bundled C build)
 #   z3, cvc5             - command-line solvers that re-check SMT-LIB2 certificates
+#   librsvg2-bin         - rsvg-convert: the tests render the SVG pictures (tests/plot.rs)
 # Then fetch a prebuilt HiGHS (PyPI's `highsbox` wheel, pinned by version and hash)
 # into .deps/highs and write .deps/pkgconfig/highs.pc for it; .cargo/config.toml
 # points PKG_CONFIG_PATH there. If Python, pip or PyPI is unavailable, this step
@@ -13,7 +14,7 @@
 # `discover` + `build`), which takes about 7 more minutes on 2 cores.
 set -euo pipefail
 need=()
-for p in libclang-dev pkg-config cmake libz3-dev libsqlite3-dev z3 cvc5; do
+for p in libclang-dev pkg-config cmake libz3-dev libsqlite3-dev z3 cvc5 librsvg2-bin; do
   dpkg -s "$p" >/dev/null 2>&1 || need+=("$p")
 done
 if [ ${#need[@]} -gt 0 ]; then

@@ -14,6 +14,7 @@ pub mod exact;
 pub mod family;
 pub mod heuristic;
 pub mod io;
+pub mod lp;
 pub mod report;
 pub mod simulate;
 pub mod trace;

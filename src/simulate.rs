@@ -2,10 +2,10 @@
 //! fixed-order instance: the schedule builder that heuristics, property tests and
 //! examples share.
 //!
-//! Owns: [`Plan`], [`asap`], [`SimError`]. Memory and residency are tracked with
-//! the shared [`crate::semantics::State`], so the simulator and the checker can
-//! never disagree about what an event does; its output still goes through the
-//! checker wherever a number is reported.
+//! Owns: [`Plan`], [`SeqPlan`], [`asap`], [`asap_sequence`], [`SimError`].
+//! Memory and residency are tracked with the shared [`crate::semantics::State`],
+//! so the simulator and the checker can never disagree about what an event does;
+//! its output still goes through the checker wherever a number is reported.
 //! Must not import: the checker, solvers, heuristics.
 //!
 //! Policy (activation paper, Proposition 1: with fixed decisions, the no-wait
@@ -37,7 +37,8 @@
 //! at that position has started, prefetch before the next op at a later position
 //! that reads the tensor), explicit deletes are applied at the end of the op at
 //! a given position, and an op also waits until what it produces has no GPU
-//! copy left. [`asap`] is the special case the fixed-order families use.
+//! copy left. [`asap`] is the special case the fixed-order families use (no
+//! explicit deletes).
 
 use crate::model::{ComputeOrder, Device, Direction, Instance, Mode, OpId, ReleaseRule, TensorId};
 use crate::schedule::{Event, Schedule};
@@ -125,6 +126,87 @@ pub fn asap(inst: &Instance, plan: &Plan) -> Result<Schedule, SimError> {
         }
         _ => return Err(SimError::Unsupported),
     };
+    let planned = planned_offloads(inst, &order, plan)?;
+    realise(inst, order, planned, Vec::new(), plan.lookahead)
+}
+
+/// Build the ASAP schedule of a sequence with per-position decisions (see the
+/// module documentation). Every transfer lasts exactly ⌈size/β⌉ ticks.
+pub fn asap_sequence(inst: &Instance, sp: &SeqPlan) -> Result<Schedule, SimError> {
+    if inst.mode != Mode::OneShot || sp.seq.iter().any(|o| inst.op(*o).device != Device::Gpu) {
+        return Err(SimError::Unsupported);
+    }
+    let n = sp.seq.len();
+    let mut deletes: Vec<Vec<TensorId>> = vec![Vec::new(); n];
+    for &(p, t) in &sp.deletes_after {
+        deletes.get_mut(p).ok_or(SimError::Position(p))?.push(t);
+    }
+    let planned = planned_sequence_offloads(inst, sp, &deletes)?;
+    realise(inst, sp.seq.clone(), planned, deletes, sp.lookahead)
+}
+
+/// The shared ASAP loop. `deletes[p]` are released at the end of position `p`
+/// (empty: none).
+fn realise(
+    inst: &Instance,
+    order: Vec<OpId>,
+    planned: Vec<Planned>,
+    deletes: Vec<Vec<TensorId>>,
+    lookahead: Option<usize>,
+) -> Result<Schedule, SimError> {
+    let n = order.len();
+    let mut sim = Asap::new(inst, lookahead, order, planned, deletes);
+    loop {
+        // Releases at `now`, then allocations: ops first, then transfers.
+        sim.releases();
+        sim.start_ops();
+        let started = sim.k; // ops at positions < started have started
+        while let Some((dir, i)) = sim.choose_transfer(started) {
+            sim.start_transfer(dir, i);
+        }
+        // Zero-length transfers complete at once: go round again at the same instant.
+        if sim.flights.iter().any(|f| f.end <= sim.now) {
+            continue;
+        }
+        if sim.k == n
+            && sim.running.is_none()
+            && sim.flights.is_empty()
+            && sim.later.is_empty()
+            && sim.next_pre >= sim.prefetch_order.len()
+        {
+            break;
+        }
+        let next = sim
+            .flights
+            .iter()
+            .map(|f| f.end)
+            .chain(sim.later.iter().map(|l| l.0))
+            .chain(sim.running.map(|r| r.1))
+            .min();
+        match next {
+            Some(t) => sim.now = t,
+            // Only unneeded prefetches remain (their reader already ran): none can.
+            None if sim.k == n => break,
+            None => {
+                return Err(SimError::Stuck {
+                    at: sim.now,
+                    op: inst.op(sim.order[sim.k]).name.clone(),
+                    used: sim.state.gpu_used.max(0) as u64,
+                    capacity: inst.machine.gpu_capacity.0,
+                })
+            }
+        }
+    }
+    Ok(Schedule::one_shot(sim.events))
+}
+
+/// The plan's tensors worth transferring, in plan order: each one's first reader
+/// after its production and the next one.
+fn planned_offloads(
+    inst: &Instance,
+    order: &[OpId],
+    plan: &Plan,
+) -> Result<Vec<Planned>, SimError> {
     // Positions at which each tensor is read, and where it is (re)produced.
     let mut reads: Vec<Vec<usize>> = vec![Vec::new(); inst.tensors.len()];
     let mut produced: Vec<Option<usize>> = vec![None; inst.tensors.len()];
@@ -165,20 +247,18 @@ pub fn asap(inst: &Instance, plan: &Plan) -> Result<Schedule, SimError> {
             });
         }
     }
-    realise(inst, &order, planned, &[], plan.lookahead)
+    Ok(planned)
 }
 
-/// Build the ASAP schedule of a sequence with per-position decisions (see the
-/// module documentation). Every transfer lasts exactly ⌈size/β⌉ ticks.
-pub fn asap_sequence(inst: &Instance, sp: &SeqPlan) -> Result<Schedule, SimError> {
-    if inst.mode != Mode::OneShot || sp.seq.iter().any(|o| inst.op(*o).device != Device::Gpu) {
-        return Err(SimError::Unsupported);
-    }
+/// A sequence plan's offloads worth transferring, in plan order: each one's
+/// position and the next position that reads it, unless the tensor is
+/// re-produced or deleted first.
+fn planned_sequence_offloads(
+    inst: &Instance,
+    sp: &SeqPlan,
+    deletes: &[Vec<TensorId>],
+) -> Result<Vec<Planned>, SimError> {
     let n = sp.seq.len();
-    let mut deletes: Vec<Vec<TensorId>> = vec![Vec::new(); n];
-    for &(p, t) in &sp.deletes_after {
-        deletes.get_mut(p).ok_or(SimError::Position(p))?.push(t);
-    }
     let mut planned: Vec<Planned> = Vec::new();
     for &(t, after) in &sp.offloads {
         if after >= n {
@@ -187,7 +267,6 @@ pub fn asap_sequence(inst: &Instance, sp: &SeqPlan) -> Result<Schedule, SimError
         if !inst.tensor(t).transferable {
             return Err(SimError::NotTransferable(inst.tensor(t).name.clone()));
         }
-        // The next position that reads t, unless t is re-produced or deleted first.
         let mut next_read = None;
         for q in after + 1..n {
             let o = inst.op(sp.seq[q]);
@@ -209,260 +288,315 @@ pub fn asap_sequence(inst: &Instance, sp: &SeqPlan) -> Result<Schedule, SimError
             }
         }
     }
-    realise(inst, &sp.seq, planned, &deletes, sp.lookahead)
+    Ok(planned)
 }
 
-/// The shared ASAP loop. `deletes[p]` are released at the end of position `p`
-/// (empty slice: none).
-fn realise(
-    inst: &Instance,
-    order: &[OpId],
-    planned: Vec<Planned>,
-    deletes: &[Vec<TensorId>],
-    lookahead: Option<usize>,
-) -> Result<Schedule, SimError> {
-    let n = order.len();
-    let deleted_at = |p: usize| -> &[TensorId] { deletes.get(p).map_or(&[], |v| v.as_slice()) };
-    let mut prefetch_order: Vec<usize> = (0..planned.len()).collect();
-    prefetch_order.sort_by_key(|&i| (planned[i].next_read, i));
+/// What the ops in order add to memory.
+struct Profile {
+    /// What op `p` adds to memory at its start.
+    delta: Vec<i128>,
+    prefix: Vec<i128>,
+    peaks: RangeMax,
+}
 
-    let cap = inst.machine.gpu_capacity.0 as i128;
-    let sizes: Vec<i128> = inst.tensors.iter().map(|t| t.size.0 as i128).collect();
-    // What op `p` adds to memory at its start.
-    let delta = |p: usize| -> i128 {
-        let o = inst.op(order[p]);
-        let prod: i128 = o.produces.iter().map(|t| sizes[t.ix()]).sum();
-        let cons: i128 = o.consumes.iter().map(|t| sizes[t.ix()]).sum();
-        prod + o.temp.0 as i128 - cons
-    };
-
-    // need(k, r): the most the ops at positions k..r will add to memory at any
-    // of their starts, from the moment before op k starts. With
-    // S(p) = Σ_{q<p} (delta(q) − released_at_end(q)) and A(p) = S(p) + delta(p),
-    // need(k, r) = max_{k≤p<r} A(p) − S(k): a range maximum (sparse table).
-    let mut prefix = vec![0i128; n + 1];
-    for p in 0..n {
-        let o = inst.op(order[p]);
-        let freed: i128 = o.frees.iter().map(|t| sizes[t.ix()]).sum();
-        let deleted: i128 = deleted_at(p).iter().map(|t| sizes[t.ix()]).sum();
-        prefix[p + 1] = prefix[p] + delta(p) - o.temp.0 as i128 - freed - deleted;
+impl Profile {
+    /// `deletes[p]`: what the plan deletes at the end of position `p` (may be
+    /// shorter than `order`).
+    fn new(inst: &Instance, order: &[OpId], sizes: &[i128], deletes: &[Vec<TensorId>]) -> Profile {
+        let n = order.len();
+        let delta: Vec<i128> = order
+            .iter()
+            .map(|&o| {
+                let o = inst.op(o);
+                let prod: i128 = o.produces.iter().map(|t| sizes[t.ix()]).sum();
+                let cons: i128 = o.consumes.iter().map(|t| sizes[t.ix()]).sum();
+                prod + o.temp.0 as i128 - cons
+            })
+            .collect();
+        // With S(p) = Σ_{q<p} (delta(q) − released_at_end(q)) and
+        // A(p) = S(p) + delta(p), need(k, r) = max_{k≤p<r} A(p) − S(k): a range
+        // maximum (sparse table).
+        let mut prefix = vec![0i128; n + 1];
+        for p in 0..n {
+            let o = inst.op(order[p]);
+            let freed: i128 = o.frees.iter().map(|t| sizes[t.ix()]).sum();
+            let deleted: i128 = deletes
+                .get(p)
+                .map_or(0, |v| v.iter().map(|t| sizes[t.ix()]).sum());
+            prefix[p + 1] = prefix[p] + delta[p] - o.temp.0 as i128 - freed - deleted;
+        }
+        let peaks = RangeMax::new((0..n).map(|p| prefix[p] + delta[p]).collect());
+        Profile {
+            delta,
+            prefix,
+            peaks,
+        }
     }
-    let peaks = RangeMax::new((0..n).map(|p| prefix[p] + delta(p)).collect());
-    let need = |k: usize, r: usize| -> i128 {
+
+    /// The most the ops at positions k..r will add to memory at any of their
+    /// starts, from the moment before op k starts.
+    fn need(&self, k: usize, r: usize) -> i128 {
         if k >= r {
             0
         } else {
-            (peaks.max(k, r) - prefix[k]).max(0)
+            (self.peaks.max(k, r) - self.prefix[k]).max(0)
         }
-    };
+    }
+}
 
-    let mut state = State::initial(inst);
-    let mut events: Vec<Event> = Vec::with_capacity(2 * n + 2 * planned.len());
-    let mut now = Ticks::ZERO;
-    let mut k = 0usize; // next op to start
-    let mut running: Option<(usize, Ticks)> = None;
-    let mut flights: Vec<Flight> = Vec::new();
-    // Deletes after a zero-duration op: at its instant the checker applies
-    // deletes before op starts, so they wait for the next tick.
-    let mut later: Vec<(Ticks, TensorId)> = Vec::new();
-    let mut channel_free: [Ticks; 3] = [Ticks::ZERO; 3];
-    let ch = |d: Direction| inst.machine.channel(d) as usize;
-    let mut next_off = 0usize; // index into `planned`
-    let mut next_pre = 0usize; // index into `prefetch_order`
-    let mut offloaded = vec![false; planned.len()];
-    // An offload that has not started when its next reader is the next op to
-    // start (or has started) can no longer help: drop it, and its prefetch.
-    let mut dropped = vec![false; planned.len()];
+/// The simulation's state.
+struct Asap<'a> {
+    inst: &'a Instance,
+    lookahead: Option<usize>,
+    order: Vec<OpId>,
+    planned: Vec<Planned>,
+    /// `deletes[p]`: explicit deletes at the end of position `p` (empty: none).
+    deletes: Vec<Vec<TensorId>>,
+    /// Indices into `planned` in the order their prefetches are needed.
+    prefetch_order: Vec<usize>,
+    cap: i128,
+    sizes: Vec<i128>,
+    profile: Profile,
+    state: State,
+    events: Vec<Event>,
+    now: Ticks,
+    /// The next op to start (a position in `order`).
+    k: usize,
+    running: Option<(usize, Ticks)>,
+    flights: Vec<Flight>,
+    /// Deletes after a zero-duration op: at its instant the checker applies
+    /// deletes before op starts, so they wait for the next tick.
+    later: Vec<(Ticks, TensorId)>,
+    channel_free: [Ticks; 3],
+    /// Index into `planned`.
+    next_off: usize,
+    /// Index into `prefetch_order`.
+    next_pre: usize,
+    offloaded: Vec<bool>,
+    /// An offload that has not started when its next reader is the next op to
+    /// start (or has started) can no longer help: dropped, and its prefetch.
+    dropped: Vec<bool>,
+}
 
-    loop {
-        // Releases at `now`: transfer completions, then the op's completion.
-        flights.sort_by_key(|f| (f.end, f.dir));
-        while let Some(f) = flights.first() {
+impl<'a> Asap<'a> {
+    fn new(
+        inst: &'a Instance,
+        lookahead: Option<usize>,
+        order: Vec<OpId>,
+        planned: Vec<Planned>,
+        deletes: Vec<Vec<TensorId>>,
+    ) -> Self {
+        let mut prefetch_order: Vec<usize> = (0..planned.len()).collect();
+        prefetch_order.sort_by_key(|&i| (planned[i].next_read, i));
+        let sizes: Vec<i128> = inst.tensors.iter().map(|t| t.size.0 as i128).collect();
+        let profile = Profile::new(inst, &order, &sizes, &deletes);
+        let n = order.len();
+        Asap {
+            inst,
+            lookahead,
+            cap: inst.machine.gpu_capacity.0 as i128,
+            sizes,
+            profile,
+            state: State::initial(inst),
+            events: Vec::with_capacity(2 * n + 2 * planned.len()),
+            now: Ticks::ZERO,
+            k: 0,
+            running: None,
+            flights: Vec::new(),
+            later: Vec::new(),
+            channel_free: [Ticks::ZERO; 3],
+            next_off: 0,
+            next_pre: 0,
+            offloaded: vec![false; planned.len()],
+            dropped: vec![false; planned.len()],
+            order,
+            planned,
+            deletes,
+            prefetch_order,
+        }
+    }
+
+    fn ch(&self, d: Direction) -> usize {
+        self.inst.machine.channel(d) as usize
+    }
+
+    /// The explicit deletes at the end of position `p`.
+    fn deleted_at(&self, p: usize) -> &[TensorId] {
+        self.deletes.get(p).map_or(&[], |v| v.as_slice())
+    }
+
+    /// Releases at `now`: transfer completions, then the op's completion and its
+    /// planned deletes, then deletes postponed from a zero-duration op.
+    fn releases(&mut self) {
+        let now = self.now;
+        self.flights.sort_by_key(|f| (f.end, f.dir));
+        while let Some(f) = self.flights.first() {
             if f.end > now {
                 break;
             }
-            let f = flights.remove(0);
-            state.transfer_end(
-                f.dir,
-                f.tensor,
-                f.flight,
-                f.dir == Direction::Offload,
-                f.end,
-                &Blind,
-            );
-            if f.dir == Direction::Offload {
-                offloaded[f.planned] = true;
+            let f = self.flights.remove(0);
+            let offload = f.dir == Direction::Offload;
+            self.state
+                .transfer_end(f.dir, f.tensor, f.flight, offload, f.end, &Blind);
+            if offload {
+                self.offloaded[f.planned] = true;
             }
         }
-        if let Some((p, end)) = running {
+        if let Some((p, end)) = self.running {
             if end <= now {
-                state.op_end(inst, order[p], end, &Blind);
-                apply_deletes(&mut state, deleted_at(p), end, &mut events);
-                running = None;
+                self.state.op_end(self.inst, self.order[p], end, &Blind);
+                let ts = self.deleted_at(p).to_vec();
+                self.apply_deletes(&ts, end);
+                self.running = None;
             }
         }
-        let due: Vec<TensorId> = later
+        let due: Vec<TensorId> = self
+            .later
             .iter()
             .filter(|(t, _)| *t <= now)
             .map(|(_, x)| *x)
             .collect();
-        later.retain(|(t, _)| *t > now);
-        apply_deletes(&mut state, &due, now, &mut events);
-        // Allocations at `now`: ops first (zero-duration ones complete at once).
-        while running.is_none() && k < n {
-            let o = order[k];
-            let ready = inst.op(o).reads.iter().all(|t| {
-                let ts = state.tensor(*t);
-                matches!(ts.gpu, GpuCopy::Present(v) if v == ts.latest)
-            }) && inst
-                .op(o)
-                .produces
-                .iter()
-                .all(|t| !state.tensor(*t).on_gpu());
-            // Under the default rule (R10) a transfer holds its GPU buffer until
-            // it ends: an op that would release a tensor (consume it at its
-            // start, free it or have it deleted at its end) while a transfer of
-            // it still runs waits for that transfer. (An offload overtaken by
-            // the tensor's last reader is useless, but it has started.)
-            let end = now + inst.op(o).duration;
-            let held = inst.release == ReleaseRule::AfterEnd
-                && flights.iter().any(|f| {
-                    (inst.op(o).consumes.contains(&f.tensor) && f.end > now)
-                        || ((inst.op(o).frees.contains(&f.tensor)
-                            || deleted_at(k).contains(&f.tensor))
-                            && f.end > end)
-                });
-            if !ready || held || state.gpu_used + delta(k) > cap {
-                break;
+        self.later.retain(|(t, _)| *t > now);
+        self.apply_deletes(&due, now);
+    }
+
+    /// Explicit deletes at the end of an op (only of copies still on the GPU: a
+    /// planned copy already offloaded needs none).
+    fn apply_deletes(&mut self, ts: &[TensorId], at: Ticks) {
+        for &t in ts {
+            if self.state.tensor(t).on_gpu() {
+                self.state.delete(t, at, &Blind);
+                self.events.push(Event::Delete { tensor: t, at });
             }
-            state.op_start(inst, o, now, end, &Blind);
-            events.push(Event::Compute {
+        }
+    }
+
+    /// Whether the op at position `k` may start now (inputs present in their
+    /// latest version, outputs without a GPU copy, no R10 hold, memory).
+    fn may_start(&self, k: usize) -> bool {
+        let (inst, now) = (self.inst, self.now);
+        let o = inst.op(self.order[k]);
+        let ready = o.reads.iter().all(|t| {
+            let ts = self.state.tensor(*t);
+            matches!(ts.gpu, GpuCopy::Present(v) if v == ts.latest)
+        }) && o.produces.iter().all(|t| !self.state.tensor(*t).on_gpu());
+        // Under the default rule (R10) a transfer holds its GPU buffer until
+        // it ends: an op that would release a tensor (consume it at its
+        // start, free it or have it deleted at its end) while a transfer of
+        // it still runs waits for that transfer. (An offload overtaken by the
+        // tensor's last reader is useless, but it has started.)
+        let end = now + o.duration;
+        let held = inst.release == ReleaseRule::AfterEnd
+            && self.flights.iter().any(|f| {
+                (o.consumes.contains(&f.tensor) && f.end > now)
+                    || ((o.frees.contains(&f.tensor) || self.deleted_at(k).contains(&f.tensor))
+                        && f.end > end)
+            });
+        ready && !held && self.state.gpu_used + self.profile.delta[k] <= self.cap
+    }
+
+    /// Op starts at `now` (zero-duration ones complete at once).
+    fn start_ops(&mut self) {
+        let (inst, now) = (self.inst, self.now);
+        while self.running.is_none() && self.k < self.order.len() && self.may_start(self.k) {
+            let o = self.order[self.k];
+            let end = now + inst.op(o).duration;
+            self.state.op_start(inst, o, now, end, &Blind);
+            self.events.push(Event::Compute {
                 op: o,
                 start: now,
                 end,
             });
             if end == now {
-                state.op_end(inst, o, end, &Blind);
-                later.extend(deleted_at(k).iter().map(|t| (end + Ticks(1), *t)));
+                self.state.op_end(inst, o, end, &Blind);
+                let later: Vec<(Ticks, TensorId)> = self
+                    .deleted_at(self.k)
+                    .iter()
+                    .map(|t| (end + Ticks(1), *t))
+                    .collect();
+                self.later.extend(later);
             } else {
-                running = Some((k, end));
+                self.running = Some((self.k, end));
             }
-            k += 1;
-        }
-        // Then transfers.
-        let started = k; // ops at positions < started have started
-        loop {
-            let mut progressed = false;
-            while let Some(pl) = planned.get(next_off) {
-                if pl.next_read > started {
-                    break;
-                }
-                dropped[next_off] = true;
-                next_off += 1;
-            }
-            while prefetch_order.get(next_pre).is_some_and(|&i| dropped[i]) {
-                next_pre += 1;
-            }
-            let pre_ready =
-                |next_pre: usize, state: &State, channel_free: &[Ticks; 3]| -> Option<usize> {
-                    let i = *prefetch_order.get(next_pre)?;
-                    let pl = &planned[i];
-                    let ts = state.tensor(pl.tensor);
-                    let ok = offloaded[i]
-                        && ts.gpu == GpuCopy::Absent
-                        && channel_free[ch(Direction::Prefetch)] <= now
-                        && lookahead.is_none_or(|la| pl.next_read <= started + la)
-                        && state.gpu_used + sizes[pl.tensor.ix()] + need(started, pl.next_read + 1)
-                            <= cap;
-                    ok.then_some(i)
-                };
-            let urgent = pre_ready(next_pre, &state, &channel_free)
-                .filter(|i| planned[*i].next_read <= started + 1);
-            let off_ready = planned.get(next_off).filter(|pl| {
-                started > pl.after
-                    && matches!(state.tensor(pl.tensor).gpu, GpuCopy::Present(_))
-                    && channel_free[ch(Direction::Offload)] <= now
-            });
-            let choice = match (urgent, off_ready) {
-                (Some(i), _) => Some((Direction::Prefetch, i)),
-                (None, Some(_)) => Some((Direction::Offload, next_off)),
-                (None, None) => {
-                    pre_ready(next_pre, &state, &channel_free).map(|i| (Direction::Prefetch, i))
-                }
-            };
-            if let Some((dir, i)) = choice {
-                let t = planned[i].tensor;
-                let end = now + transfer_ticks(inst, t);
-                let (flight, _) = state.transfer_start(inst, dir, t, now, end);
-                events.push(Event::Transfer {
-                    dir,
-                    tensor: t,
-                    start: now,
-                    end,
-                    delete: dir == Direction::Offload,
-                });
-                channel_free[ch(dir)] = end;
-                flights.push(Flight {
-                    end,
-                    dir,
-                    tensor: t,
-                    flight,
-                    planned: i,
-                });
-                match dir {
-                    Direction::Offload => next_off += 1,
-                    Direction::Prefetch => next_pre += 1,
-                }
-                progressed = true;
-            }
-            if !progressed {
-                break;
-            }
-        }
-        // Zero-length transfers complete at once: go round again at the same instant.
-        if flights.iter().any(|f| f.end <= now) {
-            continue;
-        }
-        if k == n
-            && running.is_none()
-            && flights.is_empty()
-            && later.is_empty()
-            && next_pre >= prefetch_order.len()
-        {
-            break;
-        }
-        let next = flights
-            .iter()
-            .map(|f| f.end)
-            .chain(later.iter().map(|l| l.0))
-            .chain(running.map(|r| r.1))
-            .min();
-        match next {
-            Some(t) => now = t,
-            None => {
-                if k == n {
-                    // Only unneeded prefetches remain (their reader already ran): none can.
-                    break;
-                }
-                return Err(SimError::Stuck {
-                    at: now,
-                    op: inst.op(order[k]).name.clone(),
-                    used: state.gpu_used.max(0) as u64,
-                    capacity: inst.machine.gpu_capacity.0,
-                });
-            }
+            self.k += 1;
         }
     }
-    Ok(Schedule::one_shot(events))
-}
 
-/// Explicit deletes at the end of an op (only of copies still on the GPU: a
-/// planned copy already offloaded needs none).
-fn apply_deletes(state: &mut State, ts: &[TensorId], at: Ticks, events: &mut Vec<Event>) {
-    for &t in ts {
-        if state.tensor(t).on_gpu() {
-            state.delete(t, at, &Blind);
-            events.push(Event::Delete { tensor: t, at });
+    /// The next prefetch in order, if it may start now.
+    fn prefetch_ready(&self, started: usize) -> Option<usize> {
+        let i = *self.prefetch_order.get(self.next_pre)?;
+        let pl = &self.planned[i];
+        let ts = self.state.tensor(pl.tensor);
+        let ok = self.offloaded[i]
+            && ts.gpu == GpuCopy::Absent
+            && self.channel_free[self.ch(Direction::Prefetch)] <= self.now
+            && self.lookahead.is_none_or(|la| pl.next_read <= started + la)
+            && self.state.gpu_used
+                + self.sizes[pl.tensor.ix()]
+                + self.profile.need(started, pl.next_read + 1)
+                <= self.cap;
+        ok.then_some(i)
+    }
+
+    /// The transfer to start now, if any: a prefetch needed by one of the next
+    /// two ops, else the next offload, else the next prefetch. Offloads that
+    /// can no longer help are dropped first.
+    fn choose_transfer(&mut self, started: usize) -> Option<(Direction, usize)> {
+        while let Some(pl) = self.planned.get(self.next_off) {
+            if pl.next_read > started {
+                break;
+            }
+            self.dropped[self.next_off] = true;
+            self.next_off += 1;
+        }
+        while self
+            .prefetch_order
+            .get(self.next_pre)
+            .is_some_and(|&i| self.dropped[i])
+        {
+            self.next_pre += 1;
+        }
+        let urgent = self
+            .prefetch_ready(started)
+            .filter(|i| self.planned[*i].next_read <= started + 1);
+        let off_ready = self.planned.get(self.next_off).filter(|pl| {
+            started > pl.after
+                && matches!(self.state.tensor(pl.tensor).gpu, GpuCopy::Present(_))
+                && self.channel_free[self.ch(Direction::Offload)] <= self.now
+        });
+        match (urgent, off_ready) {
+            (Some(i), _) => Some((Direction::Prefetch, i)),
+            (None, Some(_)) => Some((Direction::Offload, self.next_off)),
+            (None, None) => self
+                .prefetch_ready(started)
+                .map(|i| (Direction::Prefetch, i)),
+        }
+    }
+
+    fn start_transfer(&mut self, dir: Direction, i: usize) {
+        let now = self.now;
+        let t = self.planned[i].tensor;
+        let end = now + transfer_ticks(self.inst, t);
+        let (flight, _) = self.state.transfer_start(self.inst, dir, t, now, end);
+        self.events.push(Event::Transfer {
+            dir,
+            tensor: t,
+            start: now,
+            end,
+            delete: dir == Direction::Offload,
+        });
+        let c = self.ch(dir);
+        self.channel_free[c] = end;
+        self.flights.push(Flight {
+            end,
+            dir,
+            tensor: t,
+            flight,
+            planned: i,
+        });
+        match dir {
+            Direction::Offload => self.next_off += 1,
+            Direction::Prefetch => self.next_pre += 1,
         }
     }
 }

@@ -9,50 +9,20 @@ use num_bigint::BigInt;
 use num_rational::BigRational;
 use offcert::bound;
 use offcert::bound::activation::{
-    fractional_optimum_paper, fractional_optimum_relaxed, fractional_optimum_under, ChainProfile,
+    fractional_optimum_paper, fractional_optimum_relaxed, fractional_optimum_under,
 };
 use offcert::exact::crosscheck::{self, Label};
 use offcert::exact::{Limits, Method};
-use offcert::family::activation_chain::{ActivationChain, ActivationLayer};
-use offcert::family::{BandwidthFile, InstanceFile};
+use offcert::family::InstanceFile;
 use offcert::heuristic::{self, HeuristicError};
 use offcert::model::ReleaseRule;
-use quickcheck::{QuickCheck, TestResult};
+use quickcheck::TestResult;
 use std::sync::atomic::{AtomicUsize, Ordering};
 use std::time::Duration;
 
-/// A chain whose memory lies between its least feasible memory and its peak
-/// (`mem` = 0: the least, where the release rule matters most).
-fn chain(spec: &[(u8, u8, u8, u8)], mem: u8, bw: u8) -> ActivationChain {
-    let layers: Vec<ActivationLayer> = spec
-        .iter()
-        .map(|&(uf, ub, x, ex)| ActivationLayer {
-            u_f: (uf % 4) as i64,
-            u_b: (ub % 5) as i64,
-            x: (x % 7) as u64,
-            y: (x / 7 % 2) as u64,
-            ex_f: (ex % 2) as u64,
-            ex_b: (ex / 2 % 3) as u64,
-        })
-        .collect();
-    let mut c = ActivationChain {
-        name: "q".into(),
-        note: None,
-        layers,
-        x_last: (spec[0].2 % 4) as u64,
-        y_last: 0,
-        gpu_memory: 0,
-        bandwidth: BandwidthFile::Ratio {
-            bytes: 1 + (bw % 4) as u64,
-            ticks: 1 + (bw / 4 % 2) as u64,
-        },
-        release: Default::default(),
-    };
-    let p = ChainProfile::new(&c);
-    let (lo, hi) = (p.min_memory() as u64, p.m_peak() as u64);
-    c.gpu_memory = lo + (hi - lo) * mem as u64 / 255;
-    c
-}
+mod common;
+
+use common::{activation_chain_4, qc};
 
 fn exact(inst: &offcert::model::Instance) -> Option<i64> {
     let limits = Limits {
@@ -79,7 +49,7 @@ fn bounds_below_optimum_below_heuristics() {
     type L = (u8, u8, u8, u8);
     fn prop(a: L, b: L, d: L, n: u8, mem: u8, bw: u8) -> TestResult {
         let spec = [a, b, d];
-        let mut c = chain(&spec[..1 + (n % 3) as usize], mem, bw);
+        let mut c = activation_chain_4(&spec[..1 + (n % 3) as usize], mem, bw);
         // Both rules; the bound registry reads the rule from the instance.
         if n / 3 % 2 == 1 {
             c.release = ReleaseRule::AfterStart;
@@ -123,11 +93,7 @@ fn bounds_below_optimum_below_heuristics() {
         }
         TestResult::passed()
     }
-    QuickCheck::new()
-        .tests(100)
-        .max_tests(1000)
-        .min_tests_passed(100)
-        .quickcheck(prop as fn(_, _, _, _, _, _) -> TestResult);
+    qc(100, 100).quickcheck(prop as fn(_, _, _, _, _, _) -> TestResult);
     assert!(SOLVED.load(Ordering::Relaxed) >= 100);
     // Not an assertion: how often the paper-literal value exceeds the optimum
     // of the relaxation (never that of the default rule: asserted above).
@@ -197,7 +163,7 @@ fn bounds_below_search_optimum_below_heuristics_under_both_rules() {
     fn prop(a: L, b: L, d: L, n: u8, mem: u8, bw: u8) -> TestResult {
         let spec = [a, b, d];
         let mem = if n / 3 % 2 == 0 { 0 } else { mem };
-        let base = chain(&spec[..1 + (n % 3) as usize], mem, bw);
+        let base = activation_chain_4(&spec[..1 + (n % 3) as usize], mem, bw);
         if mem == 0 {
             AT_LEAST.fetch_add(1, Ordering::Relaxed);
         }
@@ -244,12 +210,7 @@ fn bounds_below_search_optimum_below_heuristics_under_both_rules() {
         SEARCH_SOLVED.fetch_add(1, Ordering::Relaxed);
         TestResult::passed()
     }
-    let cases = 100;
-    QuickCheck::new()
-        .tests(cases)
-        .max_tests(cases * 10)
-        .min_tests_passed(cases)
-        .quickcheck(prop as fn(_, _, _, _, _, _) -> TestResult);
+    qc(100, 100).quickcheck(prop as fn(_, _, _, _, _, _) -> TestResult);
     eprintln!(
         "{} chains solved under both rules ({} drawn at their least memory)",
         SEARCH_SOLVED.load(Ordering::Relaxed),

@@ -4,47 +4,16 @@
 //! at least Prop. 3's compute term and at most GREEDY's makespan.
 
 use num_rational::BigRational;
-use offcert::bound::activation::{fractional_optimum, prop3, ChainProfile};
+use offcert::bound::activation::{fractional_optimum, prop3};
 use offcert::bound::{self, BoundError};
-use offcert::family::activation_chain::{ActivationChain, ActivationLayer};
-use offcert::family::{BandwidthFile, InstanceFile};
+use offcert::family::InstanceFile;
 use offcert::heuristic::{self, HeuristicError};
-use quickcheck::{QuickCheck, TestResult};
+use quickcheck::TestResult;
 use std::sync::atomic::{AtomicUsize, Ordering};
 
-/// A random chain; the memory is placed between the least feasible budget and
-/// M_peak by `mem` (0..=255).
-fn chain(spec: &[(u8, u8, u8, u8, u8)], mem: u8, bw: u8) -> ActivationChain {
-    let layers: Vec<ActivationLayer> = spec
-        .iter()
-        .map(|&(uf, ub, x, y, ex)| ActivationLayer {
-            u_f: (uf % 6) as i64,
-            u_b: (ub % 8) as i64,
-            x: (x % 10) as u64,
-            y: (y % 3) as u64,
-            ex_f: (ex % 3) as u64,
-            ex_b: (ex / 3 % 4) as u64,
-        })
-        .collect();
-    let mut c = ActivationChain {
-        name: "q".into(),
-        note: None,
-        layers,
-        x_last: (spec[0].2 % 5) as u64,
-        y_last: (spec[0].3 % 2) as u64,
-        gpu_memory: 0,
-        bandwidth: BandwidthFile::Ratio {
-            bytes: 1 + (bw % 5) as u64,
-            ticks: 1 + (bw / 5 % 3) as u64,
-        },
-        release: Default::default(),
-    };
-    let prof = ChainProfile::new(&c);
-    let lo = prof.min_memory() as u64;
-    let hi = prof.m_peak() as u64;
-    c.gpu_memory = lo + (hi - lo) * mem as u64 / 255;
-    c
-}
+mod common;
+
+use common::{activation_chain_5, cases, qc};
 
 static COMPARED: AtomicUsize = AtomicUsize::new(0);
 static TIGHT_FRACTIONAL: AtomicUsize = AtomicUsize::new(0);
@@ -55,7 +24,7 @@ fn bounds_never_exceed_a_checked_heuristic_makespan() {
         if spec.is_empty() || spec.len() > 10 {
             return TestResult::discard();
         }
-        let c = chain(&spec, mem, bw);
+        let c = activation_chain_5(&spec, mem, bw);
         let file = InstanceFile::ActivationChain(c.clone());
         let inst = file.compile().unwrap();
         let p3 = prop3(&c);
@@ -99,16 +68,16 @@ fn bounds_never_exceed_a_checked_heuristic_makespan() {
         }
         TestResult::passed()
     }
-    QuickCheck::new()
-        .tests(250)
-        .max_tests(2000)
+    // Most draws are discarded (a spec of 1..=10 layers is one in ten).
+    qc(250, 100)
+        .max_tests(cases(2000))
         .quickcheck(prop as fn(_, _, _) -> TestResult);
     assert!(COMPARED.load(Ordering::Relaxed) >= 500);
 }
 
 #[test]
 fn below_the_least_feasible_memory_every_bound_says_infeasible() {
-    let c = chain(&[(2, 3, 4, 1, 2), (1, 2, 7, 0, 5), (3, 1, 9, 2, 1)], 0, 3);
+    let c = activation_chain_5(&[(2, 3, 4, 1, 2), (1, 2, 7, 0, 5), (3, 1, 9, 2, 1)], 0, 3);
     let mut c2 = c.clone();
     c2.gpu_memory -= 1;
     let file = InstanceFile::ActivationChain(c2);

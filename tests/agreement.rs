@@ -5,156 +5,16 @@
 
 use offcert::check::check;
 use offcert::exact::{milp, search, smt, ExactError, Limits, Method, Outcome, Status};
-use offcert::family::activation_chain::ActivationLayer;
-use offcert::family::weight_chain::WeightLayer;
-use offcert::family::{ActivationChain, BandwidthFile, InstanceFile, WeightChain};
+use offcert::family::InstanceFile;
 use offcert::model::{Instance, ReleaseRule};
 use offcert::units::Ticks;
-use quickcheck::{Arbitrary, Gen, QuickCheck, TestResult};
+use quickcheck::TestResult;
 use std::sync::atomic::{AtomicUsize, Ordering};
 use std::time::Duration;
 
 mod common;
 
-/// A random small instance of either family, under either release rule.
-#[derive(Clone, Debug)]
-struct Small(InstanceFile);
-
-fn pick(g: &mut Gen, lo: u64, hi: u64) -> u64 {
-    lo + u64::arbitrary(g) % (hi - lo + 1)
-}
-
-/// A tensor size up to 16, mostly small (every fourth draw over the full range).
-fn size(g: &mut Gen, lo: u64) -> u64 {
-    if u64::arbitrary(g) % 4 == 0 {
-        pick(g, lo, 16)
-    } else {
-        pick(g, lo, 4)
-    }
-}
-
-/// β; faster links when some tensor is large, so that transfer times (and the
-/// MILP's horizon) stay small.
-fn bandwidth(g: &mut Gen, largest: u64) -> BandwidthFile {
-    if largest > 6 {
-        *g.choose(&[
-            BandwidthFile::PerTick(2),
-            BandwidthFile::PerTick(4),
-            BandwidthFile::PerTick(8),
-            BandwidthFile::Ratio { bytes: 5, ticks: 2 },
-        ])
-        .unwrap()
-    } else {
-        *g.choose(&[
-            BandwidthFile::PerTick(1),
-            BandwidthFile::PerTick(2),
-            BandwidthFile::Ratio { bytes: 1, ticks: 2 },
-            BandwidthFile::Ratio { bytes: 3, ticks: 2 },
-        ])
-        .unwrap()
-    }
-}
-
-/// Up to 5 layers, mostly fewer.
-fn layers(g: &mut Gen) -> usize {
-    *g.choose(&[1, 2, 2, 3, 3, 4, 5]).unwrap()
-}
-
-impl Small {
-    fn with_release(mut self, r: ReleaseRule) -> Small {
-        self.0.set_release(r);
-        self
-    }
-    fn json(&self) -> String {
-        serde_json::to_string(&self.0).unwrap()
-    }
-}
-
-impl Arbitrary for Small {
-    fn arbitrary(g: &mut Gen) -> Small {
-        let rule = if bool::arbitrary(g) {
-            ReleaseRule::AfterEnd
-        } else {
-            ReleaseRule::AfterStart
-        };
-        let file = if bool::arbitrary(g) {
-            let n = layers(g);
-            let layers: Vec<ActivationLayer> = (0..n)
-                .map(|_| ActivationLayer {
-                    u_f: pick(g, 0, 2) as i64,
-                    u_b: pick(g, 1, 3) as i64,
-                    x: size(g, 0),
-                    y: pick(g, 0, 1),
-                    ex_f: 0,
-                    ex_b: pick(g, 0, 1),
-                })
-                .collect();
-            let x_last = size(g, 0);
-            let largest = layers.iter().map(|l| l.x).max().unwrap().max(x_last);
-            let mut a = ActivationChain {
-                name: "random-act".into(),
-                note: None,
-                layers,
-                x_last,
-                y_last: 0,
-                gpu_memory: 0,
-                bandwidth: bandwidth(g, largest),
-                release: rule,
-            };
-            // Tight or loose: between (one below) the largest single-op
-            // footprint, under which nothing fits, and the peak with everything
-            // resident.
-            let peak = a.m_peak().unwrap();
-            let x = |i: usize| {
-                if i < n {
-                    a.layers[i].x
-                } else {
-                    a.x_last
-                }
-            };
-            let y = |i: usize| if i < n { a.layers[i].y } else { a.y_last };
-            let least = (0..n)
-                .map(|i| {
-                    x(i) + x(i + 1) + (a.layers[i].ex_b + y(i) + y(i + 1)).max(a.layers[i].ex_f)
-                })
-                .max()
-                .unwrap();
-            a.gpu_memory = pick(g, least.saturating_sub(1).min(peak), peak);
-            InstanceFile::ActivationChain(a)
-        } else {
-            let n = layers(g);
-            let layers: Vec<WeightLayer> = (0..n)
-                .map(|_| WeightLayer {
-                    u_f: pick(g, 0, 2) as i64,
-                    // u_b = 0 now and then: a zero-duration B_1 may sit at P (R8).
-                    u_b: pick(g, 0, 2) as i64,
-                    w: size(g, 0),
-                    a: pick(g, 0, 1),
-                })
-                .collect();
-            let largest = layers.iter().map(|l| l.w).max().unwrap();
-            let mut w = WeightChain {
-                name: "random-weight".into(),
-                note: None,
-                layers,
-                a0: pick(g, 0, 1),
-                gpu_memory: 0,
-                bandwidth: bandwidth(g, largest),
-                release: rule,
-            };
-            // Tight or loose: from (one below) the activations plus the largest
-            // B_i footprint 2|w_i| (weight and its gradient) up to everything
-            // resident plus the largest gradient.
-            let acts: u64 = w.layers.iter().map(|l| l.a).sum::<u64>() + w.a0;
-            let all: u64 = w.layers.iter().map(|l| l.w + l.a).sum::<u64>() + w.a0;
-            let top = all + largest;
-            let least = acts + 2 * largest;
-            w.gpu_memory = pick(g, least.saturating_sub(1).min(top), top);
-            InstanceFile::WeightChain(w)
-        };
-        Small(file)
-    }
-}
+use common::{cases, qc, Small};
 
 fn limits() -> Limits {
     Limits {
@@ -190,16 +50,6 @@ fn proved(
         Status::Infeasible => Some(None),
         _ => None,
     })
-}
-
-/// A QuickCheck that runs `tests` cases (times `OFFCERT_QC_SCALE`), gives up
-/// after ten times as many draws, and fails unless `min` cases passed: a
-/// property whose every draw is discarded fails instead of passing vacuously.
-fn qc(tests: u64, min: u64) -> QuickCheck {
-    QuickCheck::new()
-        .tests(common::cases(tests))
-        .max_tests(common::cases(tests) * 10)
-        .min_tests_passed(common::cases(min))
 }
 
 /// Cases on which the methods agreed, per rule (0 default, 1 relaxation) and
@@ -533,10 +383,8 @@ static FALLBACK_TESTED: AtomicUsize = AtomicUsize::new(0);
 
 #[test]
 fn fallback_bound_is_at_most_the_optimum() {
-    QuickCheck::new()
-        .tests(common::cases(30))
-        .max_tests(common::cases(600))
-        .min_tests_passed(common::cases(10))
+    qc(30, 10)
+        .max_tests(cases(600))
         .quickcheck(fallback_bound_below_optimum as fn(Small) -> TestResult);
     assert!(
         FALLBACK_TESTED.load(Ordering::Relaxed) >= 10,

@@ -4,43 +4,10 @@
 
 mod common;
 
+use common::{act, qc, tiny, under, weights, TinyActivation};
 use offcert::exact::{milp, search, ExactError, Limits, Status};
-use offcert::family::activation_chain::{ActivationChain, ActivationLayer};
-use offcert::family::weight_chain::{WeightChain, WeightLayer};
-use offcert::family::BandwidthFile;
 use offcert::model::{Instance, ReleaseRule};
-use quickcheck::{Arbitrary, Gen, QuickCheck, TestResult};
-
-fn act(layers: &[(i64, i64, u64)], x_last: u64, mem: u64, beta: u64) -> Instance {
-    ActivationChain {
-        name: "t".into(),
-        note: None,
-        layers: layers
-            .iter()
-            .map(|&(u_f, u_b, x)| ActivationLayer {
-                u_f,
-                u_b,
-                x,
-                y: 0,
-                ex_f: 0,
-                ex_b: 0,
-            })
-            .collect(),
-        x_last,
-        y_last: 0,
-        gpu_memory: mem,
-        bandwidth: BandwidthFile::PerTick(beta),
-        release: Default::default(),
-    }
-    .compile()
-    .unwrap()
-}
-
-fn under(inst: &Instance, rule: ReleaseRule) -> Instance {
-    let mut i = inst.clone();
-    i.release = rule;
-    i
-}
+use quickcheck::TestResult;
 
 fn solve(inst: &Instance) -> (Status, Option<i64>) {
     let out = search::solve(inst, &Limits::default()).expect("search runs");
@@ -94,10 +61,7 @@ fn known_answers_of_the_tiny_activation_chains() {
         ("act_3partition_m1", Some(14)),
         ("act_infeasible", None),
     ] {
-        let path = format!("instances/tiny/{name}.json");
-        let inst = offcert::io::load_instance(std::path::Path::new(&path))
-            .unwrap()
-            .1;
+        let inst = tiny(name);
         assert_eq!(inst.release, ReleaseRule::AfterEnd);
         let st = if want.is_some() {
             Status::Optimal
@@ -123,22 +87,7 @@ fn infeasible_memory() {
 /// a layer with room for everything runs at the pace of its compute.
 #[test]
 fn cyclic_is_solved() {
-    let inst = WeightChain {
-        name: "w".into(),
-        note: None,
-        layers: vec![WeightLayer {
-            u_f: 1,
-            u_b: 1,
-            w: 1,
-            a: 1,
-        }],
-        a0: 1,
-        gpu_memory: 10,
-        bandwidth: BandwidthFile::PerTick(1),
-        release: Default::default(),
-    }
-    .compile()
-    .unwrap();
+    let inst = weights(&[(1, 1, 1, 1)], 1, 10, 1);
     assert_eq!(solve(&inst), (Status::Optimal, Some(2)));
     // Still outside the scope: a cyclic instance whose per-iteration tensor moves.
     let mut moving = inst.clone();
@@ -149,62 +98,7 @@ fn cyclic_is_solved() {
     ));
 }
 
-/// A random tiny activation chain (2–3 layers, small sizes and durations,
-/// zero durations, gradients and scratch memory included: the search's
-/// earlier misses all involved zero-duration ops).
-#[derive(Clone, Debug)]
-struct Tiny(Instance);
-
-/// Half the cases at the least feasible memory or a byte or two above it
-/// (where transfers and the release rule matter most), the rest anywhere from
-/// half the peak to above it; the release rule drawn with equal odds.
-
-impl Arbitrary for Tiny {
-    fn arbitrary(g: &mut Gen) -> Tiny {
-        let n = 2 + usize::arbitrary(g) % 2;
-        let small = |g: &mut Gen, lo: u64, hi: u64| lo + u64::arbitrary(g) % (hi - lo + 1);
-        let layers: Vec<ActivationLayer> = (0..n)
-            .map(|_| ActivationLayer {
-                u_f: small(g, 0, 3) as i64,
-                u_b: small(g, 0, 4) as i64,
-                x: small(g, 0, 4),
-                y: small(g, 0, 2),
-                ex_f: small(g, 0, 1),
-                ex_b: small(g, 0, 1),
-            })
-            .collect();
-        let mut a = ActivationChain {
-            name: "tiny".into(),
-            note: None,
-            layers,
-            x_last: small(g, 0, 4),
-            y_last: small(g, 0, 1),
-            gpu_memory: 0,
-            bandwidth: *g
-                .choose(&[
-                    BandwidthFile::PerTick(1),
-                    BandwidthFile::PerTick(2),
-                    BandwidthFile::PerTick(3),
-                    BandwidthFile::Ratio { bytes: 3, ticks: 2 },
-                ])
-                .unwrap(),
-            release: Default::default(),
-        };
-        let peak = a.m_peak().unwrap_or(0);
-        let least = offcert::bound::activation::ChainProfile::new(&a).min_memory() as u64;
-        a.gpu_memory = if bool::arbitrary(g) {
-            small(g, least, (least + 2).min(peak.max(least)))
-        } else {
-            small(g, peak / 2, peak + 1)
-        };
-        a.release = *g
-            .choose(&[ReleaseRule::AfterEnd, ReleaseRule::AfterStart])
-            .unwrap();
-        Tiny(a.compile().unwrap())
-    }
-}
-
-fn agree(t: Tiny) -> TestResult {
+fn agree(t: TinyActivation) -> TestResult {
     let inst = t.0;
     let rule = inst.release;
     let json = serde_json::to_string(&inst).unwrap();
@@ -241,10 +135,5 @@ fn agree(t: Tiny) -> TestResult {
 /// such a run). Fails if too few cases pass (every one discarded included).
 #[test]
 fn search_and_milp_agree_on_random_activation_chains() {
-    let cases = common::cases(60);
-    QuickCheck::new()
-        .tests(cases)
-        .max_tests(cases * 10)
-        .min_tests_passed(cases)
-        .quickcheck(agree as fn(Tiny) -> TestResult);
+    qc(60, 60).quickcheck(agree as fn(TinyActivation) -> TestResult);
 }

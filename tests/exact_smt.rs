@@ -1,62 +1,15 @@
 //! The SMT method (z3): optima on small instances of both families, every
-//! schedule accepted by the checker, and certificates refuted by z3 and cvc5.
+//! schedule accepted by the checker, and certificates refuted by z3 and cvc5
+//! (both required: `scripts/setup.sh` installs them; a missing one fails).
 
 use offcert::exact::{smt, Limits, Status};
-use offcert::family::activation_chain::{ActivationChain, ActivationLayer};
-use offcert::family::weight_chain::{WeightChain, WeightLayer};
-use offcert::family::BandwidthFile;
-use offcert::model::{Direction, Instance, ReleaseRule};
+use offcert::model::{Direction, Instance};
 use offcert::schedule::Event;
 use offcert::units::Ticks;
-use std::process::Command;
 
-fn act(layers: &[(i64, i64, u64)], x_last: u64, mem: u64, beta: u64) -> Instance {
-    ActivationChain {
-        name: "t".into(),
-        note: None,
-        layers: layers
-            .iter()
-            .map(|&(u_f, u_b, x)| ActivationLayer {
-                u_f,
-                u_b,
-                x,
-                y: 0,
-                ex_f: 0,
-                ex_b: 0,
-            })
-            .collect(),
-        x_last,
-        y_last: 0,
-        gpu_memory: mem,
-        bandwidth: BandwidthFile::PerTick(beta),
-        release: Default::default(),
-    }
-    .compile()
-    .unwrap()
-}
+mod common;
 
-fn weights(layers: &[(i64, i64, u64, u64)], a0: u64, mem: u64, beta: u64) -> Instance {
-    WeightChain {
-        name: "w".into(),
-        note: None,
-        layers: layers
-            .iter()
-            .map(|&(u_f, u_b, w, a)| WeightLayer { u_f, u_b, w, a })
-            .collect(),
-        a0,
-        gpu_memory: mem,
-        bandwidth: BandwidthFile::PerTick(beta),
-        release: Default::default(),
-    }
-    .compile()
-    .unwrap()
-}
-
-/// The same instance under the relaxation `after_start` (R10).
-fn relaxed(mut inst: Instance) -> Instance {
-    inst.release = ReleaseRule::AfterStart;
-    inst
-}
+use common::{act, qc, relaxed, require_solver, weights, RandomWeights};
 
 /// Solve, assert the schedule passes the checker, return (status, makespan).
 fn solve(inst: &Instance) -> (Status, Option<i64>) {
@@ -151,12 +104,10 @@ fn weight_chain_tight_memory_needs_transfers() {
     assert!(ms.unwrap() >= 10);
 }
 
-fn have(bin: &str) -> bool {
-    Command::new(bin).arg("--version").output().is_ok()
-}
-
+/// The answer of the external solver `bin` on `file` (its first line of output).
+/// A missing solver fails the test: the README's set-up installs both.
 fn run_solver(bin: &str, file: &std::path::Path) -> String {
-    let out = Command::new(bin).arg(file).output().expect("solver runs");
+    let out = require_solver(bin).arg(file).output().expect("solver runs");
     String::from_utf8_lossy(&out.stdout).trim().to_string()
 }
 
@@ -173,10 +124,6 @@ fn certificates_agree(inst: &Instance, tag: &str) {
     let text = std::fs::read_to_string(&below).unwrap();
     assert!(!text.contains("Real"), "certificates are pure integer");
     for bin in ["z3", "cvc5"] {
-        if !have(bin) {
-            eprintln!("{bin} not installed: skipped");
-            continue;
-        }
         assert_eq!(run_solver(bin, &below), "unsat", "{bin} on T*-1");
         assert_eq!(run_solver(bin, &at), "sat", "{bin} on T*");
     }
@@ -207,34 +154,6 @@ fn weight_chain_hand_derived_optimum() {
     assert_eq!(solve(&inst), (Status::Optimal, Some(12)));
 }
 
-#[derive(Clone, Debug)]
-struct RandomWeights {
-    layers: Vec<(i64, i64, u64, u64)>,
-    a0: u64,
-    mem: u64,
-    beta: u64,
-}
-
-impl quickcheck::Arbitrary for RandomWeights {
-    fn arbitrary(g: &mut quickcheck::Gen) -> RandomWeights {
-        let mut r =
-            |lo: u64, hi: u64| lo + <u64 as quickcheck::Arbitrary>::arbitrary(g) % (hi - lo + 1);
-        let n = r(1, 3) as usize;
-        let layers: Vec<(i64, i64, u64, u64)> = (0..n)
-            .map(|_| (r(1, 3) as i64, r(1, 3) as i64, r(1, 4), r(1, 2)))
-            .collect();
-        let a0 = r(1, 2);
-        let total: u64 = layers.iter().map(|l| l.2 + l.3).sum::<u64>() + a0 + 4;
-        let mem = r(total / 2, total + 2);
-        RandomWeights {
-            layers,
-            a0,
-            mem,
-            beta: r(1, 2),
-        }
-    }
-}
-
 fn weights_monotone(w: RandomWeights) -> quickcheck::TestResult {
     let base = solve(&weights(&w.layers, w.a0, w.mem, w.beta));
     let more_mem = solve(&weights(&w.layers, w.a0, w.mem + 2, w.beta));
@@ -257,9 +176,7 @@ fn weights_monotone(w: RandomWeights) -> quickcheck::TestResult {
 
 #[test]
 fn weight_chain_random_schedules_check_and_are_monotone() {
-    quickcheck::QuickCheck::new()
-        .tests(15)
-        .quickcheck(weights_monotone as fn(RandomWeights) -> quickcheck::TestResult);
+    qc(15, 15).quickcheck(weights_monotone as fn(RandomWeights) -> quickcheck::TestResult);
 }
 
 /// Cancelled before z3 finds anything, a one-shot solve still returns the

@@ -14,37 +14,18 @@ mod common;
 use common::*;
 use offcert::check::{check, Violation};
 use offcert::family::InstanceFile;
-use offcert::model::{Direction, Instance};
-use offcert::schedule::{Event, Schedule, ScheduleFile};
+use offcert::model::Direction;
+use offcert::schedule::{Event, ScheduleFile};
 use offcert::units::{Bytes, Ticks};
-use quickcheck::{QuickCheck, TestResult};
+use quickcheck::TestResult;
 use std::sync::atomic::{AtomicUsize, Ordering::Relaxed};
 
 type Spec = Vec<(u8, u8, u8, u8)>;
 
-/// A random valid-by-construction schedule of either family (None: the
-/// simulator's plan did not fit in memory).
-fn build(family: bool, spec: &Spec, bw: u8, slack: u8, mask: u16) -> Option<(Instance, Schedule)> {
-    if spec.is_empty() {
-        return None;
-    }
-    if family {
-        let c = activation_chain(spec, bw, slack);
-        activation_schedule(&c, mask, slack / 16)
-    } else {
-        let c = weight_chain(spec, bw);
-        let keep: Vec<Keep> = (0..spec.len())
-            .map(|i| Keep::from_bits((mask.checked_shr(2 * i as u32).unwrap_or(0) & 3) as u8))
-            .collect();
-        Some(weight_schedule(&c, &keep))
-    }
-}
-
-fn qc() -> QuickCheck {
-    QuickCheck::new()
-        .tests(cases(200))
-        .max_tests(cases(4000))
-        .min_tests_passed(cases(60))
+/// 200 cases, at most 4,000 draws (most schedules offer nothing to mutate),
+/// at least 60 passing.
+fn props() -> quickcheck::QuickCheck {
+    qc(200, 60).max_tests(cases(4000))
 }
 
 static MOVED_DATA: [AtomicUsize; 2] = [AtomicUsize::new(0), AtomicUsize::new(0)];
@@ -52,7 +33,7 @@ static MOVED_DATA: [AtomicUsize; 2] = [AtomicUsize::new(0), AtomicUsize::new(0)]
 #[test]
 fn earliest_start_schedules_of_both_families_pass() {
     fn prop(family: bool, spec: Spec, bw: u8, slack: u8, mask: u16) -> TestResult {
-        let Some((inst, s)) = build(family, &spec, bw, slack, mask) else {
+        let Some((inst, s)) = either_schedule(family, &spec, bw, slack, mask) else {
             return TestResult::discard();
         };
         if s.events.iter().any(|e| matches!(e, Event::Transfer { .. })) {
@@ -71,7 +52,7 @@ fn earliest_start_schedules_of_both_families_pass() {
         // Valid, and the certificate carries the checker's makespan.
         TestResult::from_bool(r.valid && r.certificate().map(|c| c.makespan()) == Some(r.makespan))
     }
-    qc().quickcheck(prop as fn(bool, Spec, u8, u8, u16) -> TestResult);
+    props().quickcheck(prop as fn(bool, Spec, u8, u8, u16) -> TestResult);
     // Not vacuous: both families produced many schedules that move data.
     assert!(
         MOVED_DATA[0].load(Relaxed) >= 20,
@@ -87,7 +68,7 @@ fn earliest_start_schedules_of_both_families_pass() {
 #[test]
 fn shortened_transfer_is_caught_by_bandwidth() {
     fn prop(family: bool, spec: Spec, bw: u8, slack: u8, mask: u16, pick: usize) -> TestResult {
-        let Some((inst, s)) = build(family, &spec, bw, slack, mask) else {
+        let Some((inst, s)) = either_schedule(family, &spec, bw, slack, mask) else {
             return TestResult::discard();
         };
         let Some((m, i)) = shorten_transfer(&inst, &s, pick) else {
@@ -99,7 +80,7 @@ fn shortened_transfer_is_caught_by_bandwidth() {
                 if event.ix() == i && *took + Ticks(1) == *needs_at_least)
         }))
     }
-    qc().quickcheck(prop as fn(bool, Spec, u8, u8, u16, usize) -> TestResult);
+    props().quickcheck(prop as fn(bool, Spec, u8, u8, u16, usize) -> TestResult);
 }
 
 /// Starting an op one tick before the prefetch of its input ends is a
@@ -107,7 +88,7 @@ fn shortened_transfer_is_caught_by_bandwidth() {
 #[test]
 fn op_before_its_prefetch_ends_is_caught_by_dependencies() {
     fn prop(family: bool, spec: Spec, bw: u8, slack: u8, mask: u16, pick: usize) -> TestResult {
-        let Some((inst, s)) = build(family, &spec, bw, slack, mask) else {
+        let Some((inst, s)) = either_schedule(family, &spec, bw, slack, mask) else {
             return TestResult::discard();
         };
         let Some((m, j, t)) = start_before_prefetch_ends(&inst, &s, pick) else {
@@ -119,7 +100,7 @@ fn op_before_its_prefetch_ends_is_caught_by_dependencies() {
             |v| matches!(v, Violation::InputNotResident { event, tensor, .. } if event.ix() == j && *tensor == t),
         ))
     }
-    qc().quickcheck(prop as fn(bool, Spec, u8, u8, u16, usize) -> TestResult);
+    props().quickcheck(prop as fn(bool, Spec, u8, u8, u16, usize) -> TestResult);
 }
 
 /// Deleting a value still needed whose only current copy is on the GPU is data
@@ -128,7 +109,7 @@ fn op_before_its_prefetch_ends_is_caught_by_dependencies() {
 #[test]
 fn delete_without_current_cpu_copy_is_caught_by_no_data_loss() {
     fn prop(family: bool, spec: Spec, bw: u8, slack: u8, mask: u16, pick: usize) -> TestResult {
-        let Some((inst, s)) = build(family, &spec, bw, slack, mask) else {
+        let Some((inst, s)) = either_schedule(family, &spec, bw, slack, mask) else {
             return TestResult::discard();
         };
         let Some((m, t)) = delete_without_cpu_copy(&inst, &s, pick) else {
@@ -141,7 +122,7 @@ fn delete_without_current_cpu_copy_is_caught_by_no_data_loss() {
             |v| matches!(v, Violation::DataLoss { event, tensor, .. } if event.ix() == last && *tensor == t),
         ))
     }
-    qc().quickcheck(prop as fn(bool, Spec, u8, u8, u16, usize) -> TestResult);
+    props().quickcheck(prop as fn(bool, Spec, u8, u8, u16, usize) -> TestResult);
 }
 
 /// Moving a transfer onto the start of another on the same channel is a
@@ -149,7 +130,7 @@ fn delete_without_current_cpu_copy_is_caught_by_no_data_loss() {
 #[test]
 fn overlapping_transfers_are_caught_by_resources() {
     fn prop(family: bool, spec: Spec, bw: u8, slack: u8, mask: u16, pick: usize) -> TestResult {
-        let Some((inst, s)) = build(family, &spec, bw, slack, mask) else {
+        let Some((inst, s)) = either_schedule(family, &spec, bw, slack, mask) else {
             return TestResult::discard();
         };
         let Some(m) = overlap_transfers(&inst, &s, pick) else {
@@ -158,7 +139,7 @@ fn overlapping_transfers_are_caught_by_resources() {
         let r = agree(&inst, &m);
         TestResult::from_bool(has(&r, |v| matches!(v, Violation::ChannelOverlap { .. })))
     }
-    qc().quickcheck(prop as fn(bool, Spec, u8, u8, u16, usize) -> TestResult);
+    props().quickcheck(prop as fn(bool, Spec, u8, u8, u16, usize) -> TestResult);
 }
 
 /// With the capacity one byte below the reported peak the same schedule breaks
@@ -166,7 +147,7 @@ fn overlapping_transfers_are_caught_by_resources() {
 #[test]
 fn capacity_below_the_peak_is_caught_by_memory() {
     fn prop(family: bool, spec: Spec, bw: u8, slack: u8, mask: u16) -> TestResult {
-        let Some((mut inst, s)) = build(family, &spec, bw, slack, mask) else {
+        let Some((mut inst, s)) = either_schedule(family, &spec, bw, slack, mask) else {
             return TestResult::discard();
         };
         let peak = check(&inst, &s).peak_memory;
@@ -187,7 +168,7 @@ fn capacity_below_the_peak_is_caught_by_memory() {
             worst == Some(peak) && r.violations.iter().all(|v| v.rule() == "memory"),
         )
     }
-    qc().quickcheck(prop as fn(bool, Spec, u8, u8, u16) -> TestResult);
+    props().quickcheck(prop as fn(bool, Spec, u8, u8, u16) -> TestResult);
 }
 
 static CONFIRMED: AtomicUsize = AtomicUsize::new(0);
@@ -204,15 +185,10 @@ fn every_witness_confirms() {
         mask: u16,
         muts: Vec<(u8, usize, i8)>,
     ) -> TestResult {
-        let Some((inst, s)) = build(family, &spec, bw, slack, mask) else {
+        let Some((inst, s)) = either_schedule(family, &spec, bw, slack, mask) else {
             return TestResult::discard();
         };
-        let mut m = s;
-        for (w, i, d) in muts.into_iter().take(3) {
-            if let Some(x) = random_mutation(&m, w, i, d) {
-                m = x;
-            }
-        }
+        let m = mutate_up_to_three(s, muts, |_| {});
         let r = check(&inst, &m);
         for v in &r.violations {
             if !v.confirm(&inst, &m) {
@@ -223,7 +199,7 @@ fn every_witness_confirms() {
         }
         TestResult::passed()
     }
-    qc().quickcheck(prop as fn(bool, Spec, u8, u8, u16, Vec<(u8, usize, i8)>) -> TestResult);
+    props().quickcheck(prop as fn(bool, Spec, u8, u8, u16, Vec<(u8, usize, i8)>) -> TestResult);
     assert!(
         CONFIRMED.load(Relaxed) >= 100,
         "too few witnesses exercised"
@@ -267,7 +243,7 @@ fn serde_round_trips() {
         {
             return TestResult::failed();
         }
-        let Some((inst, s)) = build(family, &spec, bw, slack, mask) else {
+        let Some((inst, s)) = either_schedule(family, &spec, bw, slack, mask) else {
             return TestResult::discard();
         };
         let mut m = s;
@@ -297,7 +273,7 @@ fn serde_round_trips() {
                 && j["peak_memory"] == serde_json::json!(r.peak_memory.0),
         )
     }
-    qc().quickcheck(prop as fn(bool, Spec, u8, u8, u16, Vec<(u8, usize, i8)>) -> TestResult);
+    props().quickcheck(prop as fn(bool, Spec, u8, u8, u16, Vec<(u8, usize, i8)>) -> TestResult);
 }
 
 /// The discount rule in the builder is really exercised: some weight chains
@@ -319,4 +295,15 @@ fn the_discount_builder_uses_one_offload_for_two_prefetches() {
         (count(Direction::Prefetch), count(Direction::Offload)),
         (4, 2)
     );
+}
+
+/// The helper every property goes through fails, not passes, when every case
+/// is discarded.
+#[test]
+#[should_panic(expected = "Unable to generate enough tests")]
+fn qc_fails_when_every_case_is_discarded() {
+    fn prop(_: u8) -> TestResult {
+        TestResult::discard()
+    }
+    qc(10, 1).quickcheck(prop as fn(u8) -> TestResult);
 }

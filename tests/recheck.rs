@@ -6,7 +6,7 @@
 mod common;
 
 use common::*;
-use quickcheck::{QuickCheck, TestResult};
+use quickcheck::TestResult;
 
 #[test]
 fn agree_on_every_bundled_file() {
@@ -17,17 +17,8 @@ fn agree_on_every_bundled_file() {
         "instances/regressions",
     ] {
         for (i, s) in pairs(&repo().join(dir)) {
-            for f in [&i, &s] {
-                let v: serde_json::Value =
-                    serde_json::from_str(&std::fs::read_to_string(f).unwrap()).unwrap();
-                assert!(
-                    v.get("note")
-                        .and_then(|n| n.as_str())
-                        .is_some_and(|n| n.len() > 20),
-                    "{} has no note",
-                    f.display()
-                );
-            }
+            assert_has_note(&i);
+            assert_has_note(&s);
             let (inst, sched) = load(&i, &s);
             let r = agree(&inst, &sched);
             let name = s.file_name().unwrap().to_string_lossy().to_string();
@@ -59,20 +50,10 @@ fn agree_on_random_activation_schedules_and_their_mutations() {
         if !r.valid {
             return TestResult::failed();
         }
-        let mut m = s;
-        for (w, i, d) in muts.into_iter().take(3) {
-            if let Some(x) = random_mutation(&m, w, i, d) {
-                m = x;
-                agree(&inst, &m);
-            }
-        }
+        agree_after_mutations(&inst, s, muts);
         TestResult::passed()
     }
-    QuickCheck::new()
-        .tests(cases(300))
-        .max_tests(cases(3000))
-        .min_tests_passed(cases(100))
-        .quickcheck(prop as fn(_, _, _, _, _, _) -> TestResult);
+    qc(300, 100).quickcheck(prop as fn(_, _, _, _, _, _) -> TestResult);
 }
 
 #[test]
@@ -93,18 +74,8 @@ fn agree_on_random_weight_schedules_and_their_mutations() {
         if !r.valid {
             return TestResult::failed();
         }
-        let mut m = s;
-        for (w, i, d) in muts.into_iter().take(3) {
-            if let Some(x) = random_mutation(&m, w, i, d) {
-                m = x;
-                agree(&inst, &m);
-            }
-        }
+        agree_after_mutations(&inst, s, muts);
         TestResult::passed()
     }
-    QuickCheck::new()
-        .tests(cases(300))
-        .max_tests(cases(3000))
-        .min_tests_passed(cases(100))
-        .quickcheck(prop as fn(_, _, _, _) -> TestResult);
+    qc(300, 100).quickcheck(prop as fn(_, _, _, _) -> TestResult);
 }

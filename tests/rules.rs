@@ -578,17 +578,8 @@ fn every_fixture_has_a_note_and_the_expected_verdict() {
     let all = pairs(&dir);
     assert!(all.len() >= 20, "{} fixtures", all.len());
     for (i, s) in all {
-        for f in [&i, &s] {
-            let v: serde_json::Value =
-                serde_json::from_str(&std::fs::read_to_string(f).unwrap()).unwrap();
-            assert!(
-                v.get("note")
-                    .and_then(|n| n.as_str())
-                    .is_some_and(|n| n.len() > 20),
-                "{} has no note",
-                f.display()
-            );
-        }
+        assert_has_note(&i);
+        assert_has_note(&s);
         let (inst, sched) = load(&i, &s);
         let name = s.file_name().unwrap().to_string_lossy().to_string();
         assert_eq!(

@@ -5,13 +5,14 @@
 
 mod common;
 
+use common::{qc, tensor, tiny, under, weights, TinyWeight};
 use offcert::check::check;
 use offcert::exact::{milp, search, ExactError, Limits, Outcome, Status};
 use offcert::family::weight_chain::{WeightChain, WeightLayer};
 use offcert::family::{BandwidthFile, InstanceFile};
-use offcert::model::{Direction, Duplex, Instance, ReleaseRule, TensorId};
+use offcert::model::{Direction, Instance, ReleaseRule};
 use offcert::schedule::Event;
-use quickcheck::{Arbitrary, Gen, QuickCheck, TestResult};
+use quickcheck::TestResult;
 use std::sync::atomic::{AtomicUsize, Ordering};
 use std::time::Duration;
 
@@ -20,17 +21,6 @@ fn limits(secs: u64) -> Limits {
         time_limit: Duration::from_secs(secs),
         ..Default::default()
     }
-}
-
-fn load(name: &str) -> Instance {
-    let path = format!("instances/tiny/{name}.json");
-    offcert::io::load_instance(std::path::Path::new(&path))
-        .unwrap()
-        .1
-}
-
-fn tensor(inst: &Instance, name: &str) -> TensorId {
-    TensorId(inst.tensors.iter().position(|t| t.name == name).unwrap() as u32)
 }
 
 /// The search's checked answer: (status, period), the schedule replayed.
@@ -46,12 +36,6 @@ fn solve(inst: &Instance) -> (Status, Option<i64>, Outcome) {
     (out.status, None, out)
 }
 
-fn under(inst: &Instance, rule: ReleaseRule) -> Instance {
-    let mut i = inst.clone();
-    i.release = rule;
-    i
-}
-
 /// The known answers (derived by hand in each note): default rule, then the
 /// relaxation after_start.
 #[test]
@@ -62,15 +46,15 @@ fn known_periods_of_the_tiny_weight_chains() {
         ("weight_discount_lowers", Some(14), Some(13)),
         ("weight_infeasible", None, None),
     ] {
-        assert_eq!(load(name).release, ReleaseRule::AfterEnd);
-        let (status, got, _) = solve(&under(&load(name), ReleaseRule::AfterStart));
+        assert_eq!(tiny(name).release, ReleaseRule::AfterEnd);
+        let (status, got, _) = solve(&under(&tiny(name), ReleaseRule::AfterStart));
         let want_status = if relaxed.is_some() {
             Status::Optimal
         } else {
             Status::Infeasible
         };
         assert_eq!((status, got), (want_status, relaxed), "{name} after_start");
-        let (status, got, _) = solve(&load(name));
+        let (status, got, _) = solve(&tiny(name));
         let want_status = if want.is_some() {
             Status::Optimal
         } else {
@@ -92,7 +76,7 @@ fn the_discount_rule_comes_out_of_the_search() {
 }
 
 fn discount_rule_under(rule: ReleaseRule, want: i64) {
-    let inst = under(&load("weight_discount_lowers"), rule);
+    let inst = under(&tiny("weight_discount_lowers"), rule);
     let (_, got, out) = solve(&inst);
     assert_eq!(got, Some(want), "{rule}");
     let s = out.schedule.unwrap();
@@ -116,22 +100,7 @@ fn discount_rule_under(rule: ReleaseRule, want: i64) {
 
 #[test]
 fn one_layer_with_room_is_pure_compute() {
-    let inst = WeightChain {
-        name: "w".into(),
-        note: None,
-        layers: vec![WeightLayer {
-            u_f: 1,
-            u_b: 1,
-            w: 1,
-            a: 1,
-        }],
-        a0: 1,
-        gpu_memory: 10,
-        bandwidth: BandwidthFile::PerTick(1),
-        release: Default::default(),
-    }
-    .compile()
-    .unwrap();
+    let inst = weights(&[(1, 1, 1, 1)], 1, 10, 1);
     let (status, got, _) = solve(&inst);
     assert_eq!((status, got), (Status::Optimal, Some(2)));
 }
@@ -165,121 +134,13 @@ fn a_long_weight_chain_stops_with_unknown() {
 /// Out of the cyclic scope: a per-iteration tensor that moves.
 #[test]
 fn a_moving_per_iteration_tensor_is_refused() {
-    let mut inst = load("weight_fits");
+    let mut inst = tiny("weight_fits");
     let a1 = tensor(&inst, "a1");
     inst.tensors[a1.ix()].transferable = true;
     assert!(matches!(
         search::solve(&inst, &limits(10)),
         Err(ExactError::Unsupported { .. })
     ));
-}
-
-/// A random tiny weight chain: 1–3 layers, zero durations (forward and
-/// backward), activations, an input buffer, rational β (transfers of up to 6
-/// ticks), and a memory from just too small to "everything fits". One case in
-/// four is made half duplex after compiling (a `core`-style cyclic instance:
-/// offloads and prefetches share one link).
-#[derive(Clone, Debug)]
-struct Tiny(WeightChain, bool);
-
-impl Tiny {
-    fn instance(&self) -> Option<Instance> {
-        let mut inst = self.0.compile().ok()?;
-        if self.1 {
-            inst.machine.duplex = Duplex::HalfDuplex;
-        }
-        Some(inst)
-    }
-}
-
-fn pick(g: &mut Gen, lo: u64, hi: u64) -> u64 {
-    lo + u64::arbitrary(g) % (hi - lo + 1)
-}
-
-impl Arbitrary for Tiny {
-    fn arbitrary(g: &mut Gen) -> Tiny {
-        let n = pick(g, 1, 3) as usize;
-        let layers: Vec<WeightLayer> = (0..n)
-            .map(|_| WeightLayer {
-                u_f: pick(g, 0, 2) as i64,
-                u_b: pick(g, 0, 3) as i64,
-                w: pick(g, 0, 3),
-                a: pick(g, 0, 2),
-            })
-            .collect();
-        let mut w = WeightChain {
-            name: "random-weight".into(),
-            note: None,
-            layers,
-            a0: pick(g, 0, 1),
-            gpu_memory: 0,
-            bandwidth: *g
-                .choose(&[
-                    BandwidthFile::PerTick(1),
-                    BandwidthFile::PerTick(2),
-                    BandwidthFile::Ratio { bytes: 1, ticks: 2 },
-                    BandwidthFile::Ratio { bytes: 3, ticks: 2 },
-                ])
-                .unwrap(),
-            release: Default::default(),
-        };
-        // From the largest eq. (1) need to room for everything at once (pure
-        // compute): one case in six a byte short of that need (infeasible),
-        // two in six within two bytes of it (transfers on the critical path).
-        let all: u64 = w.layers.iter().map(|l| l.w + l.a).sum::<u64>() + w.a0;
-        let top = all + w.layers.iter().map(|l| l.w).max().unwrap();
-        let need = (1..=n).map(|i| w.mb(i).unwrap()).max().unwrap();
-        w.gpu_memory = match pick(g, 0, 5) {
-            0 => need.saturating_sub(1),
-            1 | 2 => pick(g, need, (need + 2).min(top.max(need))),
-            _ => pick(g, need, top.max(need)),
-        };
-        w.release = *g
-            .choose(&[ReleaseRule::AfterEnd, ReleaseRule::AfterStart])
-            .unwrap();
-        Tiny(w, pick(g, 0, 3) == 0)
-    }
-
-    fn shrink(&self) -> Box<dyn Iterator<Item = Tiny>> {
-        let w = self.0.clone();
-        let mut out = vec![];
-        if self.1 {
-            out.push(Tiny(w.clone(), false));
-        }
-        if w.layers.len() > 1 {
-            for i in 0..w.layers.len() {
-                let mut v = w.clone();
-                v.layers.remove(i);
-                out.push(Tiny(v, self.1));
-            }
-        }
-        for i in 0..w.layers.len() {
-            let l = &w.layers[i];
-            for (f, b, ww, a) in [
-                (l.u_f - 1, l.u_b, l.w, l.a),
-                (l.u_f, l.u_b - 1, l.w, l.a),
-                (l.u_f, l.u_b, l.w.wrapping_sub(1), l.a),
-                (l.u_f, l.u_b, l.w, l.a.wrapping_sub(1)),
-            ] {
-                if f >= 0 && b >= 0 && ww <= 3 && a <= 2 {
-                    let mut v = w.clone();
-                    v.layers[i] = WeightLayer {
-                        u_f: f,
-                        u_b: b,
-                        w: ww,
-                        a,
-                    };
-                    out.push(Tiny(v, self.1));
-                }
-            }
-        }
-        if w.gpu_memory > 0 {
-            let mut v = w.clone();
-            v.gpu_memory -= 1;
-            out.push(Tiny(v, self.1));
-        }
-        Box::new(out.into_iter())
-    }
 }
 
 static CASES: AtomicUsize = AtomicUsize::new(0);
@@ -291,7 +152,7 @@ static TIGHT: AtomicUsize = AtomicUsize::new(0);
 /// The slowest search, in milliseconds.
 static SLOWEST_MS: AtomicUsize = AtomicUsize::new(0);
 
-fn agree(t: Tiny) -> TestResult {
+fn agree(t: TinyWeight) -> TestResult {
     let Some(inst) = t.instance() else {
         return TestResult::discard();
     };
@@ -365,12 +226,7 @@ fn agree(t: Tiny) -> TestResult {
 /// figure in proofs/SEARCH.md came from one). Fails if too few cases pass.
 #[test]
 fn search_and_milp_agree_on_random_weight_chains() {
-    let cases = common::cases(40);
-    QuickCheck::new()
-        .tests(cases)
-        .max_tests(cases * 10)
-        .min_tests_passed(cases)
-        .quickcheck(agree as fn(Tiny) -> TestResult);
+    qc(40, 40).quickcheck(agree as fn(TinyWeight) -> TestResult);
     eprintln!(
         "agreeing cases: {} ({} optimal, {} of them above the total compute; {} infeasible); search unknown (skipped): {}; slowest search {} ms",
         CASES.load(Ordering::Relaxed),

@@ -28,7 +28,10 @@ fn tmp(name: &str) -> String {
 
 #[test]
 fn exit_codes() {
-    let (c, out) = offcert(&["audit", "../shared/traces/nsys_h200_nvfuser_report1.sqlite"]);
+    let (c, out) = offcert(&[
+        "audit",
+        "tests/data/traces/nsys_h200_nvfuser_report1.sqlite",
+    ]);
     assert_eq!(c, 0, "{out}");
     assert!(out.contains("CUPTI_ACTIVITY_KIND_KERNEL 19"), "{out}");
 
@@ -74,7 +77,7 @@ fn exit_codes() {
     assert!(out.contains("memory-budget"), "{out}");
 
     // Truncated gzip: exit 2, the file named.
-    let gz = std::fs::read(format!("{ROOT}/../shared/traces/kineto2021_v100-dgxs-32gb_resnet50_train_tbplugin.pt.trace.json.gz")).unwrap();
+    let gz = std::fs::read(format!("{ROOT}/tests/data/traces/kineto2021_v100-dgxs-32gb_resnet50_train_tbplugin.pt.trace.json.gz")).unwrap();
     let cut = tmp("cut.json.gz");
     std::fs::write(&cut, &gz[..gz.len() / 50]).unwrap();
     let (c, out) = offcert(&["audit", &cut]);

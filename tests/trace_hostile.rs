@@ -183,7 +183,7 @@ fn hostile_nsys_files_are_errors() {
     let dir = std::env::temp_dir().join(format!("offcert-hostile-{}", std::process::id()));
     std::fs::create_dir_all(&dir).unwrap();
     let real = std::fs::read(format!(
-        "{ROOT}/../shared/traces/nsys_h200_nvfuser_report1.sqlite"
+        "{ROOT}/tests/data/traces/nsys_h200_nvfuser_report1.sqlite"
     ))
     .unwrap();
     // Truncated database files: error or a (partial) read, never a panic.

@@ -1,4 +1,5 @@
-//! The four shared real traces import and audit, and reproduce figures computed
+//! The four real traces bundled in `tests/data/traces/` (provenance and licences in
+//! `PROVENANCE.md` there) import and audit, and reproduce figures computed
 //! independently by `tests/scripts/trace_figures.py` (Python stdlib only; its output
 //! is pasted here).
 
@@ -8,7 +9,7 @@ use offcert::units::Bytes;
 use std::path::PathBuf;
 
 fn shared(name: &str) -> PathBuf {
-    PathBuf::from(concat!(env!("CARGO_MANIFEST_DIR"), "/../shared/traces/")).join(name)
+    PathBuf::from(concat!(env!("CARGO_MANIFEST_DIR"), "/tests/data/traces/")).join(name)
 }
 
 fn load(name: &str) -> Trace {

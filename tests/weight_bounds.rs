@@ -1,18 +1,17 @@
 //! The §6 bounds: never above a checked heuristic period, the certified bound
 //! never above the MIP's, and the counterexample to the MILP as printed.
 
-mod weight_common;
+mod common;
 
+use common::{qc, weight_chain_of, SmallChain};
 use num_bigint::BigInt;
 use num_rational::BigRational;
-use offcert::bound::weight::model::Variant;
+use offcert::bound::weight::sec6_milp::Variant;
 use offcert::bound::weight::{Sec6Certified, Sec6Milp};
 use offcert::bound::Strength;
-use offcert::family::weight_chain::{WeightChain, WeightLayer};
-use offcert::family::{BandwidthFile, InstanceFile};
+use offcert::family::weight_chain::WeightChain;
+use offcert::family::InstanceFile;
 use offcert::heuristic::{run, weight};
-use quickcheck::QuickCheck;
-use weight_common::SmallChain;
 
 fn rat(x: i64) -> BigRational {
     BigRational::from_integer(BigInt::from(x))
@@ -68,24 +67,11 @@ fn bounds_below_heuristics(c: SmallChain) -> bool {
 
 #[test]
 fn bounds_are_below_every_heuristic_on_random_chains() {
-    QuickCheck::new()
-        .tests(60)
-        .quickcheck(bounds_below_heuristics as fn(SmallChain) -> bool);
+    qc(60, 60).quickcheck(bounds_below_heuristics as fn(SmallChain) -> bool);
 }
 
 fn chain(layers: &[(i64, i64, u64, u64)], gpu_memory: u64, bw: u64) -> WeightChain {
-    WeightChain {
-        name: "hand".into(),
-        note: None,
-        layers: layers
-            .iter()
-            .map(|&(u_f, u_b, w, a)| WeightLayer { u_f, u_b, w, a })
-            .collect(),
-        a0: 0,
-        gpu_memory,
-        bandwidth: BandwidthFile::PerTick(bw),
-        release: Default::default(),
-    }
+    weight_chain_of("hand", layers, 0, gpu_memory, bw)
 }
 
 #[test]
@@ -159,7 +145,7 @@ fn the_milp_as_printed_exceeds_a_valid_period() {
 #[test]
 fn any_dual_vector_gives_a_valid_bound() {
     use offcert::bound::weight::certify::certified_bound;
-    use offcert::bound::weight::model::build;
+    use offcert::bound::weight::sec6_milp::build;
     let c = chain(&[(1, 1, 10, 0), (1, 1, 10, 0)], 20, 1);
     let best = rat(best_heuristic(&c));
     let m = build(&c, Variant::Corrected).unwrap();

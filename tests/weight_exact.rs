@@ -7,46 +7,18 @@ use num_rational::BigRational;
 use offcert::bound::weight::{Sec6Certified, Sec6Milp};
 use offcert::check::check;
 use offcert::exact::{milp, smt, Limits, Status};
-use offcert::family::weight_chain::{WeightChain, WeightLayer};
-use offcert::family::{BandwidthFile, InstanceFile};
+use offcert::family::InstanceFile;
 use offcert::heuristic::{run, weight, HeuristicError};
-use offcert::model::{Instance, ReleaseRule};
-use quickcheck::{Arbitrary, Gen, QuickCheck, TestResult};
+use offcert::model::Instance;
+use quickcheck::TestResult;
 use std::sync::atomic::{AtomicUsize, Ordering};
 use std::time::Duration;
 
+mod common;
+
+use common::{cases, qc, RoomyWeight, TightWeight};
+
 static SOLVED: AtomicUsize = AtomicUsize::new(0);
-
-#[derive(Clone, Debug)]
-struct Tiny(WeightChain);
-
-impl Arbitrary for Tiny {
-    fn arbitrary(g: &mut Gen) -> Tiny {
-        let pick = |g: &mut Gen, n: u64| u64::arbitrary(g) % n;
-        let l = 1 + pick(g, 3) as usize;
-        let layers: Vec<WeightLayer> = (0..l)
-            .map(|_| WeightLayer {
-                u_f: 1 + pick(g, 3) as i64,
-                u_b: 1 + pick(g, 3) as i64,
-                w: 1 + pick(g, 3),
-                a: pick(g, 2),
-            })
-            .collect();
-        let mut c = WeightChain {
-            name: "tiny".into(),
-            note: None,
-            layers,
-            a0: 0,
-            gpu_memory: 0,
-            bandwidth: BandwidthFile::PerTick(1),
-            release: Default::default(),
-        };
-        let peak = (1..=l).map(|i| c.mb(i).unwrap()).max().unwrap();
-        let total: u64 = c.layers.iter().map(|x| x.w).sum();
-        c.gpu_memory = peak + pick(g, total);
-        Tiny(c)
-    }
-}
 
 /// The exact optimum, if a method proves it within its limit (schedule checked).
 fn optimum(inst: &Instance) -> Option<i64> {
@@ -69,7 +41,7 @@ fn optimum(inst: &Instance) -> Option<i64> {
     None
 }
 
-fn bound_optimum_heuristic(t: Tiny) -> TestResult {
+fn bound_optimum_heuristic(t: RoomyWeight) -> TestResult {
     let c = t.0;
     let file = InstanceFile::WeightChain(c.clone());
     let inst = file.compile().unwrap();
@@ -99,57 +71,13 @@ fn bound_optimum_heuristic(t: Tiny) -> TestResult {
 
 #[test]
 fn bounds_below_optimum_below_heuristics() {
-    QuickCheck::new()
-        .tests(12)
-        .max_tests(40)
-        .quickcheck(bound_optimum_heuristic as fn(Tiny) -> TestResult);
+    qc(12, 6)
+        .max_tests(cases(40))
+        .quickcheck(bound_optimum_heuristic as fn(RoomyWeight) -> TestResult);
     assert!(
         SOLVED.load(Ordering::SeqCst) >= 6,
         "too few instances solved exactly"
     );
-}
-
-/// A weight chain with tight memory: from the largest eq. (1) need to two
-/// bytes above it (zero durations included), under either release rule.
-#[derive(Clone, Debug)]
-struct Tight(WeightChain);
-
-impl Arbitrary for Tight {
-    fn arbitrary(g: &mut Gen) -> Tight {
-        let pick = |g: &mut Gen, lo: u64, hi: u64| lo + u64::arbitrary(g) % (hi - lo + 1);
-        let l = pick(g, 1, 3) as usize;
-        let layers: Vec<WeightLayer> = (0..l)
-            .map(|_| WeightLayer {
-                u_f: pick(g, 0, 2) as i64,
-                u_b: pick(g, 0, 3) as i64,
-                w: pick(g, 1, 3),
-                a: pick(g, 0, 2),
-            })
-            .collect();
-        let mut c = WeightChain {
-            name: "tight".into(),
-            note: None,
-            layers,
-            a0: pick(g, 0, 1),
-            gpu_memory: 0,
-            bandwidth: *g
-                .choose(&[
-                    BandwidthFile::PerTick(1),
-                    BandwidthFile::PerTick(2),
-                    BandwidthFile::Ratio { bytes: 1, ticks: 2 },
-                ])
-                .unwrap(),
-            release: *g
-                .choose(&[ReleaseRule::AfterEnd, ReleaseRule::AfterStart])
-                .unwrap(),
-        };
-        let need = (1..=l)
-            .map(|i| c.mb(i).unwrap().max(c.mf(i).unwrap()))
-            .max()
-            .unwrap();
-        c.gpu_memory = pick(g, need, need + 2);
-        Tight(c)
-    }
 }
 
 static TIGHT_SOLVED: AtomicUsize = AtomicUsize::new(0);
@@ -158,7 +86,7 @@ static TIGHT_SOLVED: AtomicUsize = AtomicUsize::new(0);
 /// period, with the optimum proved by the exhaustive search (no solver) under
 /// the instance's release rule, on tight memory. Fails if too few cases pass
 /// (every one discarded included).
-fn bound_search_optimum_heuristic(t: Tight) -> TestResult {
+fn bound_search_optimum_heuristic(t: TightWeight) -> TestResult {
     let c = t.0;
     let file = InstanceFile::WeightChain(c.clone());
     let inst = file.compile().unwrap();
@@ -224,11 +152,7 @@ fn bound_search_optimum_heuristic(t: Tight) -> TestResult {
 
 #[test]
 fn bounds_below_search_optimum_below_heuristics_on_tight_memory() {
-    QuickCheck::new()
-        .tests(30)
-        .max_tests(300)
-        .min_tests_passed(30)
-        .quickcheck(bound_search_optimum_heuristic as fn(Tight) -> TestResult);
+    qc(30, 30).quickcheck(bound_search_optimum_heuristic as fn(TightWeight) -> TestResult);
     eprintln!(
         "tight weight chains solved: {}",
         TIGHT_SOLVED.load(Ordering::SeqCst)

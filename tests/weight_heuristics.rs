@@ -1,14 +1,18 @@
 //! Every weight heuristic returns a schedule the checker accepts, on random small
 //! chains and on hand-made corner cases.
 
-mod weight_common;
+mod common;
 
+use common::{qc, SmallChain};
 use offcert::heuristic::{run, weight, HeuristicError};
-use quickcheck_macros::quickcheck;
-use weight_common::SmallChain;
 
-#[quickcheck]
-fn every_heuristic_schedule_is_valid(c: SmallChain) -> bool {
+/// quickcheck's default number of cases (100), none discarded.
+#[test]
+fn every_heuristic_schedule_is_valid() {
+    qc(100, 100).quickcheck(valid as fn(SmallChain) -> bool);
+}
+
+fn valid(c: SmallChain) -> bool {
     let file = c.file();
     let inst = file.compile().expect("random chains compile");
     for h in weight::heuristics() {

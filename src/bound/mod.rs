@@ -6,10 +6,11 @@
 //! Must not import: heuristics, exact solvers' internals.
 
 pub mod activation;
+pub mod op_sequence;
 pub mod remat;
 pub mod weight;
 
-use crate::family::InstanceFile;
+use crate::family::{ActivationChain, InstanceFile, WeightChain};
 use crate::model::Instance;
 use num_bigint::BigInt;
 use num_rational::BigRational;
@@ -85,15 +86,57 @@ impl LowerBound {
 pub enum BoundError {
     #[error("bound {bound} does not apply to family {family}")]
     NotApplicable { bound: &'static str, family: String },
-    #[error("bound {bound}: {message}")]
+    #[error("bound {bound}: {cause}")]
     Failed {
         bound: &'static str,
-        message: String,
+        #[source]
+        cause: Failure,
     },
     /// No schedule exists at all (e.g. an op alone needs more than the GPU
     /// memory), so no finite bound is meaningful.
     #[error("bound {bound}: the instance has no valid schedule: {reason}")]
     Infeasible { bound: &'static str, reason: String },
+}
+
+/// Why a bound could not be computed (the cause of [`BoundError::Failed`]).
+#[derive(Debug, thiserror::Error)]
+#[non_exhaustive]
+pub enum Failure {
+    /// The §6 MILP cannot be built.
+    #[error(transparent)]
+    Model(#[from] weight::sec6_milp::ModelIssue),
+    /// HiGHS gave no answer.
+    #[error(transparent)]
+    Lp(#[from] crate::lp::LpError),
+    #[error("the MILP is infeasible (solver-reported)")]
+    MilpInfeasible,
+    /// Any other HiGHS model status, by its name.
+    #[error("HiGHS status {0}")]
+    SolverStatus(String),
+    #[error("no finite MIP bound before the time limit")]
+    NoMipBound,
+    /// The certificate's dual vector leaves a column unbounded.
+    #[error(transparent)]
+    Unbounded(#[from] weight::certify::Unbounded),
+    /// The fractional sweep (internal error).
+    #[error("ended with {0} B still on the CPU")]
+    LeftOnCpu(BigRational),
+    /// The fractional sweep (internal error).
+    #[error("stuck at t={at} before {op} with {cpu} B on the CPU")]
+    Stuck {
+        at: Box<BigRational>,
+        op: String,
+        cpu: Box<BigRational>,
+    },
+    /// The fractional sweep (internal error).
+    #[error("did not converge (internal error)")]
+    NoConvergence,
+    /// The instance file does not describe a well-formed instance.
+    #[error(transparent)]
+    Instance(#[from] crate::model::ModelError),
+    /// The instance's byte sizes overflow `u64` when added up.
+    #[error("sizes overflow")]
+    SizesOverflow,
 }
 
 /// A lower-bound method.
@@ -104,10 +147,35 @@ pub trait BoundMethod: Send + Sync {
     fn bound(&self, file: &InstanceFile, inst: &Instance) -> Result<LowerBound, BoundError>;
 }
 
+/// The weight chain of `file`, or `bound`'s NotApplicable error.
+fn weight_chain<'a>(
+    bound: &'static str,
+    file: &'a InstanceFile,
+) -> Result<&'a WeightChain, BoundError> {
+    file.weight_chain()
+        .ok_or_else(|| BoundError::NotApplicable {
+            bound,
+            family: file.family().into(),
+        })
+}
+
+/// The activation chain of `file`, or `bound`'s NotApplicable error.
+fn activation_chain<'a>(
+    bound: &'static str,
+    file: &'a InstanceFile,
+) -> Result<&'a ActivationChain, BoundError> {
+    file.activation_chain()
+        .ok_or_else(|| BoundError::NotApplicable {
+            bound,
+            family: file.family().into(),
+        })
+}
+
 /// Every bound method, both families.
 pub fn all() -> Vec<Box<dyn BoundMethod>> {
     let mut v = activation::bounds();
     v.extend(weight::bounds());
+    v.extend(op_sequence::bounds());
     v.extend(remat::bounds());
     v
 }
@@ -141,4 +209,26 @@ pub fn best<'a>(bounds: impl IntoIterator<Item = &'a LowerBound>) -> Option<&'a 
         };
     }
     best
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn a_failed_bound_keeps_its_typed_cause() {
+        let e = BoundError::Failed {
+            bound: "milp-sec6",
+            cause: Failure::from(weight::sec6_milp::ModelIssue::Overflow),
+        };
+        let cause = std::error::Error::source(&e).expect("a cause");
+        assert!(matches!(
+            cause.downcast_ref::<Failure>(),
+            Some(Failure::Model(weight::sec6_milp::ModelIssue::Overflow))
+        ));
+        assert_eq!(
+            e.to_string(),
+            "bound milp-sec6: memory sizes overflow 64 bits"
+        );
+    }
 }

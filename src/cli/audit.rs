@@ -1,5 +1,6 @@
 //! `offcert audit TRACE [--instance I --mapping M [--plan S]] [--budget B] [--link-gbps G]`:
 //! audit a runtime trace (Kineto JSON, plain or gzip, or Nsight Systems SQLite).
+//! `--plot FILE.svg` draws it (crate::report::trace_plot).
 //! Exit 0 clean, 1 rule violations found, 2 bad input.
 
 use crate::check::Report;
@@ -53,6 +54,10 @@ pub struct AuditArgs {
     /// Print the machine-readable result.
     #[arg(long)]
     pub json: bool,
+    /// Draw the trace (kernel and copy lanes, device memory, findings marked)
+    /// into this SVG file; one GPU: --device, else the first with a finding.
+    #[arg(long, value_name = "FILE.svg")]
+    pub plot: Option<PathBuf>,
 }
 
 #[derive(Serialize)]
@@ -86,33 +91,12 @@ pub fn run(a: AuditArgs) -> anyhow::Result<ExitCode> {
         Some(p) => Some(Mapping::load(p)?),
         None => None,
     };
-    let tick_ns = mapping
-        .as_ref()
-        .and_then(|m| m.tick_ns)
-        .or(tr.meta.as_ref().map(|m| m.tick_ns))
-        .unwrap_or(1000);
-    let link = match &a.link_gbps {
-        Some(t) => Some(LinkRate::from_gbps(t).with_context(|| format!("--link-gbps {t}"))?),
-        None => inst
-            .as_ref()
-            .map(|i| LinkRate::from_model(i.machine.bandwidth, tick_ns)),
-    };
-    let opts = Options {
-        budget: a
-            .budget
-            .map(Bytes)
-            .or(inst.as_ref().map(|i| i.machine.gpu_capacity)),
-        link,
-        duplex: match a.duplex {
-            Some(DuplexArg::Full) => Duplex::FullDuplex,
-            Some(DuplexArg::Half) => Duplex::HalfDuplex,
-            None => inst
-                .as_ref()
-                .map_or(Duplex::FullDuplex, |i| i.machine.duplex),
-        },
-        device: a.device,
-    };
+    let opts = options(&a, &tr, inst.as_ref(), mapping.as_ref())?;
     let ta = audit_trace(&tr, &opts);
+    if let Some(out) = &a.plot {
+        let svg = crate::report::trace_plot::trace_svg(&tr, &ta, &opts, a.device);
+        std::fs::write(out, svg).with_context(|| format!("{}: cannot write", out.display()))?;
+    }
     let mapped = match (&inst, &mapping) {
         (Some(i), Some(m)) => Some(audit_mapped(
             &tr,
@@ -141,24 +125,14 @@ pub fn run(a: AuditArgs) -> anyhow::Result<ExitCode> {
     // Violations that rounding to ticks alone made are not held against the run.
     let clean = ta.violations() == 0 && mapped.as_ref().is_none_or(|m| m.valid());
     if a.json {
-        let out = Out {
-            verdict: if clean { "clean" } else { "violations" },
-            trace: &ta,
-            counts: &tr.counts,
-            mapped: mapped.as_ref(),
-            mapped_verdict: mapped.as_ref().map(|m| match (m.report.valid, m.valid()) {
-                (true, _) => "valid",
-                (false, true) => "valid_in_ns_invalid_after_rounding",
-                (false, false) => "invalid",
-            }),
-            explanations: match (&mapped, &inst) {
-                (Some(m), Some(i)) => {
-                    Some(m.report.violations.iter().map(|v| v.describe(i)).collect())
-                }
-                _ => None,
-            },
-            plan: plan.as_ref(),
-        };
+        let out = json_out(
+            &tr,
+            &ta,
+            inst.as_ref(),
+            mapped.as_ref(),
+            plan.as_ref(),
+            clean,
+        );
         println!("{}", serde_json::to_string_pretty(&out)?);
     } else {
         print!(
@@ -176,6 +150,60 @@ pub fn run(a: AuditArgs) -> anyhow::Result<ExitCode> {
     Ok(super::verdict_code(clean))
 }
 
+/// The trace-only options: each from its flag, else from the instance.
+fn options(
+    a: &AuditArgs,
+    tr: &trace::Trace,
+    inst: Option<&Instance>,
+    mapping: Option<&Mapping>,
+) -> anyhow::Result<Options> {
+    let tick_ns = mapping
+        .and_then(|m| m.tick_ns)
+        .or(tr.meta.as_ref().map(|m| m.tick_ns))
+        .unwrap_or(1000);
+    let link = match &a.link_gbps {
+        Some(t) => Some(LinkRate::from_gbps(t).with_context(|| format!("--link-gbps {t}"))?),
+        None => inst.map(|i| LinkRate::from_model(i.machine.bandwidth, tick_ns)),
+    };
+    Ok(Options {
+        budget: a.budget.map(Bytes).or(inst.map(|i| i.machine.gpu_capacity)),
+        link,
+        duplex: match a.duplex {
+            Some(DuplexArg::Full) => Duplex::FullDuplex,
+            Some(DuplexArg::Half) => Duplex::HalfDuplex,
+            None => inst.map_or(Duplex::FullDuplex, |i| i.machine.duplex),
+        },
+        device: a.device,
+    })
+}
+
+/// The machine-readable result.
+fn json_out<'a>(
+    tr: &'a trace::Trace,
+    ta: &'a TraceAudit,
+    inst: Option<&Instance>,
+    mapped: Option<&'a MappedAudit>,
+    plan: Option<&'a PlanComparison>,
+    clean: bool,
+) -> Out<'a> {
+    Out {
+        verdict: if clean { "clean" } else { "violations" },
+        trace: ta,
+        counts: &tr.counts,
+        mapped,
+        mapped_verdict: mapped.map(|m| match (m.report.valid, m.valid()) {
+            (true, _) => "valid",
+            (false, true) => "valid_in_ns_invalid_after_rounding",
+            (false, false) => "invalid",
+        }),
+        explanations: match (mapped, inst) {
+            (Some(m), Some(i)) => Some(m.report.violations.iter().map(|v| v.describe(i)).collect()),
+            _ => None,
+        },
+        plan,
+    }
+}
+
 fn t(n: Nanos) -> String {
     // Nanoseconds shown as milliseconds with six decimals (exact).
     let sign = if n.0 < 0 { "-" } else { "" };
@@ -191,6 +219,19 @@ fn render(
     plan: Option<&PlanComparison>,
     clean: bool,
 ) -> String {
+    let mut s = render_trace(tr, ta);
+    if let (Some(m), Some(i)) = (mapped, inst) {
+        s.push_str(&render_mapped(m, i));
+    }
+    if let Some(p) = plan {
+        s.push_str(&render_plan(p));
+    }
+    let _ = writeln!(s, "verdict: {}", if clean { "clean" } else { "VIOLATIONS" });
+    s
+}
+
+/// The trace-only audit: per GPU, the findings and the notes.
+fn render_trace(tr: &trace::Trace, ta: &TraceAudit) -> String {
     let mut s = String::new();
     let _ = writeln!(
         s,
@@ -247,80 +288,81 @@ fn render(
     for n in &ta.notes {
         let _ = writeln!(s, "note: {}", serde_json::to_string(n).unwrap_or_default());
     }
-    if let (Some(m), Some(i)) = (mapped, inst) {
+    s
+}
+
+/// The mapped audit: the checker's report on the reconstructed schedule and
+/// what the audit picked out of it.
+fn render_mapped(m: &MappedAudit, i: &Instance) -> String {
+    let mut s = String::new();
+    let _ = writeln!(
+        s,
+        "mapped audit ({} ns per tick, origin {} ns): matched {:?}",
+        m.tick_ns, m.origin_ns, m.matched
+    );
+    for n in &m.mapping_notes {
         let _ = writeln!(
             s,
-            "mapped audit ({} ns per tick, origin {} ns): matched {:?}",
-            m.tick_ns, m.origin_ns, m.matched
+            "  mapping note: {}",
+            serde_json::to_string(n).unwrap_or_default()
         );
-        for n in &m.mapping_notes {
-            let _ = writeln!(
-                s,
-                "  mapping note: {}",
-                serde_json::to_string(n).unwrap_or_default()
-            );
-        }
-        s.push_str(&indent(&super::check::render_text(
-            i,
-            &m.report,
-            "(instance)",
-            "(reconstructed from the trace)",
-        )));
-        for r in &m.races {
-            let _ = writeln!(
-                s,
-                "  race: {} starts at {} but the prefetch of {} ends at {}",
-                r.op, r.start, r.tensor, r.prefetch_ends
-            );
-        }
-        for r in &m.release_races {
-            let _ = writeln!(
-                s,
-                "  race: {} released while in use: {} at {} ns (tick {}) inside {} over [{}, {}) ns (ticks [{}, {}))",
-                r.tensor,
-                r.released_by,
-                r.at_ns.0,
-                r.at,
-                r.held_by,
-                r.held_from_ns.0,
-                r.held_to_ns.0,
-                r.held_from,
-                r.held_to
-            );
-        }
-        if !m.release_rounding_only.is_empty() {
-            let _ = writeln!(
-                s,
-                "  note: {} released-while-in-use witness(es) of the checker come from rounding to ticks alone (the trace's nanoseconds put the release at or after the holder's end, or at or before its start): not races",
-                m.release_rounding_only.len()
-            );
-        }
-        for d in &m.deletes_without_cpu_copy {
-            let _ = writeln!(
-                s,
-                "  delete without a current CPU copy: {} at {}",
-                d.tensor, d.at
-            );
-        }
-        for e in &m.offloads_never_prefetched {
-            let _ = writeln!(
-                s,
-                "  warning: events[{}] offloads a tensor that is never prefetched",
-                e.0
-            );
-        }
-        for e in &m.prefetches_never_used {
-            let _ = writeln!(
-                s,
-                "  warning: events[{}] prefetches a tensor no op reads afterwards",
-                e.0
-            );
-        }
     }
-    if let Some(p) = plan {
-        s.push_str(&render_plan(p));
+    s.push_str(&indent(&super::check::render_text(
+        i,
+        &m.report,
+        "(instance)",
+        "(reconstructed from the trace)",
+    )));
+    for r in &m.races {
+        let _ = writeln!(
+            s,
+            "  race: {} starts at {} but the prefetch of {} ends at {}",
+            r.op, r.start, r.tensor, r.prefetch_ends
+        );
     }
-    let _ = writeln!(s, "verdict: {}", if clean { "clean" } else { "VIOLATIONS" });
+    for r in &m.release_races {
+        let _ = writeln!(
+            s,
+            "  race: {} released while in use: {} at {} ns (tick {}) inside {} over [{}, {}) ns (ticks [{}, {}))",
+            r.tensor,
+            r.released_by,
+            r.at_ns.0,
+            r.at,
+            r.held_by,
+            r.held_from_ns.0,
+            r.held_to_ns.0,
+            r.held_from,
+            r.held_to
+        );
+    }
+    if !m.release_rounding_only.is_empty() {
+        let _ = writeln!(
+            s,
+            "  note: {} released-while-in-use witness(es) of the checker come from rounding to ticks alone (the trace's nanoseconds put the release at or after the holder's end, or at or before its start): not races",
+            m.release_rounding_only.len()
+        );
+    }
+    for d in &m.deletes_without_cpu_copy {
+        let _ = writeln!(
+            s,
+            "  delete without a current CPU copy: {} at {}",
+            d.tensor, d.at
+        );
+    }
+    for e in &m.offloads_never_prefetched {
+        let _ = writeln!(
+            s,
+            "  warning: events[{}] offloads a tensor that is never prefetched",
+            e.0
+        );
+    }
+    for e in &m.prefetches_never_used {
+        let _ = writeln!(
+            s,
+            "  warning: events[{}] prefetches a tensor no op reads afterwards",
+            e.0
+        );
+    }
     s
 }
 

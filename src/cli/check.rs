@@ -1,6 +1,6 @@
-//! `offcert check INSTANCE SCHEDULE [--json]`.
+//! `offcert check INSTANCE SCHEDULE [--json] [--plot FILE.svg]`.
 
-use crate::check::{check, sha256_bytes, Report};
+use crate::check::{check_with_profile, sha256_bytes, Report};
 use crate::io;
 use crate::model::Instance;
 use serde::Serialize;
@@ -16,6 +16,9 @@ pub struct CheckArgs {
     /// Print the machine-readable verdict.
     #[arg(long)]
     pub json: bool,
+    /// Also draw the schedule (as `offcert plot`) into this SVG file.
+    #[arg(long, value_name = "FILE.svg")]
+    pub plot: Option<PathBuf>,
     #[command(flatten)]
     pub release: super::ReleaseOpt,
 }
@@ -40,7 +43,10 @@ pub fn run(a: CheckArgs) -> anyhow::Result<ExitCode> {
     let (_, mut inst) = io::parse_instance(&a.instance.display().to_string(), &itext)?;
     a.release.apply(&mut inst);
     let sched = io::parse_schedule(&a.schedule.display().to_string(), &stext, &inst)?;
-    let report = check(&inst, &sched);
+    let (report, profile) = check_with_profile(&inst, &sched);
+    if let Some(out) = &a.plot {
+        super::plot::write_schedule_svg(out, &inst, &sched, &report, &profile, &a.schedule)?;
+    }
     if a.json {
         let v = FileVerdict {
             instance_file: a.instance.display().to_string(),

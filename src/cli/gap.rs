@@ -1,49 +1,12 @@
-//! `offcert bound|heuristic|gap|sweep` (issue 4): thin handlers over
-//! [`crate::bound`], [`crate::heuristic`] and [`crate::report`].
+//! `offcert gap` (issue 4): heuristics against bounds and optima over files
+//! and budgets, a thin handler over [`crate::report::gap`].
 
-use crate::bound;
 use crate::family::InstanceFile;
-use crate::heuristic;
 use crate::io;
 use crate::report::{self, table, BudgetSpec, GapEntry, GapOptions};
-use crate::schedule::ScheduleFile;
 use anyhow::Context;
 use std::path::{Path, PathBuf};
 use std::process::ExitCode;
-
-#[derive(clap::Args, Debug)]
-pub struct BoundArgs {
-    /// Instance file (JSON, tagged by `family`).
-    pub instance: PathBuf,
-    /// GPU memory to use instead of the file's (bytes, K/M/G suffixes, `min`, `peak` or `P%`).
-    #[arg(long)]
-    pub memory: Option<String>,
-    /// Print JSON.
-    #[arg(long)]
-    pub json: bool,
-    #[command(flatten)]
-    pub release: super::ReleaseOpt,
-}
-
-#[derive(clap::Args, Debug)]
-pub struct HeuristicArgs {
-    /// Instance file (JSON, tagged by `family`).
-    pub instance: PathBuf,
-    /// Heuristic(s) to run (default: every one that applies). Repeatable.
-    #[arg(long = "name", short = 'n')]
-    pub names: Vec<String>,
-    /// GPU memory to use instead of the file's (bytes, K/M/G suffixes, `min`, `peak` or `P%`).
-    #[arg(long)]
-    pub memory: Option<String>,
-    /// Write the (checked) schedule to this file; needs exactly one heuristic.
-    #[arg(long)]
-    pub out: Option<PathBuf>,
-    /// Print JSON.
-    #[arg(long)]
-    pub json: bool,
-    #[command(flatten)]
-    pub release: super::ReleaseOpt,
-}
 
 #[derive(clap::Args, Debug)]
 pub struct GapArgs {
@@ -83,185 +46,6 @@ pub struct GapArgs {
     pub quiet: bool,
     #[command(flatten)]
     pub release: super::ReleaseOpt,
-}
-
-#[derive(clap::Args, Debug)]
-pub struct SweepArgs {
-    /// Instance file (JSON, tagged by `family`).
-    pub instance: PathBuf,
-    /// FROM:TO:STEPS; FROM/TO in bytes (K/M/G suffixes), `min`, `peak` or `P%`.
-    #[arg(long)]
-    pub memory: String,
-    /// Write one instance file per budget into this folder (default: print the budgets).
-    #[arg(long)]
-    pub out: Option<PathBuf>,
-}
-
-fn load(path: &Path) -> anyhow::Result<(InstanceFile, crate::model::Instance)> {
-    Ok(io::load_instance(path)?)
-}
-
-/// The file at one budget given by `spec` (a single value), recompiled.
-fn at_budget(
-    path: &Path,
-    file: InstanceFile,
-    spec: Option<&str>,
-) -> anyhow::Result<(InstanceFile, crate::model::Instance)> {
-    let Some(spec) = spec else {
-        let inst = file.compile().with_context(|| path.display().to_string())?;
-        return Ok((file, inst));
-    };
-    let b = BudgetSpec::parse(spec)?.budgets(&file)?;
-    let f = report::with_budget(&file, b[0]);
-    let inst = f.compile().with_context(|| path.display().to_string())?;
-    Ok((f, inst))
-}
-
-pub fn run_bound(a: BoundArgs) -> anyhow::Result<ExitCode> {
-    let (mut file, _) = load(&a.instance)?;
-    a.release.apply_file(&mut file);
-    let (file, inst) = at_budget(&a.instance, file, a.memory.as_deref())?;
-    let results = bound::evaluate(&file, &inst);
-    if a.json {
-        let v: Vec<serde_json::Value> = results
-            .iter()
-            .map(|(name, r)| match r {
-                Ok(b) => serde_json::json!({
-                    "source": b.source, "strength": b.strength.words(),
-                    "value": b.value.to_string(), "ceil": b.ceil_ticks(),
-                }),
-                Err(e) => serde_json::json!({"source": name, "error": e.to_string()}),
-            })
-            .collect();
-        println!(
-            "{}",
-            serde_json::to_string_pretty(&serde_json::json!({
-                "instance": a.instance.display().to_string(),
-                "family": file.family(),
-                "release": inst.release.as_str(),
-                "memory": report::budget::own_budget(&file),
-                "bounds": v,
-            }))?
-        );
-    } else {
-        println!(
-            "instance {} ({}), memory {} B, release rule {}",
-            a.instance.display(),
-            file.family(),
-            report::budget::own_budget(&file),
-            inst.release
-        );
-        if results.is_empty() {
-            println!("no bound applies to family {}", file.family());
-        }
-        for (name, r) in &results {
-            match r {
-                Ok(b) => println!(
-                    "  {:<18} {:>16} ticks  {}  (exact {})",
-                    b.source,
-                    b.display(),
-                    b.strength.words(),
-                    b.value
-                ),
-                Err(e) => println!("  {name:<18} {e}"),
-            }
-        }
-    }
-    let infeasible = results
-        .iter()
-        .any(|(_, r)| matches!(r, Err(bound::BoundError::Infeasible { .. })));
-    Ok(if infeasible {
-        ExitCode::from(1)
-    } else {
-        ExitCode::SUCCESS
-    })
-}
-
-pub fn run_heuristic(a: HeuristicArgs) -> anyhow::Result<ExitCode> {
-    let (mut file, _) = load(&a.instance)?;
-    a.release.apply_file(&mut file);
-    let (file, inst) = at_budget(&a.instance, file, a.memory.as_deref())?;
-    let all = heuristic::all();
-    let known: Vec<&str> = all.iter().map(|h| h.name()).collect();
-    for n in &a.names {
-        if !known.contains(&n.as_str()) {
-            anyhow::bail!("unknown heuristic `{n}` (known: {})", known.join(", "));
-        }
-    }
-    let chosen: Vec<_> = all
-        .iter()
-        .filter(|h| h.applies(&file))
-        .filter(|h| a.names.is_empty() || a.names.iter().any(|n| n == h.name()))
-        .collect();
-    if chosen.is_empty() {
-        anyhow::bail!("no chosen heuristic applies to family {}", file.family());
-    }
-    if a.out.is_some() && chosen.len() != 1 {
-        anyhow::bail!("--out needs exactly one heuristic (use --name)");
-    }
-    let mut ok = true;
-    let mut out = Vec::new();
-    for h in chosen {
-        let t = std::time::Instant::now();
-        let r = heuristic::run(h.as_ref(), &file, &inst);
-        let secs = t.elapsed().as_secs_f64();
-        match r {
-            Ok(run) => {
-                if let Some(path) = &a.out {
-                    let sf = ScheduleFile::from_schedule(&run.schedule, &inst);
-                    std::fs::write(path, serde_json::to_string_pretty(&sf)? + "\n")
-                        .with_context(|| path.display().to_string())?;
-                }
-                out.push(serde_json::json!({
-                    "heuristic": run.name, "verdict": "valid",
-                    "release": run.report.release.as_str(),
-                    "makespan": run.report.makespan.0,
-                    "peak_memory": run.report.peak_memory.0,
-                    "compute_idle": run.report.compute_idle.0,
-                    "schedule_sha256": run.report.schedule_sha256,
-                    "seconds": secs,
-                }));
-            }
-            Err(e) => {
-                if matches!(e, heuristic::HeuristicError::Invalid { .. }) {
-                    ok = false;
-                }
-                out.push(serde_json::json!({
-                    "heuristic": h.name(),
-                    "verdict": if matches!(e, heuristic::HeuristicError::Invalid { .. }) { "invalid" } else { "no schedule" },
-                    "error": e.to_string(), "seconds": secs,
-                }));
-            }
-        }
-    }
-    if a.json {
-        println!("{}", serde_json::to_string_pretty(&out)?);
-    } else {
-        println!(
-            "instance {} ({}), memory {} B, release rule {}",
-            a.instance.display(),
-            file.family(),
-            report::budget::own_budget(&file),
-            inst.release
-        );
-        for o in &out {
-            match o.get("makespan") {
-                Some(m) => println!(
-                    "  {:<12} valid (checked)  makespan {:>12}  peak memory {} B  ({:.3} s)",
-                    o["heuristic"].as_str().unwrap_or(""),
-                    m,
-                    o["peak_memory"],
-                    o["seconds"].as_f64().unwrap_or(0.0)
-                ),
-                None => println!(
-                    "  {:<12} {}",
-                    o["heuristic"].as_str().unwrap_or(""),
-                    o["error"].as_str().unwrap_or("")
-                ),
-            }
-        }
-    }
-    Ok(super::verdict_code(ok))
 }
 
 /// Expand folders into their instance files, sorted.
@@ -308,13 +92,13 @@ fn exact_optimum(limit: std::time::Duration) -> Box<report::OptimumFn<'static>> 
     Box::new(move |inst| crate::report::exact::optimum(inst, limit))
 }
 
-pub fn run_gap(a: GapArgs) -> anyhow::Result<ExitCode> {
+pub fn run(a: GapArgs) -> anyhow::Result<ExitCode> {
     let files = expand(&a.instances)?;
     let spec = a.memory.as_deref().map(BudgetSpec::parse).transpose()?;
     // Load everything first: bad input fails before any long computation.
     let mut jobs: Vec<(String, InstanceFile, Vec<u64>)> = Vec::new();
     for f in &files {
-        let (mut file, _) = load(f)?;
+        let (mut file, _) = io::load_instance(f)?;
         a.release.apply_file(&mut file);
         let budgets = match &spec {
             Some(s) => s.budgets(&file).with_context(|| f.display().to_string())?,
@@ -378,59 +162,6 @@ pub fn run_gap(a: GapArgs) -> anyhow::Result<ExitCode> {
     if problems > 0 {
         eprintln!("offcert gap: {problems} problem(s) found (bound above a checked makespan, or an invalid schedule)");
         return Ok(ExitCode::from(1));
-    }
-    Ok(ExitCode::SUCCESS)
-}
-
-pub fn run_sweep(a: SweepArgs) -> anyhow::Result<ExitCode> {
-    let (file, _) = load(&a.instance)?;
-    let spec = BudgetSpec::parse(&a.memory)?;
-    let budgets = spec
-        .budgets(&file)
-        .with_context(|| a.instance.display().to_string())?;
-    let stem = a
-        .instance
-        .file_stem()
-        .map(|s| s.to_string_lossy().to_string())
-        .unwrap_or_else(|| "instance".into());
-    if let Some(dir) = &a.out {
-        std::fs::create_dir_all(dir).with_context(|| dir.display().to_string())?;
-    }
-    println!("{:>16} {:>10}  file", "memory (B)", "percent");
-    for (k, b) in budgets.iter().enumerate() {
-        let f = report::with_budget(&file, *b);
-        f.compile()
-            .with_context(|| format!("{} at memory {b} B", a.instance.display()))?;
-        let pct = report::budget::position(&file, *b)
-            .map(|p| format!("{p:.1}%"))
-            .unwrap_or_default();
-        let written = match &a.out {
-            Some(dir) => {
-                let path = dir.join(format!("{stem}.mem{k:03}.json"));
-                let mut v = serde_json::to_value(&f)?;
-                if let Some(o) = v.as_object_mut() {
-                    let note = o
-                        .get("note")
-                        .and_then(|n| n.as_str())
-                        .map(|s| format!("{s} "))
-                        .unwrap_or_default();
-                    o.insert(
-                        "note".into(),
-                        serde_json::Value::String(format!(
-                            "{note}[offcert sweep {}: budget {} of {}]",
-                            spec.text,
-                            k + 1,
-                            budgets.len()
-                        )),
-                    );
-                }
-                std::fs::write(&path, serde_json::to_string_pretty(&v)? + "\n")
-                    .with_context(|| path.display().to_string())?;
-                path.display().to_string()
-            }
-            None => String::new(),
-        };
-        println!("{b:>16} {pct:>10}  {written}");
     }
     Ok(ExitCode::SUCCESS)
 }

@@ -2,14 +2,21 @@
 //! layer over library functions. Errors are `anyhow` here and only here.
 
 pub mod audit;
+pub mod bound;
 pub mod check;
 pub mod examples;
 pub mod export;
 pub mod gap;
+pub mod heuristic;
 pub mod import;
+pub mod plot;
 pub mod solve;
+pub mod sweep;
+pub mod table1;
 
+use anyhow::Context;
 use clap::{Parser, Subcommand};
+use std::path::Path;
 use std::process::ExitCode;
 
 #[derive(Parser, Debug)]
@@ -32,19 +39,23 @@ pub enum Command {
     /// Exact optimum of a small instance (MILP, SMT, search), cross-checked.
     Solve(solve::SolveArgs),
     /// The papers' lower bounds for an instance.
-    Bound(gap::BoundArgs),
+    Bound(bound::BoundArgs),
     /// Run one of the papers' heuristics and check its schedule.
-    Heuristic(gap::HeuristicArgs),
+    Heuristic(heuristic::HeuristicArgs),
     /// Optimality-gap report: heuristics against bounds and optima.
     Gap(gap::GapArgs),
     /// Generate a series of memory budgets of one instance.
-    Sweep(gap::SweepArgs),
+    Sweep(sweep::SweepArgs),
     /// Audit a runtime trace (Kineto JSON or Nsight Systems SQLite).
     Audit(audit::AuditArgs),
     /// Export a schedule as a Chrome-trace JSON (Perfetto, chrome://tracing).
     ExportTrace(export::ExportArgs),
-    /// Import a rotor or rockmate chain as a `remat_chain` instance file.
+    /// Check a schedule and draw it as SVG: lanes, memory curve, violations marked.
+    Plot(plot::PlotArgs),
+    /// Import a program as an instance (`import et`: a PyTorch execution trace).
     Import(import::ImportArgs),
+    /// The out-of-core paper's Table 1 on a synthetic ResNet-50 (window heuristic, checked).
+    WindowTable1(table1::Table1Args),
 }
 
 pub fn run() -> anyhow::Result<ExitCode> {
@@ -53,13 +64,15 @@ pub fn run() -> anyhow::Result<ExitCode> {
         Command::Check(a) => check::run(a),
         Command::Examples(a) => examples::run(a),
         Command::Solve(a) => solve::run(a),
-        Command::Bound(a) => gap::run_bound(a),
-        Command::Heuristic(a) => gap::run_heuristic(a),
-        Command::Gap(a) => gap::run_gap(a),
-        Command::Sweep(a) => gap::run_sweep(a),
+        Command::Bound(a) => bound::run(a),
+        Command::Heuristic(a) => heuristic::run(a),
+        Command::Gap(a) => gap::run(a),
+        Command::Sweep(a) => sweep::run(a),
         Command::Audit(a) => audit::run(a),
         Command::ExportTrace(a) => export::run(a),
+        Command::Plot(a) => plot::run(a),
         Command::Import(a) => import::run(a),
+        Command::WindowTable1(a) => table1::run(a),
     }
 }
 
@@ -84,6 +97,42 @@ impl ReleaseOpt {
             f.set_release(r);
         }
     }
+}
+
+/// The instance file at `path` under `release`, at the one budget given by
+/// `memory` (bytes with K/M/G suffixes, `min`, `peak` or `P%`; default: the
+/// file's own), compiled. The file is loaded and checked as given first, so bad
+/// input fails before the budget is parsed.
+pub fn load_at_memory(
+    path: &Path,
+    release: ReleaseOpt,
+    memory: Option<&str>,
+) -> anyhow::Result<(crate::family::InstanceFile, crate::model::Instance)> {
+    let (mut file, _) = crate::io::load_instance(path)?;
+    release.apply_file(&mut file);
+    let Some(spec) = memory else {
+        let inst = file.compile().with_context(|| path.display().to_string())?;
+        return Ok((file, inst));
+    };
+    let b = crate::report::BudgetSpec::parse(spec)?.budgets(&file)?;
+    let f = crate::report::with_budget(&file, b[0]);
+    let inst = f.compile().with_context(|| path.display().to_string())?;
+    Ok((f, inst))
+}
+
+/// The first line of a per-instance listing: file, family, memory and release rule.
+pub fn instance_line(
+    path: &Path,
+    file: &crate::family::InstanceFile,
+    inst: &crate::model::Instance,
+) -> String {
+    format!(
+        "instance {} ({}), memory {} B, release rule {}",
+        path.display(),
+        file.family(),
+        crate::report::budget::own_budget(file),
+        inst.release
+    )
 }
 
 /// Exit code for a verdict.

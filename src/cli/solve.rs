@@ -7,7 +7,7 @@
 
 use crate::check::sha256_bytes;
 use crate::exact::crosscheck::{self, Verdict};
-use crate::exact::{milp, rescale, ExactError, Limits, Method};
+use crate::exact::{milp, rescale, Limits, Method};
 use crate::family::{CoreFile, InstanceFile};
 use crate::io;
 use crate::model::{Instance, Mode, ReleaseRule};
@@ -212,11 +212,6 @@ fn print_verdict(a: &SolveArgs, inst: &Instance, v: &Verdict, scale: u64) -> any
     Ok(())
 }
 
-/// The SMT-LIB2 refutation of the SMT method (`exact::smt::write_refutation`).
-fn smt_refutation(inst: &Instance, below: Ticks, path: &Path) -> Option<Result<(), ExactError>> {
-    Some(crate::exact::smt::write_refutation(inst, below, path))
-}
-
 /// Run an external solver on a file, if installed: its first output line.
 fn run_external(cmd: &str, args: &[&str], file: &Path) -> Option<String> {
     let out = std::process::Command::new(cmd)
@@ -250,74 +245,22 @@ pub fn write_certificate(
         inst.release.describe(),
         v.label.words()
     );
-    // The instance the schedule's ticks belong to.
-    if scale > 1 {
-        std::fs::write(dir.join("original-instance.json"), text)?;
-        let mut core = CoreFile::from_instance(inst);
-        core.note = Some(format!(
-            "{} (family {}) rescaled by K = {scale} (offcert solve --rescale): 1 tick here = 1/{scale} tick there",
-            inst_path.display(),
-            inst.family
-        ));
-        let f = InstanceFile::Core(core);
-        std::fs::write(
-            dir.join("instance.json"),
-            serde_json::to_string_pretty(&f)? + "\n",
-        )?;
-        readme.push_str(&format!(
-            "time scale: K = {scale}: every tick here is 1/{scale} tick of the original file, so that every transfer time |t|/beta is whole (proofs/EXACTNESS.md §2)\n\
-             instance.json: the rescaled instance (durations x{scale}, beta per tick /{scale}), in the `core` family; every time below is in its ticks\n\
-             original-instance.json: the instance file as given\n"
-        ));
-    } else if inst.release != file_release {
-        // `--release` overrode the file's rule: write the file with the rule used,
-        // so that `offcert check instance.json schedule.json` replays under it.
-        std::fs::write(dir.join("original-instance.json"), text)?;
-        let (mut f, _) = io::parse_instance(&inst_path.display().to_string(), text)?;
-        f.set_release(inst.release);
-        std::fs::write(
-            dir.join("instance.json"),
-            serde_json::to_string_pretty(&f)? + "\n",
-        )?;
-        readme.push_str(&format!(
-            "instance.json: the instance file with `\"release\": \"{}\"` (set by --release; the file says {file_release})\noriginal-instance.json: the instance file as given\n",
-            inst.release
-        ));
-    } else {
-        std::fs::write(dir.join("instance.json"), text)?;
-        readme.push_str("instance.json: the instance file as given\n");
-    }
+    readme.push_str(&write_instance(
+        dir,
+        inst_path,
+        text,
+        inst,
+        scale,
+        file_release,
+    )?);
     let Some(m) = v.makespan else {
         readme.push_str("no schedule was found: nothing to certify\n");
-        for e in &v.evidence {
-            readme.push_str(&format!("evidence: {e}\n"));
-        }
-        for d in &v.disagreements {
-            readme.push_str(&format!("DISAGREEMENT: {d}\n"));
-        }
+        readme.push_str(&evidence_lines(v));
         std::fs::write(dir.join("README.txt"), readme)?;
         return Ok(());
     };
     let optimal = v.label.is_optimal();
-    let s = v
-        .schedule
-        .as_ref()
-        .expect("a makespan comes with its schedule");
-    let f = ScheduleFile::from_schedule(s, inst);
-    std::fs::write(
-        dir.join("schedule.json"),
-        serde_json::to_string_pretty(&f)? + "\n",
-    )?;
-    let rep = v.report.as_ref().expect("a schedule comes with its report");
-    let verdict = serde_json::json!({
-        "verdict": if rep.valid { "valid" } else { "invalid" },
-        "release_rule": rep.release,
-        "report": rep,
-    });
-    std::fs::write(
-        dir.join("verdict.json"),
-        serde_json::to_string_pretty(&verdict)? + "\n",
-    )?;
+    write_schedule(dir, inst, v)?;
     let in_file = if scale > 1 {
         format!(" (= {m}/{scale} ticks of the original file)")
     } else {
@@ -337,12 +280,100 @@ pub fn write_certificate(
             v.label.words()
         ));
     }
+    readme.push_str(&evidence_lines(v));
+    readme.push_str(&write_refutations(dir, inst, m, optimal));
+    std::fs::write(dir.join("README.txt"), readme)?;
+    Ok(())
+}
+
+/// The verdict's evidence and disagreements, one README line each.
+fn evidence_lines(v: &Verdict) -> String {
+    let mut out = String::new();
     for e in &v.evidence {
-        readme.push_str(&format!("evidence: {e}\n"));
+        out.push_str(&format!("evidence: {e}\n"));
     }
     for d in &v.disagreements {
-        readme.push_str(&format!("DISAGREEMENT: {d}\n"));
+        out.push_str(&format!("DISAGREEMENT: {d}\n"));
     }
+    out
+}
+
+/// `instance.json` (the instance the schedule's ticks belong to) and, when it is
+/// not the file as given, `original-instance.json`; their README lines.
+fn write_instance(
+    dir: &Path,
+    inst_path: &Path,
+    text: &str,
+    inst: &Instance,
+    scale: u64,
+    file_release: ReleaseRule,
+) -> anyhow::Result<String> {
+    if scale > 1 {
+        std::fs::write(dir.join("original-instance.json"), text)?;
+        let mut core = CoreFile::from_instance(inst);
+        core.note = Some(format!(
+            "{} (family {}) rescaled by K = {scale} (offcert solve --rescale): 1 tick here = 1/{scale} tick there",
+            inst_path.display(),
+            inst.family
+        ));
+        let f = InstanceFile::Core(core);
+        std::fs::write(
+            dir.join("instance.json"),
+            serde_json::to_string_pretty(&f)? + "\n",
+        )?;
+        Ok(format!(
+            "time scale: K = {scale}: every tick here is 1/{scale} tick of the original file, so that every transfer time |t|/beta is whole (proofs/EXACTNESS.md §2)\n\
+             instance.json: the rescaled instance (durations x{scale}, beta per tick /{scale}), in the `core` family; every time below is in its ticks\n\
+             original-instance.json: the instance file as given\n"
+        ))
+    } else if inst.release != file_release {
+        // `--release` overrode the file's rule: write the file with the rule used,
+        // so that `offcert check instance.json schedule.json` replays under it.
+        std::fs::write(dir.join("original-instance.json"), text)?;
+        let (mut f, _) = io::parse_instance(&inst_path.display().to_string(), text)?;
+        f.set_release(inst.release);
+        std::fs::write(
+            dir.join("instance.json"),
+            serde_json::to_string_pretty(&f)? + "\n",
+        )?;
+        Ok(format!(
+            "instance.json: the instance file with `\"release\": \"{}\"` (set by --release; the file says {file_release})\noriginal-instance.json: the instance file as given\n",
+            inst.release
+        ))
+    } else {
+        std::fs::write(dir.join("instance.json"), text)?;
+        Ok("instance.json: the instance file as given\n".into())
+    }
+}
+
+/// `schedule.json` and the checker's `verdict.json` on it.
+fn write_schedule(dir: &Path, inst: &Instance, v: &Verdict) -> anyhow::Result<()> {
+    let s = v
+        .schedule
+        .as_ref()
+        .expect("a makespan comes with its schedule");
+    let f = ScheduleFile::from_schedule(s, inst);
+    std::fs::write(
+        dir.join("schedule.json"),
+        serde_json::to_string_pretty(&f)? + "\n",
+    )?;
+    let rep = v.report.as_ref().expect("a schedule comes with its report");
+    let verdict = serde_json::json!({
+        "verdict": if rep.valid { "valid" } else { "invalid" },
+        "release_rule": rep.release,
+        "report": rep,
+    });
+    std::fs::write(
+        dir.join("verdict.json"),
+        serde_json::to_string_pretty(&verdict)? + "\n",
+    )?;
+    Ok(())
+}
+
+/// The refutation files for makespan/period `m - 1` (SMT-LIB2 and MILP), and
+/// their README lines, which claim a proof only when `optimal`.
+fn write_refutations(dir: &Path, inst: &Instance, m: Ticks, optimal: bool) -> String {
+    let mut readme = String::new();
     let below = Ticks(m.0 - 1);
     // What an infeasible refutation file would prove, and whether it was proved.
     let refutes = |answer: &str, limits: &str| {
@@ -359,8 +390,8 @@ pub fn write_certificate(
         }
     };
     let smt = dir.join("refutation.smt2");
-    match smt_refutation(inst, below, &smt) {
-        Some(Ok(())) => {
+    match crate::exact::smt::write_refutation(inst, below, &smt) {
+        Ok(()) => {
             readme.push_str(&format!(
                 "refutation.smt2: QF_LIA; {}; re-check: z3 -smt2 refutation.smt2 (or cvc5)\n",
                 refutes(
@@ -375,10 +406,7 @@ pub fn write_certificate(
                 }
             }
         }
-        Some(Err(e)) => readme.push_str(&format!("refutation.smt2: not written: {e}\n")),
-        None => {
-            readme.push_str("refutation.smt2: not written: the SMT method is not in this build\n")
-        }
+        Err(e) => readme.push_str(&format!("refutation.smt2: not written: {e}\n")),
     }
     let lp = dir.join("milp-refute.lp");
     match milp::write_lp(inst, below, false, &lp) {
@@ -404,6 +432,5 @@ pub fn write_certificate(
         }
         Err(e) => readme.push_str(&format!("milp-refute.lp: not written: {e}\n")),
     }
-    std::fs::write(dir.join("README.txt"), readme)?;
-    Ok(())
+    readme
 }

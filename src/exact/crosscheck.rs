@@ -20,7 +20,7 @@
 //! returns none) is kept out of the vote, but never silently: its claim stays in
 //! [`MethodResult::rejected_claim`] and is reported as a disagreement.
 
-use super::{milp, ExactError, Limits, Method, Outcome, Status};
+use super::{milp, ExactError, Limits, Method, Outcome, Rejected, Status};
 use crate::check::{check, Report};
 use crate::model::Instance;
 use crate::schedule::Schedule;
@@ -30,12 +30,12 @@ use std::time::Duration;
 /// A method's entry point.
 pub type SolveFn = fn(&Instance, &Limits) -> Result<Outcome, ExactError>;
 
-/// The entry point of each method available in this build.
-pub fn solver(m: Method) -> Option<SolveFn> {
+/// The entry point of each method.
+pub fn solver(m: Method) -> SolveFn {
     match m {
-        Method::Milp => Some(milp::solve),
-        Method::Smt => Some(super::smt::solve),
-        Method::Search => Some(super::search::solve),
+        Method::Milp => milp::solve,
+        Method::Smt => super::smt::solve,
+        Method::Search => super::search::solve,
     }
 }
 
@@ -91,7 +91,9 @@ pub struct MethodResult {
     pub bound: Option<Ticks>,
     pub elapsed_ms: u128,
     pub notes: Vec<String>,
-    pub error: Option<String>,
+    /// Why the method failed, or why its claim is out of the vote.
+    #[serde(serialize_with = "as_text")]
+    pub error: Option<ExactError>,
     /// The method's own claim when the checker rejected its schedule (or it
     /// claimed a schedule and returned none): out of the vote, reported as a
     /// disagreement.
@@ -118,81 +120,23 @@ pub struct Verdict {
     pub elapsed: Duration,
 }
 
+/// An error as its message (the report's JSON field is text).
+fn as_text<S: serde::Serializer>(e: &Option<ExactError>, s: S) -> Result<S::Ok, S::Error> {
+    serde::Serialize::serialize(&e.as_ref().map(|e| e.to_string()), s)
+}
+
 /// Run one method and replay its schedule.
 pub fn run_one(inst: &Instance, m: Method, limits: &Limits) -> MethodResult {
     run_one_with(inst, m, solver(m), limits)
 }
 
-/// [`run_one`] with the entry point given (`None`: not in this build).
-pub fn run_one_with(
-    inst: &Instance,
-    m: Method,
-    f: Option<SolveFn>,
-    limits: &Limits,
-) -> MethodResult {
+/// [`run_one`] with the entry point given.
+pub fn run_one_with(inst: &Instance, m: Method, f: SolveFn, limits: &Limits) -> MethodResult {
     let started = std::time::Instant::now();
-    let Some(f) = f else {
-        return MethodResult {
-            method: m,
-            status: None,
-            makespan: None,
-            bound: None,
-            elapsed_ms: 0,
-            notes: vec![],
-            error: Some("not available in this build".into()),
-            rejected_claim: None,
-            schedule: None,
-        };
-    };
     match f(inst, limits) {
-        Ok(o) => {
-            let mut r = MethodResult {
-                method: m,
-                status: Some(o.status),
-                makespan: None,
-                bound: o.bound,
-                elapsed_ms: o.elapsed.as_millis(),
-                notes: o.notes,
-                error: None,
-                rejected_claim: None,
-                schedule: None,
-            };
-            if let Some(s) = o.schedule {
-                let rep = check(inst, &s);
-                if rep.valid {
-                    r.makespan = Some(rep.makespan);
-                    r.schedule = Some(s);
-                } else {
-                    let v: Vec<String> = rep
-                        .violations
-                        .iter()
-                        .map(|v| format!("{} at {}", v.kind(), v.at()))
-                        .collect();
-                    r.error = Some(format!(
-                        "its schedule is rejected by the checker: {}",
-                        v.join("; ")
-                    ));
-                    r.rejected_claim = r.status.take();
-                }
-            } else if matches!(o.status, Status::Optimal | Status::Feasible) {
-                r.error = Some("claims a schedule but returned none".into());
-                r.rejected_claim = r.status.take();
-            }
-            r
-        }
+        Ok(o) => replay(inst, m, o),
         // The method replayed its own schedule and the checker rejected it: a
         // claim that a schedule exists, out of the vote but not silently.
-        Err(e @ ExactError::CheckerRejected { .. }) => MethodResult {
-            method: m,
-            status: None,
-            makespan: None,
-            bound: None,
-            elapsed_ms: started.elapsed().as_millis(),
-            notes: vec![],
-            error: Some(e.to_string()),
-            rejected_claim: Some(Status::Feasible),
-            schedule: None,
-        },
         Err(e) => MethodResult {
             method: m,
             status: None,
@@ -200,25 +144,54 @@ pub fn run_one_with(
             bound: None,
             elapsed_ms: started.elapsed().as_millis(),
             notes: vec![],
-            error: Some(e.to_string()),
-            rejected_claim: None,
+            rejected_claim: matches!(e, ExactError::CheckerRejected { .. })
+                .then_some(Status::Feasible),
+            error: Some(e),
             schedule: None,
         },
     }
 }
 
+/// A method's outcome after the checker saw its schedule.
+fn replay(inst: &Instance, m: Method, o: Outcome) -> MethodResult {
+    let mut r = MethodResult {
+        method: m,
+        status: Some(o.status),
+        makespan: None,
+        bound: o.bound,
+        elapsed_ms: o.elapsed.as_millis(),
+        notes: o.notes,
+        error: None,
+        rejected_claim: None,
+        schedule: None,
+    };
+    if let Some(s) = o.schedule {
+        let rep = check(inst, &s);
+        if rep.valid {
+            r.makespan = Some(rep.makespan);
+            r.schedule = Some(s);
+        } else {
+            r.error = Some(ExactError::CheckerRejected {
+                method: m,
+                violations: Rejected(rep.violations),
+            });
+            r.rejected_claim = r.status.take();
+        }
+    } else if matches!(o.status, Status::Optimal | Status::Feasible) {
+        r.error = Some(ExactError::NoSchedule { method: m });
+        r.rejected_claim = r.status.take();
+    }
+    r
+}
+
 /// Run `methods` in turn (each with the full limits) and label the result.
 pub fn run(inst: &Instance, methods: &[Method], limits: &Limits) -> Verdict {
-    let with: Vec<(Method, Option<SolveFn>)> = methods.iter().map(|&m| (m, solver(m))).collect();
+    let with: Vec<(Method, SolveFn)> = methods.iter().map(|&m| (m, solver(m))).collect();
     run_with(inst, &with, limits)
 }
 
 /// [`run`] with each method's entry point given (tests plant faulty methods).
-pub fn run_with(
-    inst: &Instance,
-    methods: &[(Method, Option<SolveFn>)],
-    limits: &Limits,
-) -> Verdict {
+pub fn run_with(inst: &Instance, methods: &[(Method, SolveFn)], limits: &Limits) -> Verdict {
     let started = std::time::Instant::now();
     let mut results = Vec::new();
     for &(m, f) in methods {
@@ -238,7 +211,6 @@ pub fn run_with(
 /// Combine checked method results into a verdict.
 pub fn label(inst: &Instance, results: Vec<MethodResult>, limits: &Limits) -> Verdict {
     let mut evidence = Vec::new();
-    let mut disagreements = Vec::new();
     // The best checked schedule wins, whoever found it.
     let best = results
         .iter()
@@ -247,37 +219,90 @@ pub fn label(inst: &Instance, results: Vec<MethodResult>, limits: &Limits) -> Ve
     let best_ms = best.and_then(|r| r.makespan);
     let schedule = best.and_then(|r| r.schedule.clone());
     let report = schedule.as_ref().map(|s| check(inst, s));
-    let mut agree = Vec::new();
-    // Methods whose schedule the checker rejected: out of the vote, not silently.
+    let mut disagreements = rejected_claims(&results, best_ms);
+    let agree = contested_claims(&results, best_ms, &mut disagreements);
+    let bound = proven_bound(inst, &results, best_ms, &mut evidence);
+    let label = match best_ms {
+        Some(m) => {
+            let mut label = optimal_label(
+                inst,
+                &results,
+                &agree,
+                (m, bound),
+                limits,
+                (&mut evidence, &mut disagreements),
+            );
+            if !disagreements.is_empty() && label == Label::OptimalCrossChecked {
+                // Never call a contested optimum cross-checked.
+                label = Label::OptimalSolverReported;
+            }
+            label
+        }
+        None => infeasible_label(&results, &disagreements, &mut evidence),
+    };
+    let bound = match label {
+        Label::OptimalCrossChecked | Label::OptimalSolverReported => best_ms,
+        _ => bound,
+    };
+    Verdict {
+        label,
+        makespan: best_ms,
+        bound,
+        schedule,
+        report,
+        methods: results,
+        evidence,
+        disagreements,
+        elapsed: Duration::ZERO,
+    }
+}
+
+/// Methods whose schedule the checker rejected: out of the vote, not silently.
+fn rejected_claims(results: &[MethodResult], best_ms: Option<Ticks>) -> Vec<String> {
     let said_infeasible: Vec<Method> = results
         .iter()
         .filter(|r| r.status == Some(Status::Infeasible))
         .map(|r| r.method)
         .collect();
-    for r in &results {
-        if let Some(c) = r.rejected_claim {
-            let prefix = format!("{:?}: ", r.method);
-            let why = r.error.as_deref().unwrap_or("its schedule is rejected");
-            let why = why.strip_prefix(&prefix).unwrap_or(why);
-            let claim = match c {
-                Status::Optimal => "an optimum",
-                Status::Feasible => "a schedule",
-                Status::Infeasible => "infeasibility",
-                Status::Unknown => "nothing",
-            };
-            let mut d = format!(
-                "{:?} claims {claim} but {why}; its claim is not counted",
-                r.method
-            );
-            if best_ms.is_none() && !said_infeasible.is_empty() {
-                d.push_str(&format!(
-                    ", while {said_infeasible:?} say no schedule exists"
-                ));
-            }
-            disagreements.push(d);
+    let mut disagreements = Vec::new();
+    for r in results {
+        let Some(c) = r.rejected_claim else { continue };
+        let prefix = format!("{:?}: ", r.method);
+        let why = r
+            .error
+            .as_ref()
+            .map(|e| e.to_string())
+            .unwrap_or("its schedule is rejected".into());
+        let why = why.strip_prefix(&prefix).unwrap_or(&why);
+        let claim = match c {
+            Status::Optimal => "an optimum",
+            Status::Feasible => "a schedule",
+            Status::Infeasible => "infeasibility",
+            Status::Unknown => "nothing",
+        };
+        let mut d = format!(
+            "{:?} claims {claim} but {why}; its claim is not counted",
+            r.method
+        );
+        if best_ms.is_none() && !said_infeasible.is_empty() {
+            d.push_str(&format!(
+                ", while {said_infeasible:?} say no schedule exists"
+            ));
         }
+        disagreements.push(d);
     }
-    for r in &results {
+    disagreements
+}
+
+/// The methods whose optimum is the best checked makespan; every claim a
+/// checked schedule contradicts goes to `disagreements`.
+fn contested_claims(
+    results: &[MethodResult],
+    best_ms: Option<Ticks>,
+    disagreements: &mut Vec<String>,
+) -> Vec<Method> {
+    let mut agree = Vec::new();
+    for r in results {
         match r.status {
             Some(Status::Optimal) => {
                 if r.makespan == best_ms {
@@ -307,15 +332,25 @@ pub fn label(inst: &Instance, results: Vec<MethodResult>, limits: &Limits) -> Ve
             }
         }
     }
+    agree
+}
+
+/// The best bound a method proved (not above the checked makespan); with a
+/// schedule but no method's bound, the total compute on the busiest device
+/// still bounds the makespan (period) from below, solver-free.
+fn proven_bound(
+    inst: &Instance,
+    results: &[MethodResult],
+    best_ms: Option<Ticks>,
+    evidence: &mut Vec<String>,
+) -> Option<Ticks> {
     let solver_bound = results
         .iter()
         .filter(|r| r.status.is_some() && r.status != Some(Status::Infeasible))
         .filter_map(|r| r.bound)
         .filter(|b| best_ms.is_none_or(|m| *b <= m))
         .max();
-    // With a schedule but no method's bound, the total compute on the busiest
-    // device still bounds the makespan (period) from below, solver-free.
-    let bound = match (solver_bound, best_ms) {
+    match (solver_bound, best_ms) {
         (None, Some(_)) => {
             let c = inst.busiest_device_compute();
             evidence.push(format!(
@@ -324,87 +359,96 @@ pub fn label(inst: &Instance, results: Vec<MethodResult>, limits: &Limits) -> Ve
             Some(c)
         }
         (b, _) => b,
-    };
-    let mut label = Label::Unknown;
-    if let Some(m) = best_ms {
-        if agree.len() >= 2 {
-            evidence.push(format!("{agree:?} each prove optimum {m}"));
-            label = Label::OptimalCrossChecked;
-        } else if agree.len() == 1 {
-            label = Label::OptimalSolverReported;
-            evidence.push(format!("{:?} proves optimum {m}", agree[0]));
-            // Second route: z3 refutes T*-1 and the MILP refutes it too.
-            let asked_milp = results.iter().any(|r| r.method == Method::Milp);
-            if agree[0] == Method::Smt && asked_milp {
-                match milp::refute(inst, Ticks(m.0 - 1), limits) {
-                    Ok(milp::Refutation::Refuted) => {
-                        evidence.push(format!(
-                            "z3 refutes makespan <= {} and the MILP refutes it independently",
-                            m.0 - 1
-                        ));
-                        label = Label::OptimalCrossChecked;
-                    }
-                    Ok(milp::Refutation::Feasible(_)) => disagreements.push(format!(
-                        "the MILP finds a schedule of makespan <= {} that z3 excludes",
-                        m.0 - 1
-                    )),
-                    Ok(milp::Refutation::Unknown) => {}
-                    Err(e) => evidence.push(format!("MILP refutation unavailable: {e}")),
-                }
-            }
-        } else {
-            let b = bound.unwrap_or(Ticks(0));
-            label = Label::Feasible {
-                gap: Ticks(m.0 - b.0),
-            };
-        }
-        if !disagreements.is_empty() && label == Label::OptimalCrossChecked {
-            // Never call a contested optimum cross-checked.
-            label = Label::OptimalSolverReported;
-        }
-    } else {
-        let ran: Vec<&MethodResult> = results.iter().filter(|r| r.status.is_some()).collect();
-        if !ran.is_empty() && ran.iter().all(|r| r.status == Some(Status::Infeasible)) {
-            // Cross-checked only when two methods prove it and nobody contests it.
-            label = if ran.len() >= 2 && disagreements.is_empty() {
-                Label::Infeasible
-            } else {
-                Label::InfeasibleSolverReported
-            };
-            for r in &ran {
-                let why: Vec<&String> = r
-                    .notes
-                    .iter()
-                    .filter(|n| n.starts_with("infeasible"))
-                    .collect();
-                evidence.push(format!(
-                    "{:?}: {}",
-                    r.method,
-                    if why.is_empty() {
-                        "proves no schedule exists".to_string()
-                    } else {
-                        why.iter()
-                            .map(|s| s.as_str())
-                            .collect::<Vec<_>>()
-                            .join("; ")
-                    }
-                ));
-            }
-        }
     }
-    let bound = match label {
-        Label::OptimalCrossChecked | Label::OptimalSolverReported => best_ms,
-        _ => bound,
-    };
-    Verdict {
-        label,
-        makespan: best_ms,
-        bound,
-        schedule,
-        report,
-        methods: results,
-        evidence,
-        disagreements,
-        elapsed: Duration::ZERO,
+}
+
+/// The label when a checked schedule of makespan `m` exists.
+fn optimal_label(
+    inst: &Instance,
+    results: &[MethodResult],
+    agree: &[Method],
+    (m, bound): (Ticks, Option<Ticks>),
+    limits: &Limits,
+    (evidence, disagreements): (&mut Vec<String>, &mut Vec<String>),
+) -> Label {
+    if agree.len() >= 2 {
+        evidence.push(format!("{agree:?} each prove optimum {m}"));
+        return Label::OptimalCrossChecked;
+    }
+    if agree.len() == 1 {
+        evidence.push(format!("{:?} proves optimum {m}", agree[0]));
+        // Second route: z3 refutes T*-1 and the MILP refutes it too.
+        let asked_milp = results.iter().any(|r| r.method == Method::Milp);
+        if agree[0] == Method::Smt && asked_milp {
+            return milp_second_route(inst, m, limits, evidence, disagreements);
+        }
+        return Label::OptimalSolverReported;
+    }
+    let b = bound.unwrap_or(Ticks(0));
+    Label::Feasible {
+        gap: Ticks(m.0 - b.0),
+    }
+}
+
+/// z3 proved optimum `m` (refuting m−1): cross-checked when the MILP refutes
+/// m−1 independently.
+fn milp_second_route(
+    inst: &Instance,
+    m: Ticks,
+    limits: &Limits,
+    evidence: &mut Vec<String>,
+    disagreements: &mut Vec<String>,
+) -> Label {
+    match milp::refute(inst, Ticks(m.0 - 1), limits) {
+        Ok(milp::Refutation::Refuted) => {
+            evidence.push(format!(
+                "z3 refutes makespan <= {} and the MILP refutes it independently",
+                m.0 - 1
+            ));
+            return Label::OptimalCrossChecked;
+        }
+        Ok(milp::Refutation::Feasible(_)) => disagreements.push(format!(
+            "the MILP finds a schedule of makespan <= {} that z3 excludes",
+            m.0 - 1
+        )),
+        Ok(milp::Refutation::Unknown) => {}
+        Err(e) => evidence.push(format!("MILP refutation unavailable: {e}")),
+    }
+    Label::OptimalSolverReported
+}
+
+/// The label when no checked schedule exists: infeasible when every method
+/// that ran says so (cross-checked only when two prove it and nobody
+/// contests it), else unknown.
+fn infeasible_label(
+    results: &[MethodResult],
+    disagreements: &[String],
+    evidence: &mut Vec<String>,
+) -> Label {
+    let ran: Vec<&MethodResult> = results.iter().filter(|r| r.status.is_some()).collect();
+    if ran.is_empty() || !ran.iter().all(|r| r.status == Some(Status::Infeasible)) {
+        return Label::Unknown;
+    }
+    for r in &ran {
+        let why: Vec<&str> = r
+            .notes
+            .iter()
+            .filter(|n| n.starts_with("infeasible"))
+            .map(|s| s.as_str())
+            .collect();
+        evidence.push(format!(
+            "{:?}: {}",
+            r.method,
+            if why.is_empty() {
+                "proves no schedule exists".to_string()
+            } else {
+                why.join("; ")
+            }
+        ));
+    }
+    if ran.len() >= 2 && disagreements.is_empty() {
+        Label::Infeasible
+    } else {
+        Label::InfeasibleSolverReported
     }
 }

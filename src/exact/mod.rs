@@ -5,7 +5,8 @@
 //! Owns: [`Outcome`], [`Status`], [`Limits`], [`ExactError`] and the methods.
 //! Every returned schedule is passed through [`crate::check::check`] before any
 //! number is reported; the reported makespan is the checker's.
-//! Backend types (good_lp, highs, z3) never leave their submodule.
+//! Backend types never leave their module: z3 stays in `smt`, and HiGHS and
+//! good_lp in [`crate::lp`], the one LP layer.
 
 pub mod crosscheck;
 pub mod milp;
@@ -77,8 +78,8 @@ pub struct Outcome {
     pub notes: Vec<String>,
 }
 
-/// Why a method could not run.
-#[derive(Debug, thiserror::Error)]
+/// Why a method could not run, or why its claim is out of the vote.
+#[derive(Clone, Debug, thiserror::Error)]
 #[non_exhaustive]
 pub enum ExactError {
     #[error("{method:?}: this instance is outside the method's scope: {reason}")]
@@ -91,12 +92,29 @@ pub enum ExactError {
     },
     #[error("{method:?}: solver failure: {message}")]
     Backend { method: Method, message: String },
-    #[error("{method:?}: returned a schedule the checker rejects: {violations:?}")]
+    /// HiGHS gave no answer.
+    #[error("{method:?}: solver failure: {source}")]
+    Lp {
+        method: Method,
+        #[source]
+        source: crate::lp::LpError,
+    },
+    /// The checker rejects the schedule the method returned.
+    #[error("{method:?}: its schedule is rejected by the checker: {violations}")]
     CheckerRejected {
         method: Method,
-        violations: Vec<String>,
+        #[source]
+        violations: Rejected,
     },
+    /// The method claims a schedule but returned none.
+    #[error("{method:?}: claims a schedule but returned none")]
+    NoSchedule { method: Method },
 }
+
+/// The checker's violations of a schedule (at least one).
+#[derive(Clone, Debug, PartialEq, Eq, thiserror::Error)]
+#[error("{}", self.0.iter().map(|v| format!("{} at {}", v.kind(), v.at())).collect::<Vec<_>>().join("; "))]
+pub struct Rejected(pub Vec<crate::check::Violation>);
 
 /// Rescale time so that every transfer time |t|/β is a whole number of ticks
 /// (`proofs/EXACTNESS.md` §2): with β = b/τ, each new tick is 1/K old ticks,
@@ -124,4 +142,42 @@ pub fn rescale(inst: &crate::model::Instance) -> Option<(crate::model::Instance,
     }
     out.machine.bandwidth = crate::units::Bandwidth::new(bw.bytes, bw.ticks.checked_mul(k64)?);
     Some((out, k64))
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::check::Violation;
+    use crate::model::OpId;
+
+    #[test]
+    fn a_rejection_keeps_the_checkers_violations_as_its_typed_source() {
+        let e = ExactError::CheckerRejected {
+            method: Method::Milp,
+            violations: Rejected(vec![Violation::NeverRan { op: OpId(0) }]),
+        };
+        let source = std::error::Error::source(&e).expect("a source");
+        let r = source.downcast_ref::<Rejected>().expect("the violations");
+        assert_eq!(r.0, vec![Violation::NeverRan { op: OpId(0) }]);
+        assert!(e
+            .to_string()
+            .starts_with("Milp: its schedule is rejected by the checker: "));
+    }
+
+    #[test]
+    fn an_lp_failure_keeps_its_typed_source() {
+        let e = ExactError::Lp {
+            method: Method::Milp,
+            source: crate::lp::LpError::OptimalWithoutSolution,
+        };
+        let source = std::error::Error::source(&e).expect("a source");
+        assert_eq!(
+            source.downcast_ref::<crate::lp::LpError>(),
+            Some(&crate::lp::LpError::OptimalWithoutSolution)
+        );
+        assert_eq!(
+            e.to_string(),
+            "Milp: solver failure: HiGHS reported optimal without a solution"
+        );
+    }
 }

@@ -8,8 +8,10 @@
 
 pub mod activation_chain;
 pub mod core_file;
+pub mod op_sequence;
 pub mod remat_chain;
 pub mod remat_import;
+pub mod resnet50;
 pub mod weight_chain;
 
 use crate::model::{Instance, ModelError, ReleaseRule};
@@ -18,6 +20,7 @@ use serde::{Deserialize, Serialize};
 
 pub use activation_chain::ActivationChain;
 pub use core_file::CoreFile;
+pub use op_sequence::OpSequence;
 pub use remat_chain::RematChain;
 pub use weight_chain::WeightChain;
 
@@ -29,6 +32,7 @@ pub enum InstanceFile {
     WeightChain(WeightChain),
     RematChain(RematChain),
     Core(CoreFile),
+    OpSequence(OpSequence),
 }
 
 impl InstanceFile {
@@ -39,6 +43,7 @@ impl InstanceFile {
             InstanceFile::WeightChain(w) => w.compile()?,
             InstanceFile::RematChain(r) => r.compile()?,
             InstanceFile::Core(c) => c.compile()?,
+            InstanceFile::OpSequence(o) => o.compile()?,
         };
         inst.validate()?;
         Ok(inst)
@@ -51,6 +56,7 @@ impl InstanceFile {
             InstanceFile::WeightChain(w) => w.release,
             InstanceFile::RematChain(r) => r.release,
             InstanceFile::Core(c) => c.release,
+            InstanceFile::OpSequence(o) => o.release,
         }
     }
 
@@ -61,6 +67,23 @@ impl InstanceFile {
             InstanceFile::WeightChain(w) => w.release = r,
             InstanceFile::RematChain(c) => c.release = r,
             InstanceFile::Core(c) => c.release = r,
+            InstanceFile::OpSequence(o) => o.release = r,
+        }
+    }
+
+    /// The weight chain, when the file is one.
+    pub fn weight_chain(&self) -> Option<&WeightChain> {
+        match self {
+            InstanceFile::WeightChain(c) => Some(c),
+            _ => None,
+        }
+    }
+
+    /// The activation chain, when the file is one.
+    pub fn activation_chain(&self) -> Option<&ActivationChain> {
+        match self {
+            InstanceFile::ActivationChain(c) => Some(c),
+            _ => None,
         }
     }
 
@@ -70,6 +93,7 @@ impl InstanceFile {
             InstanceFile::WeightChain(_) => "weight_chain",
             InstanceFile::RematChain(_) => "remat_chain",
             InstanceFile::Core(_) => "core",
+            InstanceFile::OpSequence(_) => "op_sequence",
         }
     }
 }

@@ -1,6 +1,6 @@
 //! `remat_chain`: rematerialisation combined with offloading on a chain
 //! (Beaumont, Eyraud-Dubois & Shilova, NeurIPS 2021, appendix; design notes
-//! `FAMILIES.md` §2; mapping in `models/MODEL.md` §4).
+//! `FAMILIES.md` §2; mapping in `models/MODEL.md` §4.5).
 //!
 //! Layers `ℓ = 1..=L` (array entry `ℓ-1`) and a loss layer `L+1`. Layer ℓ reads
 //! `a_{ℓ-1}` and produces `a_ℓ`; `ā_ℓ ⊇ a_ℓ` is what its backward needs. The

@@ -206,4 +206,18 @@ impl WeightChain {
     pub fn mb(&self, i: usize) -> Option<u64> {
         self.mf(i)?.checked_add(self.layers[i - 1].w)
     }
+    /// M_o of eq. (1) for every op, in the paper's step order (B_L … B_1,
+    /// F_1 … F_L); `None` on overflow.
+    pub fn op_memory(&self) -> Option<Vec<u64>> {
+        let l = self.l();
+        (0..2 * l)
+            .map(|j| {
+                if j < l {
+                    self.mb(l - j)
+                } else {
+                    self.mf(j - l + 1)
+                }
+            })
+            .collect()
+    }
 }

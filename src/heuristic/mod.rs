@@ -5,6 +5,7 @@
 //! Must not import: exact solvers.
 
 pub mod activation;
+pub mod op_sequence;
 pub mod remat;
 pub mod weight;
 
@@ -83,10 +84,11 @@ pub fn run(
     })
 }
 
-/// Every heuristic, both families.
+/// Every heuristic, every family.
 pub fn all() -> Vec<Box<dyn Heuristic>> {
     let mut v = activation::heuristics();
     v.extend(weight::heuristics());
+    v.extend(op_sequence::heuristics());
     v.extend(remat::heuristics());
     v
 }

@@ -156,6 +156,8 @@ impl BudgetSpec {
 /// (least feasible memory, M_peak) where the family defines them.
 ///
 /// - `activation_chain`: [`ChainProfile::min_memory`] and M_peak (§3.2).
+/// - `op_sequence`: least = the largest function footprint; peak = the
+///   no-offload profile's maximum (`family::op_sequence::Uses`).
 /// - `weight_chain`: least = max_i MB_i (only layer i's weight and its gradient
 ///   resident, eq. (1)); peak = Σ_j |w_j| + max_i (MB_i − |w_i|) (every weight
 ///   resident).
@@ -186,6 +188,10 @@ pub fn budget_range(file: &InstanceFile) -> Option<(u64, u64)> {
         }
         InstanceFile::RematChain(c) => Some((c.min_memory()?, c.store_all_peak()?)),
         InstanceFile::Core(_) => None,
+        InstanceFile::OpSequence(o) => {
+            let u = o.uses().ok()?;
+            Some((u.least_memory(), u.resident_peak()))
+        }
     }
 }
 
@@ -197,6 +203,7 @@ pub fn with_budget(file: &InstanceFile, bytes: u64) -> InstanceFile {
         InstanceFile::WeightChain(w) => w.gpu_memory = bytes,
         InstanceFile::RematChain(c) => c.gpu_memory = bytes,
         InstanceFile::Core(c) => c.gpu_memory = bytes,
+        InstanceFile::OpSequence(o) => o.gpu_memory = bytes,
     }
     f
 }
@@ -208,6 +215,7 @@ pub fn own_budget(file: &InstanceFile) -> u64 {
         InstanceFile::WeightChain(w) => w.gpu_memory,
         InstanceFile::RematChain(c) => c.gpu_memory,
         InstanceFile::Core(c) => c.gpu_memory,
+        InstanceFile::OpSequence(o) => o.gpu_memory,
     }
 }
 

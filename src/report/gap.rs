@@ -128,25 +128,7 @@ fn ratio(m: i64, to: &BigRational) -> Option<f64> {
 /// Compute one entry. `file` already carries the budget.
 pub fn gap(label: &str, file: &InstanceFile, inst: &Instance, opts: &GapOptions) -> GapEntry {
     let budget = super::budget::own_budget(file);
-    let mut bounds = Vec::new();
-    let mut failures = Vec::new();
-    let mut infeasible = None;
-    for (name, r) in bound::evaluate(file, inst) {
-        match r {
-            Ok(b) => bounds.push(b),
-            Err(BoundError::Infeasible { reason, .. }) => {
-                infeasible.get_or_insert(reason.clone());
-                failures.push(BoundFailure {
-                    source: name.into(),
-                    reason: format!("infeasible: {reason}"),
-                });
-            }
-            Err(e) => failures.push(BoundFailure {
-                source: name.into(),
-                reason: e.to_string(),
-            }),
-        }
-    }
+    let (bounds, failures, infeasible) = evaluate_bounds(file, inst);
     let best = bound::best(bounds.iter()).map(BoundCell::from_bound);
     let mut problems = Vec::new();
     let mut cells = Vec::new();
@@ -154,58 +136,13 @@ pub fn gap(label: &str, file: &InstanceFile, inst: &Instance, opts: &GapOptions)
         if !opts.only.is_empty() && !opts.only.iter().any(|n| n == h.name()) {
             continue;
         }
-        let t = Instant::now();
-        let r = heuristic::run(h.as_ref(), file, inst);
-        let seconds = t.elapsed().as_secs_f64();
-        let model_value = h.model_value(file);
-        let cell = match r {
-            Ok(run) => {
-                let m = run.report.makespan.0;
-                HeuristicCell {
-                    heuristic: run.name.into(),
-                    verdict: "valid".into(),
-                    makespan: Some(m),
-                    ratio_to_bound: best.as_ref().and_then(|b| ratio(m, &b.exact)),
-                    ratio_to_optimum: None,
-                    reason: None,
-                    schedule_sha256: Some(run.report.schedule_sha256.clone()),
-                    seconds,
-                    model_value,
-                }
-            }
-            Err(HeuristicError::Invalid { first, .. }) => {
-                problems.push(format!(
-                    "{}: its schedule fails the checker: {first}",
-                    h.name()
-                ));
-                HeuristicCell {
-                    heuristic: h.name().into(),
-                    verdict: "invalid".into(),
-                    makespan: None,
-                    ratio_to_bound: None,
-                    ratio_to_optimum: None,
-                    reason: Some(first),
-                    schedule_sha256: None,
-                    seconds,
-                    model_value,
-                }
-            }
-            Err(e) => HeuristicCell {
-                heuristic: h.name().into(),
-                verdict: "no schedule".into(),
-                makespan: None,
-                ratio_to_bound: None,
-                ratio_to_optimum: None,
-                reason: Some(match e {
-                    HeuristicError::NoSchedule { reason, .. } => reason,
-                    other => other.to_string(),
-                }),
-                schedule_sha256: None,
-                seconds,
-                model_value,
-            },
-        };
-        cells.push(cell);
+        cells.push(heuristic_cell(
+            h.as_ref(),
+            file,
+            inst,
+            best.as_ref(),
+            &mut problems,
+        ));
     }
     let best_heur = cells
         .iter()
@@ -241,24 +178,11 @@ pub fn gap(label: &str, file: &InstanceFile, inst: &Instance, opts: &GapOptions)
             }
         }
     }
-    for b in &bounds {
-        if let Some((m, who)) = &best_heur {
-            if b.value > BigRational::from_integer(BigInt::from(*m)) {
-                problems.push(format!(
-                    "bound {} = {} exceeds {who}'s checked makespan {m}",
-                    b.source, b.value
-                ));
-            }
-        }
-        if let Some(o) = &optimum {
-            if b.value > BigRational::from_integer(BigInt::from(o.makespan)) {
-                problems.push(format!(
-                    "bound {} = {} exceeds the optimum {} ({})",
-                    b.source, b.value, o.makespan, o.claim
-                ));
-            }
-        }
-    }
+    problems.extend(bound_problems(
+        &bounds,
+        best_heur.as_ref(),
+        optimum.as_ref(),
+    ));
     GapEntry {
         instance: label.into(),
         family: file.family().into(),
@@ -273,4 +197,110 @@ pub fn gap(label: &str, file: &InstanceFile, inst: &Instance, opts: &GapOptions)
         infeasible,
         problems,
     }
+}
+
+/// Every applicable bound: the values, the failures, and the first reason
+/// given that no schedule exists.
+fn evaluate_bounds(
+    file: &InstanceFile,
+    inst: &Instance,
+) -> (Vec<LowerBound>, Vec<BoundFailure>, Option<String>) {
+    let mut bounds = Vec::new();
+    let mut failures = Vec::new();
+    let mut infeasible = None;
+    for (name, r) in bound::evaluate(file, inst) {
+        match r {
+            Ok(b) => bounds.push(b),
+            Err(BoundError::Infeasible { reason, .. }) => {
+                infeasible.get_or_insert(reason.clone());
+                failures.push(BoundFailure {
+                    source: name.into(),
+                    reason: format!("infeasible: {reason}"),
+                });
+            }
+            Err(e) => failures.push(BoundFailure {
+                source: name.into(),
+                reason: e.to_string(),
+            }),
+        }
+    }
+    (bounds, failures, infeasible)
+}
+
+/// Run one heuristic through the checker; an invalid schedule is also a problem.
+fn heuristic_cell(
+    h: &dyn heuristic::Heuristic,
+    file: &InstanceFile,
+    inst: &Instance,
+    best: Option<&BoundCell>,
+    problems: &mut Vec<String>,
+) -> HeuristicCell {
+    let t = Instant::now();
+    let r = heuristic::run(h, file, inst);
+    let seconds = t.elapsed().as_secs_f64();
+    let model_value = h.model_value(file);
+    let failed = |verdict: &str, reason: String| HeuristicCell {
+        heuristic: h.name().into(),
+        verdict: verdict.into(),
+        makespan: None,
+        ratio_to_bound: None,
+        ratio_to_optimum: None,
+        reason: Some(reason),
+        schedule_sha256: None,
+        seconds,
+        model_value,
+    };
+    match r {
+        Ok(run) => {
+            let m = run.report.makespan.0;
+            HeuristicCell {
+                heuristic: run.name.into(),
+                verdict: "valid".into(),
+                makespan: Some(m),
+                ratio_to_bound: best.and_then(|b| ratio(m, &b.exact)),
+                ratio_to_optimum: None,
+                reason: None,
+                schedule_sha256: Some(run.report.schedule_sha256.clone()),
+                seconds,
+                model_value,
+            }
+        }
+        Err(HeuristicError::Invalid { first, .. }) => {
+            problems.push(format!(
+                "{}: its schedule fails the checker: {first}",
+                h.name()
+            ));
+            failed("invalid", first)
+        }
+        Err(HeuristicError::NoSchedule { reason, .. }) => failed("no schedule", reason),
+        Err(other) => failed("no schedule", other.to_string()),
+    }
+}
+
+/// Bounds above the best checked makespan or above the optimum: contradictions.
+fn bound_problems(
+    bounds: &[LowerBound],
+    best_heur: Option<&(i64, String)>,
+    optimum: Option<&OptimumCell>,
+) -> Vec<String> {
+    let mut problems = Vec::new();
+    for b in bounds {
+        if let Some((m, who)) = best_heur {
+            if b.value > BigRational::from_integer(BigInt::from(*m)) {
+                problems.push(format!(
+                    "bound {} = {} exceeds {who}'s checked makespan {m}",
+                    b.source, b.value
+                ));
+            }
+        }
+        if let Some(o) = optimum {
+            if b.value > BigRational::from_integer(BigInt::from(o.makespan)) {
+                problems.push(format!(
+                    "bound {} = {} exceeds the optimum {} ({})",
+                    b.source, b.value, o.makespan, o.claim
+                ));
+            }
+        }
+    }
+    problems
 }

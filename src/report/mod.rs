@@ -3,7 +3,9 @@
 //! where known, the optimum; rendered as a text table, CSV, JSON or an SVG plot.
 //!
 //! Owns: [`GapEntry`] and its cells, [`budget`] (budget series), [`gap`] (the
-//! computation), [`table`] (text/CSV/JSON), [`plot`] (SVG).
+//! computation), [`table`] (text/CSV/JSON), [`plot`] (SVG); and the pictures
+//! of one schedule ([`schedule_plot`]) or one audited trace ([`trace_plot`]),
+//! drawn by [`svg`].
 //! Numbers shown come from the checker (makespans), from bounds computed in exact
 //! rationals (labelled with their source and strength), or from the exact
 //! solvers' checked verdicts; ratios are the only floats, for display.
@@ -13,7 +15,10 @@ pub mod budget;
 pub mod exact;
 pub mod gap;
 pub mod plot;
+pub mod schedule_plot;
+pub mod svg;
 pub mod table;
+pub mod trace_plot;
 
 pub use budget::{budget_range, with_budget, BudgetSpec, BudgetValue};
 pub use gap::{gap, BoundCell, GapEntry, GapOptions, HeuristicCell, OptimumCell, OptimumFn};

@@ -275,20 +275,80 @@ pub fn ratio_text(num: u128, den: u128, digits: u32) -> Option<String> {
     })
 }
 
-/// Run the trace-only rules.
-pub fn audit_trace(trace: &Trace, opts: &Options) -> TraceAudit {
-    let mut findings: Vec<Finding> = Vec::new();
-    let mut counts: std::collections::BTreeMap<&'static str, u64> = Default::default();
-    let mut push = |f: Finding, findings: &mut Vec<Finding>| {
-        let c = counts.entry(f.rule()).or_insert(0);
+/// What the trace-only rules found so far: findings (per rule, the first
+/// [`MAX_WITNESSES`] and an exact count), notes and the tallies that become notes.
+#[derive(Default)]
+struct Collector {
+    findings: Vec<Finding>,
+    counts: std::collections::BTreeMap<&'static str, u64>,
+    notes: Vec<Note>,
+    /// Copies faster than the link only within one timestamp step.
+    within_res: u64,
+    /// Zero-duration copies of some bytes, left out of the bandwidth rule.
+    zero_copies: u64,
+}
+
+impl Collector {
+    fn push(&mut self, f: Finding) {
+        let c = self.counts.entry(f.rule()).or_insert(0);
         *c += 1;
         if *c as usize <= MAX_WITNESSES {
-            findings.push(f);
+            self.findings.push(f);
         }
-    };
-    let mut notes: Vec<Note> = Vec::new();
+    }
+}
 
-    // Zero-duration activities, by kind.
+/// Run the trace-only rules.
+pub fn audit_trace(trace: &Trace, opts: &Options) -> TraceAudit {
+    let mut col = Collector {
+        notes: trace_notes(trace),
+        ..Collector::default()
+    };
+    let mut devices: BTreeSet<i64> = trace.gpu.iter().map(|g| g.device).collect();
+    devices.extend(
+        trace
+            .memory
+            .iter()
+            .filter(|m| m.device_type == CUDA_DEVICE_TYPE)
+            .map(|m| m.device),
+    );
+    if let Some(d) = opts.device {
+        devices.retain(|x| *x == d);
+    }
+    let out_devices = devices
+        .into_iter()
+        .map(|dev| audit_device(trace, opts, dev, &mut col))
+        .collect();
+    if col.within_res > 0 {
+        col.notes.push(Note::CopyWithinResolution {
+            count: col.within_res,
+        });
+    }
+    if col.zero_copies > 0 {
+        col.notes.push(Note::ZeroDurationCopiesSkipped {
+            count: col.zero_copies,
+        });
+    }
+    TraceAudit {
+        file: trace.file.clone(),
+        format: trace.format,
+        total_events: trace.total_events,
+        resolution: trace.resolution,
+        devices: out_devices,
+        findings: col.findings,
+        finding_counts: col
+            .counts
+            .into_iter()
+            .map(|(k, v)| (k.to_string(), v))
+            .collect(),
+        notes: col.notes,
+    }
+}
+
+/// Notes on the whole trace: zero-duration activities by kind, memory events
+/// out of order, sub-nanosecond times rounded.
+fn trace_notes(trace: &Trace) -> Vec<Note> {
+    let mut notes = Vec::new();
     let mut zero = [0u64; 3];
     for g in &trace.gpu {
         if g.start == g.end {
@@ -325,293 +385,318 @@ pub fn audit_trace(trace: &Trace, opts: &Options) -> TraceAudit {
             count: trace.subnanosecond_rounded,
         });
     }
+    notes
+}
 
-    let mut devices: BTreeSet<i64> = trace.gpu.iter().map(|g| g.device).collect();
-    devices.extend(
-        trace
-            .memory
-            .iter()
-            .filter(|m| m.device_type == CUDA_DEVICE_TYPE)
-            .map(|m| m.device),
-    );
-    if let Some(d) = opts.device {
-        devices.retain(|x| *x == d);
-    }
-    let mut out_devices = Vec::new();
-    let mut within_res = 0u64;
-    let mut zero_copies = 0u64;
-    for dev in devices {
-        let gpu: Vec<&GpuEvent> = trace.gpu.iter().filter(|g| g.device == dev).collect();
-        let kernels = Intervals::union_of(
-            gpu.iter()
-                .filter(|g| g.kind == GpuKind::Kernel)
-                .map(|g| (g.start, g.end)),
-        );
-        let n_kernels = gpu.iter().filter(|g| g.kind == GpuKind::Kernel).count() as u64;
-        let streams: BTreeSet<i64> = gpu
-            .iter()
+/// The trace-only rules on one GPU.
+fn audit_device(trace: &Trace, opts: &Options, dev: i64, col: &mut Collector) -> DeviceAudit {
+    let gpu: Vec<&GpuEvent> = trace.gpu.iter().filter(|g| g.device == dev).collect();
+    let kernels = Intervals::union_of(
+        gpu.iter()
             .filter(|g| g.kind == GpuKind::Kernel)
-            .map(|g| g.stream)
-            .collect();
-        let compute_busy = kernels.total();
-        let compute_idle = kernels
-            .span()
-            .map(|(a, b)| (b.0 as i128 - a.0 as i128) - compute_busy)
-            .unwrap_or(0);
+            .map(|g| (g.start, g.end)),
+    );
+    let n_kernels = gpu.iter().filter(|g| g.kind == GpuKind::Kernel).count() as u64;
+    let streams: BTreeSet<i64> = gpu
+        .iter()
+        .filter(|g| g.kind == GpuKind::Kernel)
+        .map(|g| g.stream)
+        .collect();
+    let compute_busy = kernels.total();
+    let compute_idle = kernels
+        .span()
+        .map(|(a, b)| (b.0 as i128 - a.0 as i128) - compute_busy)
+        .unwrap_or(0);
+    same_stream_notes(dev, &gpu, &mut col.notes);
 
-        // Same-stream overlaps (notes): each activity against the latest end so far on its stream.
-        let mut by_stream: std::collections::BTreeMap<i64, (i64, u64, i64)> = Default::default();
-        for g in &gpu {
-            let e = by_stream.entry(g.stream).or_insert((i64::MIN, 0, 0));
-            if g.start.0 < e.0 {
-                e.1 += 1;
-                e.2 = e.2.max(e.0.min(g.end.0) - g.start.0);
-            }
-            e.0 = e.0.max(g.end.0);
-        }
-        for (stream, (_, count, largest)) in by_stream {
-            if count > 0 {
-                notes.push(Note::SameStreamOverlap {
-                    device: dev,
-                    stream,
-                    count,
-                    largest: Nanos(largest),
-                });
-            }
-        }
+    // Copies: per-direction summaries, link bandwidth, channel overlaps.
+    let copies: Vec<&GpuEvent> = gpu
+        .iter()
+        .copied()
+        .filter(|g| matches!(g.kind, GpuKind::Memcpy(_)))
+        .collect();
+    let directions = direction_summaries(&copies, &kernels);
+    let link_copies: Vec<&GpuEvent> = copies
+        .iter()
+        .copied()
+        .filter(|c| matches!(c.kind, GpuKind::Memcpy(k) if k.on_link()))
+        .collect();
+    let in_flight = Intervals::union_of(link_copies.iter().map(|c| (c.start, c.end)));
+    let idle_while_copying = in_flight.minus(&kernels);
+    if let Some(link) = opts.link {
+        link_rule(link, trace.resolution, dev, &link_copies, col);
+    }
+    channel_rule(opts.duplex, dev, &link_copies, col);
+    let memory = memory_rule(trace, opts, dev, col);
+    DeviceAudit {
+        device: dev,
+        kernels: n_kernels,
+        streams_with_kernels: streams.into_iter().collect(),
+        compute_busy: ns(compute_busy),
+        compute_idle: ns(compute_idle),
+        idle_while_copying: ns(idle_while_copying),
+        directions,
+        memory,
+    }
+}
 
-        // Copies: per-direction summaries, link bandwidth, channel overlaps.
-        let copies: Vec<&GpuEvent> = gpu
-            .iter()
-            .copied()
-            .filter(|g| matches!(g.kind, GpuKind::Memcpy(_)))
-            .collect();
-        let mut kinds: BTreeSet<CopyKind> = BTreeSet::new();
-        for c in &copies {
-            if let GpuKind::Memcpy(k) = c.kind {
-                kinds.insert(k);
-            }
+/// Same-stream overlaps (notes): each activity against the latest end so far on
+/// its stream.
+fn same_stream_notes(dev: i64, gpu: &[&GpuEvent], notes: &mut Vec<Note>) {
+    let mut by_stream: std::collections::BTreeMap<i64, (i64, u64, i64)> = Default::default();
+    for g in gpu {
+        let e = by_stream.entry(g.stream).or_insert((i64::MIN, 0, 0));
+        if g.start.0 < e.0 {
+            e.1 += 1;
+            e.2 = e.2.max(e.0.min(g.end.0) - g.start.0);
         }
-        let mut directions = Vec::new();
-        for k in kinds {
-            let these: Vec<&&GpuEvent> = copies
-                .iter()
-                .filter(|c| c.kind == GpuKind::Memcpy(k))
-                .collect();
-            let busy = Intervals::union_of(these.iter().map(|c| (c.start, c.end)));
-            let bytes: u128 = these.iter().map(|c| c.bytes.unwrap_or(0) as u128).sum();
-            let ov = busy.overlap(&kernels);
-            let b = busy.total();
-            directions.push(DirectionSummary {
-                kind: k,
-                copies: these.len() as u64,
-                bytes,
-                zero_duration: these.iter().filter(|c| c.start == c.end).count() as u64,
-                busy: ns(b),
-                achieved_gbps: if b > 0 {
-                    ratio_text(bytes, b as u128, 3)
-                } else {
-                    None
-                },
-                overlapped_with_compute: ns(ov),
-                overlapped_percent: if b > 0 {
-                    ratio_text(ov as u128 * 100, b as u128, 1)
-                } else {
-                    None
-                },
+        e.0 = e.0.max(g.end.0);
+    }
+    for (stream, (_, count, largest)) in by_stream {
+        if count > 0 {
+            notes.push(Note::SameStreamOverlap {
+                device: dev,
+                stream,
+                count,
+                largest: Nanos(largest),
             });
         }
-        let link_copies: Vec<&GpuEvent> = copies
-            .iter()
-            .copied()
-            .filter(|c| matches!(c.kind, GpuKind::Memcpy(k) if k.on_link()))
-            .collect();
-        let in_flight = Intervals::union_of(link_copies.iter().map(|c| (c.start, c.end)));
-        let idle_while_copying = in_flight.minus(&kernels);
+    }
+}
 
-        if let Some(link) = opts.link {
-            for c in &link_copies {
-                let bytes = c.bytes.unwrap_or(0);
-                let took = (c.end.0 - c.start.0) as u128;
-                if took == 0 {
-                    if bytes > 0 {
-                        zero_copies += 1;
-                    }
-                    continue;
-                }
-                let need = link.min_ns(bytes);
-                if took < need {
-                    if took + trace.resolution.0 as u128 >= need {
-                        within_res += 1;
-                    } else {
-                        push(
-                            Finding::CopyFasterThanLink {
-                                device: dev,
-                                copy: copy_ref(c),
-                                needs_at_least: ns(need as i128),
-                                resolution: trace.resolution,
-                            },
-                            &mut findings,
-                        );
-                    }
-                }
-            }
+/// Bytes, busy time and overlap with compute of each copy kind.
+fn direction_summaries(copies: &[&GpuEvent], kernels: &Intervals) -> Vec<DirectionSummary> {
+    let mut kinds: BTreeSet<CopyKind> = BTreeSet::new();
+    for c in copies {
+        if let GpuKind::Memcpy(k) = c.kind {
+            kinds.insert(k);
         }
-        // Channel overlaps: sweep each channel's copies by start, against the copy
-        // with the latest end so far. Same-stream overlaps are notes (above).
-        let channels: Vec<Vec<CopyKind>> = match opts.duplex {
-            Duplex::FullDuplex => vec![vec![CopyKind::HtoD], vec![CopyKind::DtoH]],
-            Duplex::HalfDuplex => vec![vec![CopyKind::HtoD, CopyKind::DtoH]],
-        };
-        for ch in channels {
-            let mut on: Vec<&GpuEvent> = link_copies
-                .iter()
-                .copied()
-                .filter(|c| matches!(c.kind, GpuKind::Memcpy(k) if ch.contains(&k)))
-                .collect();
-            on.sort_by_key(|c| (c.start, c.end));
-            let mut latest: Option<&GpuEvent> = None;
-            for c in on {
-                if let Some(p) = latest {
-                    if c.start < p.end && c.start < c.end && p.stream != c.stream {
-                        let overlap = Nanos(p.end.0.min(c.end.0) - c.start.0);
-                        push(
-                            Finding::CopyOverlap {
-                                device: dev,
-                                first: copy_ref(p),
-                                second: copy_ref(c),
-                                overlap,
-                            },
-                            &mut findings,
-                        );
-                    }
-                }
-                if latest.is_none_or(|p| c.end > p.end) {
-                    latest = Some(c);
-                }
-            }
-        }
-
-        // Device memory: stable-sorted by time already.
-        let mem: Vec<&super::MemoryEvent> = trace
-            .memory
+    }
+    let mut directions = Vec::new();
+    for k in kinds {
+        let these: Vec<&&GpuEvent> = copies
             .iter()
-            .filter(|m| m.device_type == CUDA_DEVICE_TYPE && m.device == dev)
+            .filter(|c| c.kind == GpuKind::Memcpy(k))
             .collect();
-        let memory = if mem.is_empty() {
-            None
-        } else {
-            let (baseline, known) = match mem[0].total_allocated {
-                Some(ta) => ((ta as i128) - (mem[0].bytes as i128), true),
-                None => {
-                    let mut run = 0i128;
-                    let mut lo = 0i128;
-                    for m in &mem {
-                        run += m.bytes as i128;
-                        lo = lo.min(run);
-                    }
-                    (-lo, false)
-                }
-            };
-            if !known {
-                notes.push(Note::BaselineInferred {
-                    device: dev,
-                    baseline: Bytes(baseline.max(0) as u64),
-                });
-            }
-            let mut run = baseline;
-            let mut peak = (baseline, mem[0].at);
-            let mut mismatches = 0u64;
-            let mut first_over: Option<Nanos> = None;
-            let mut time_over = 0i128;
-            let mut over_since: Option<Nanos> = None;
-            let budget = opts.budget.map(|b| b.0 as i128);
-            for (i, m) in mem.iter().enumerate() {
-                run += m.bytes as i128;
-                if let Some(ta) = m.total_allocated {
-                    if ta as i128 != run {
-                        mismatches += 1;
-                    }
-                }
-                // Measure after every event of one instant.
-                let last_of_instant = mem.get(i + 1).is_none_or(|n| n.at != m.at);
-                if !last_of_instant {
-                    continue;
-                }
-                if run > peak.0 {
-                    peak = (run, m.at);
-                }
-                if let Some(b) = budget {
-                    if run > b {
-                        first_over.get_or_insert(m.at);
-                        over_since.get_or_insert(m.at);
-                    } else if let Some(s) = over_since.take() {
-                        time_over += (m.at.0 - s.0) as i128;
-                    }
-                }
-            }
-            if let (Some(s), Some(last)) = (over_since, mem.last()) {
-                time_over += (last.at.0 - s.0) as i128;
-            }
-            if mismatches > 0 {
-                notes.push(Note::TotalAllocatedMismatch {
-                    device: dev,
-                    count: mismatches,
-                });
-            }
-            let peak_b = Bytes(peak.0.clamp(0, u64::MAX as i128) as u64);
-            if let (Some(b), Some(at)) = (opts.budget, first_over) {
-                push(
-                    Finding::MemoryOverBudget {
-                        device: dev,
-                        budget: b,
-                        peak: peak_b,
-                        peak_at: peak.1,
-                        first_over_at: at,
-                        time_over: ns(time_over),
-                    },
-                    &mut findings,
-                );
-            }
-            Some(MemorySummary {
-                device: dev,
-                events: mem.len() as u64,
-                baseline: Bytes(baseline.clamp(0, u64::MAX as i128) as u64),
-                baseline_known: known,
-                peak: peak_b,
-                peak_at: peak.1,
-            })
-        };
-        out_devices.push(DeviceAudit {
-            device: dev,
-            kernels: n_kernels,
-            streams_with_kernels: streams.into_iter().collect(),
-            compute_busy: ns(compute_busy),
-            compute_idle: ns(compute_idle),
-            idle_while_copying: ns(idle_while_copying),
-            directions,
-            memory,
+        let busy = Intervals::union_of(these.iter().map(|c| (c.start, c.end)));
+        let bytes: u128 = these.iter().map(|c| c.bytes.unwrap_or(0) as u128).sum();
+        let ov = busy.overlap(kernels);
+        let b = busy.total();
+        directions.push(DirectionSummary {
+            kind: k,
+            copies: these.len() as u64,
+            bytes,
+            zero_duration: these.iter().filter(|c| c.start == c.end).count() as u64,
+            busy: ns(b),
+            achieved_gbps: if b > 0 {
+                ratio_text(bytes, b as u128, 3)
+            } else {
+                None
+            },
+            overlapped_with_compute: ns(ov),
+            overlapped_percent: if b > 0 {
+                ratio_text(ov as u128 * 100, b as u128, 1)
+            } else {
+                None
+            },
         });
     }
-    if within_res > 0 {
-        notes.push(Note::CopyWithinResolution { count: within_res });
+    directions
+}
+
+/// The link rule: no copy faster than the declared link, allowing one
+/// timestamp step (those within it are counted for a note).
+fn link_rule(
+    link: LinkRate,
+    resolution: Nanos,
+    dev: i64,
+    link_copies: &[&GpuEvent],
+    col: &mut Collector,
+) {
+    for c in link_copies {
+        let bytes = c.bytes.unwrap_or(0);
+        let took = (c.end.0 - c.start.0) as u128;
+        if took == 0 {
+            if bytes > 0 {
+                col.zero_copies += 1;
+            }
+            continue;
+        }
+        let need = link.min_ns(bytes);
+        if took < need {
+            if took + resolution.0 as u128 >= need {
+                col.within_res += 1;
+            } else {
+                col.push(Finding::CopyFasterThanLink {
+                    device: dev,
+                    copy: copy_ref(c),
+                    needs_at_least: ns(need as i128),
+                    resolution,
+                });
+            }
+        }
     }
-    if zero_copies > 0 {
-        notes.push(Note::ZeroDurationCopiesSkipped { count: zero_copies });
+}
+
+/// Channel overlaps: sweep each channel's copies by start, against the copy
+/// with the latest end so far. Same-stream overlaps are notes (above).
+fn channel_rule(duplex: Duplex, dev: i64, link_copies: &[&GpuEvent], col: &mut Collector) {
+    let channels: Vec<Vec<CopyKind>> = match duplex {
+        Duplex::FullDuplex => vec![vec![CopyKind::HtoD], vec![CopyKind::DtoH]],
+        Duplex::HalfDuplex => vec![vec![CopyKind::HtoD, CopyKind::DtoH]],
+    };
+    for ch in channels {
+        let mut on: Vec<&GpuEvent> = link_copies
+            .iter()
+            .copied()
+            .filter(|c| matches!(c.kind, GpuKind::Memcpy(k) if ch.contains(&k)))
+            .collect();
+        on.sort_by_key(|c| (c.start, c.end));
+        let mut latest: Option<&GpuEvent> = None;
+        for c in on {
+            if let Some(p) = latest {
+                if c.start < p.end && c.start < c.end && p.stream != c.stream {
+                    let overlap = Nanos(p.end.0.min(c.end.0) - c.start.0);
+                    col.push(Finding::CopyOverlap {
+                        device: dev,
+                        first: copy_ref(p),
+                        second: copy_ref(c),
+                        overlap,
+                    });
+                }
+            }
+            if latest.is_none_or(|p| c.end > p.end) {
+                latest = Some(c);
+            }
+        }
     }
-    TraceAudit {
-        file: trace.file.clone(),
-        format: trace.format,
-        total_events: trace.total_events,
-        resolution: trace.resolution,
-        devices: out_devices,
-        findings,
-        finding_counts: counts
-            .into_iter()
-            .map(|(k, v)| (k.to_string(), v))
-            .collect(),
-        notes,
+}
+
+/// Device memory of one GPU: the baseline, the peak and the budget rule, on
+/// [`memory_timeline`]'s samples.
+fn memory_rule(
+    trace: &Trace,
+    opts: &Options,
+    dev: i64,
+    col: &mut Collector,
+) -> Option<MemorySummary> {
+    let tl = memory_timeline(trace, dev)?;
+    let (baseline, known) = (tl.baseline, tl.baseline_known);
+    if !known {
+        col.notes.push(Note::BaselineInferred {
+            device: dev,
+            baseline: Bytes(baseline.max(0) as u64),
+        });
     }
+    let mut peak = tl.samples[0];
+    let mut first_over: Option<Nanos> = None;
+    let mut time_over = 0i128;
+    let mut over_since: Option<Nanos> = None;
+    let budget = opts.budget.map(|b| b.0 as i128);
+    for &(at, run) in &tl.samples[1..] {
+        if run > peak.1 {
+            peak = (at, run);
+        }
+        if let Some(b) = budget {
+            if run > b {
+                first_over.get_or_insert(at);
+                over_since.get_or_insert(at);
+            } else if let Some(s) = over_since.take() {
+                time_over += (at.0 - s.0) as i128;
+            }
+        }
+    }
+    let peak = (peak.1, peak.0);
+    if let (Some(s), Some(last)) = (over_since, tl.samples.last()) {
+        time_over += (last.0 .0 - s.0) as i128;
+    }
+    if tl.mismatches > 0 {
+        col.notes.push(Note::TotalAllocatedMismatch {
+            device: dev,
+            count: tl.mismatches,
+        });
+    }
+    let peak_b = Bytes(peak.0.clamp(0, u64::MAX as i128) as u64);
+    if let (Some(b), Some(at)) = (opts.budget, first_over) {
+        col.push(Finding::MemoryOverBudget {
+            device: dev,
+            budget: b,
+            peak: peak_b,
+            peak_at: peak.1,
+            first_over_at: at,
+            time_over: ns(time_over),
+        });
+    }
+    Some(MemorySummary {
+        device: dev,
+        events: tl.events,
+        baseline: Bytes(baseline.clamp(0, u64::MAX as i128) as u64),
+        baseline_known: known,
+        peak: peak_b,
+        peak_at: peak.1,
+    })
+}
+
+/// The device-memory timeline of one GPU from the trace's allocator events.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct MemoryTimeline {
+    /// Memory held before the first event.
+    pub baseline: i128,
+    /// True when read from `Total Allocated`; false when inferred (a lower bound).
+    pub baseline_known: bool,
+    /// Allocator events of this GPU.
+    pub events: u64,
+    /// Events whose `Total Allocated` disagrees with the running sum.
+    pub mismatches: u64,
+    /// (instant, bytes held): the baseline at the first event's instant, then
+    /// the running sum after the last event of every instant (what the
+    /// memory-budget rule measures).
+    pub samples: Vec<(Nanos, i128)>,
+}
+
+/// The memory timeline of GPU `dev`, or `None` without allocator events.
+pub fn memory_timeline(trace: &Trace, dev: i64) -> Option<MemoryTimeline> {
+    // Stable-sorted by time already.
+    let mem: Vec<&super::MemoryEvent> = trace
+        .memory
+        .iter()
+        .filter(|m| m.device_type == CUDA_DEVICE_TYPE && m.device == dev)
+        .collect();
+    let first = mem.first()?;
+    let (baseline, known) = match first.total_allocated {
+        Some(ta) => ((ta as i128) - (first.bytes as i128), true),
+        None => {
+            let mut run = 0i128;
+            let mut lo = 0i128;
+            for m in &mem {
+                run += m.bytes as i128;
+                lo = lo.min(run);
+            }
+            (-lo, false)
+        }
+    };
+    let mut run = baseline;
+    let mut samples = vec![(first.at, baseline)];
+    let mut mismatches = 0u64;
+    for (i, m) in mem.iter().enumerate() {
+        run += m.bytes as i128;
+        if let Some(ta) = m.total_allocated {
+            if ta as i128 != run {
+                mismatches += 1;
+            }
+        }
+        // Measure after every event of one instant.
+        if mem.get(i + 1).is_none_or(|n| n.at != m.at) {
+            samples.push((m.at, run));
+        }
+    }
+    Some(MemoryTimeline {
+        baseline,
+        baseline_known: known,
+        events: mem.len() as u64,
+        mismatches,
+        samples,
+    })
 }
 
 /// A compute op that started before the prefetch of its input finished (the

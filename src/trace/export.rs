@@ -92,8 +92,35 @@ pub fn memory_timeline(inst: &Instance, s: &Schedule) -> Vec<(Ticks, i128)> {
             copies.push(*e);
         }
     }
+    let state = match (&s.initial, cyclic) {
+        (Some(st), true) => State::from_cyclic(inst, st),
+        _ => State::initial(inst),
+    };
+    let samples = replay(inst, &copies, state);
+    if !cyclic {
+        return samples;
+    }
+    let at_p = samples
+        .iter()
+        .rev()
+        .find(|(t, _)| *t <= p)
+        .map(|x| x.1)
+        .unwrap_or(0);
+    let mut out = vec![(Ticks::ZERO, at_p)];
+    out.extend(
+        samples
+            .iter()
+            .filter(|(t, _)| *t > p && t.0 < 2 * p.0)
+            .map(|(t, v)| (Ticks(t.0 - p.0), *v)),
+    );
+    out
+}
+
+/// Replay `events` from `state` in the checker's same-instant order; the memory
+/// in use first (at time 0 or the first action, if earlier) and after each instant.
+fn replay(inst: &Instance, events: &[Event], mut state: State) -> Vec<(Ticks, i128)> {
     let mut actions: Vec<(Ticks, u8, usize)> = Vec::new();
-    for (i, e) in copies.iter().enumerate() {
+    for (i, e) in events.iter().enumerate() {
         match *e {
             Event::Compute { start, end, .. } => {
                 actions.push((start, OP_START, i));
@@ -107,12 +134,8 @@ pub fn memory_timeline(inst: &Instance, s: &Schedule) -> Vec<(Ticks, i128)> {
         }
     }
     actions.sort_unstable();
-    let mut state = match (&s.initial, cyclic) {
-        (Some(st), true) => State::from_cyclic(inst, st),
-        _ => State::initial(inst),
-    };
     let look = NoLookahead;
-    let mut flights: Vec<InFlight> = vec![InFlight { version: None }; copies.len()];
+    let mut flights: Vec<InFlight> = vec![InFlight { version: None }; events.len()];
     let mut samples: Vec<(Ticks, i128)> = Vec::new();
     let first = actions.first().map(|a| a.0).unwrap_or(Ticks::ZERO);
     samples.push((first.min(Ticks::ZERO), state.gpu_used));
@@ -121,7 +144,7 @@ pub fn memory_timeline(inst: &Instance, s: &Schedule) -> Vec<(Ticks, i128)> {
         let now = actions[k].0;
         while k < actions.len() && actions[k].0 == now {
             let (_, phase, i) = actions[k];
-            match (copies[i], phase) {
+            match (events[i], phase) {
                 (Event::Compute { op, end, .. }, OP_START) => {
                     state.op_start(inst, op, now, end, &look);
                 }
@@ -145,14 +168,8 @@ pub fn memory_timeline(inst: &Instance, s: &Schedule) -> Vec<(Ticks, i128)> {
                     },
                     _,
                 ) => {
-                    state.transfer_end(
-                        dir,
-                        tensor,
-                        flights[i],
-                        delete && dir == Direction::Offload,
-                        now,
-                        &look,
-                    );
+                    let release = delete && dir == Direction::Offload;
+                    state.transfer_end(dir, tensor, flights[i], release, now, &look);
                 }
                 (Event::Delete { tensor, .. }, _) => {
                     state.delete(tensor, now, &look);
@@ -162,23 +179,7 @@ pub fn memory_timeline(inst: &Instance, s: &Schedule) -> Vec<(Ticks, i128)> {
         }
         samples.push((now, state.gpu_used));
     }
-    if !cyclic {
-        return samples;
-    }
-    let at_p = samples
-        .iter()
-        .rev()
-        .find(|(t, _)| *t <= p)
-        .map(|x| x.1)
-        .unwrap_or(0);
-    let mut out = vec![(Ticks::ZERO, at_p)];
-    out.extend(
-        samples
-            .iter()
-            .filter(|(t, _)| *t > p && t.0 < 2 * p.0)
-            .map(|(t, v)| (Ticks(t.0 - p.0), *v)),
-    );
-    out
+    samples
 }
 
 /// The mapping that reads an exported trace back (also in
@@ -221,162 +222,152 @@ pub fn write_chrome_trace<W: Write>(
             message: "tick_ns must be > 0".into(),
         });
     }
-    let overflow = || TraceError::Format {
-        file: file.into(),
-        message: "a time in nanoseconds overflows 64 bits (lower --tick-ns)".into(),
+    let mut out = Out {
+        w: std::io::BufWriter::new(w),
+        file,
+        opts,
+        n: 0,
     };
-    let at = |t: Ticks| -> Result<Nanos, TraceError> {
-        let v = (t.0 as i128) * (opts.tick_ns as i128) + opts.origin_ns as i128;
-        i64::try_from(v).map(Nanos).map_err(|_| overflow())
-    };
-    let wr = |e: std::io::Error| TraceError::Write {
-        file: file.into(),
-        error: e,
-    };
-    let mut w = std::io::BufWriter::new(w);
-    let meta = ExportMeta {
-        instance: inst.name.clone(),
-        tick_ns: opts.tick_ns,
-        origin_ns: opts.origin_ns,
-        period: s.period.map(|p| p.0),
-        initial: s.initial.as_ref().map(|st| CyclicStateFile {
-            gpu: st
-                .gpu
-                .iter()
-                .map(|t| inst.tensor(*t).name.clone())
-                .collect(),
-            cpu: st
-                .cpu
-                .iter()
-                .map(|t| inst.tensor(*t).name.clone())
-                .collect(),
-        }),
-    };
-    let head = json!({
-        "schemaVersion": 1,
-        "deviceProperties": [{"id": 0, "name": format!("offcert model GPU ({} B)", inst.machine.gpu_capacity.0)}],
-        "offcert": meta,
-    });
-    let head = serde_json::to_string(&head).map_err(|e| TraceError::Format {
-        file: file.into(),
-        message: e.to_string(),
-    })?;
-    // Open the object, keep its fields, and append traceEvents.
-    write!(w, "{},\n\"traceEvents\": [\n", &head[..head.len() - 1]).map_err(wr)?;
-    let mut n = 0u64;
-    let mut emit = |w: &mut std::io::BufWriter<W>, v: &Ev| -> Result<(), TraceError> {
-        if n > 0 {
-            w.write_all(b",\n").map_err(wr)?;
+    out.head(inst, s)?;
+    out.track_names(inst)?;
+    let mut events: Vec<&Event> = s.events.iter().collect();
+    events.sort_by_key(|e| (e.start(), e.end()));
+    for (k, e) in events.into_iter().enumerate() {
+        out.event(inst, e, k as u64 + 1)?;
+    }
+    let timeline = memory_timeline(inst, s);
+    let peak = out.memory(&timeline)?;
+    out.w.write_all(b"\n]}\n").map_err(|e| out.write_error(e))?;
+    out.w.flush().map_err(|e| out.write_error(e))?;
+    Ok(ExportSummary {
+        events: out.n,
+        memory_samples: timeline.len() as u64,
+        peak_memory: peak,
+    })
+}
+
+/// The trace being written: the output, and how many events it holds so far.
+struct Out<'a, W: Write> {
+    w: std::io::BufWriter<W>,
+    file: &'a str,
+    opts: ExportOptions,
+    n: u64,
+}
+
+impl<W: Write> Out<'_, W> {
+    fn write_error(&self, e: std::io::Error) -> TraceError {
+        TraceError::Write {
+            file: self.file.into(),
+            error: e,
         }
-        serde_json::to_writer(&mut *w, v).map_err(|e| TraceError::Format {
-            file: file.into(),
-            message: e.to_string(),
-        })?;
-        n += 1;
+    }
+
+    fn format_error(&self, message: String) -> TraceError {
+        TraceError::Format {
+            file: self.file.into(),
+            message,
+        }
+    }
+
+    /// Model time `t` as trace nanoseconds.
+    fn at(&self, t: Ticks) -> Result<Nanos, TraceError> {
+        let v = (t.0 as i128) * (self.opts.tick_ns as i128) + self.opts.origin_ns as i128;
+        i64::try_from(v).map(Nanos).map_err(|_| {
+            self.format_error("a time in nanoseconds overflows 64 bits (lower --tick-ns)".into())
+        })
+    }
+
+    fn emit(&mut self, v: &Ev) -> Result<(), TraceError> {
+        if self.n > 0 {
+            self.w.write_all(b",\n").map_err(|e| self.write_error(e))?;
+        }
+        serde_json::to_writer(&mut self.w, v).map_err(|e| self.format_error(e.to_string()))?;
+        self.n += 1;
         Ok(())
-    };
-    let meta_ev = |pid: i64, tid: i64, what: &'static str, name: String| Ev {
-        ph: "M",
-        name: what.into(),
-        pid,
-        tid,
-        args: json!({ "name": name }),
-        ..Ev::default()
-    };
-    emit(
-        &mut w,
-        &meta_ev(0, 0, "process_name", format!("GPU 0: {}", inst.name)),
-    )?;
-    emit(
-        &mut w,
-        &meta_ev(
+    }
+
+    /// The object's fields before `traceEvents`: the device and [`ExportMeta`].
+    fn head(&mut self, inst: &Instance, s: &Schedule) -> Result<(), TraceError> {
+        let names = |ts: &[TensorId]| -> Vec<String> {
+            ts.iter().map(|t| inst.tensor(*t).name.clone()).collect()
+        };
+        let meta = ExportMeta {
+            instance: inst.name.clone(),
+            tick_ns: self.opts.tick_ns,
+            origin_ns: self.opts.origin_ns,
+            period: s.period.map(|p| p.0),
+            initial: s.initial.as_ref().map(|st| CyclicStateFile {
+                gpu: names(&st.gpu),
+                cpu: names(&st.cpu),
+            }),
+        };
+        let head = json!({
+            "schemaVersion": 1,
+            "deviceProperties": [{"id": 0, "name": format!("offcert model GPU ({} B)", inst.machine.gpu_capacity.0)}],
+            "offcert": meta,
+        });
+        let head = serde_json::to_string(&head).map_err(|e| self.format_error(e.to_string()))?;
+        // Open the object, keep its fields, and append traceEvents.
+        write!(self.w, "{},\n\"traceEvents\": [\n", &head[..head.len() - 1])
+            .map_err(|e| self.write_error(e))
+    }
+
+    /// Process and thread names of every track.
+    fn track_names(&mut self, inst: &Instance) -> Result<(), TraceError> {
+        let meta_ev = |pid: i64, tid: i64, what: &'static str, name: String| Ev {
+            ph: "M",
+            name: what.into(),
+            pid,
+            tid,
+            args: json!({ "name": name }),
+            ..Ev::default()
+        };
+        self.emit(&meta_ev(
+            0,
+            0,
+            "process_name",
+            format!("GPU 0: {}", inst.name),
+        ))?;
+        self.emit(&meta_ev(
             0,
             COMPUTE_STREAM,
             "thread_name",
             "compute (GPU stream)".into(),
-        ),
-    )?;
-    for ch in inst.machine.channels() {
-        emit(
-            &mut w,
-            &meta_ev(
+        ))?;
+        for ch in inst.machine.channels() {
+            self.emit(&meta_ev(
                 0,
                 channel_stream(ch),
                 "thread_name",
                 format!("channel {}", ch.name()),
-            ),
-        )?;
+            ))?;
+        }
+        self.emit(&meta_ev(0, DELETE_STREAM, "thread_name", "deletes".into()))?;
+        self.emit(&meta_ev(HOST_PID, 0, "process_name", "CPU".into()))?;
+        self.emit(&meta_ev(HOST_PID, 1, "thread_name", "compute (CPU)".into()))
     }
-    emit(
-        &mut w,
-        &meta_ev(0, DELETE_STREAM, "thread_name", "deletes".into()),
-    )?;
-    emit(&mut w, &meta_ev(HOST_PID, 0, "process_name", "CPU".into()))?;
-    emit(
-        &mut w,
-        &meta_ev(HOST_PID, 1, "thread_name", "compute (CPU)".into()),
-    )?;
 
-    let span = |cat: &'static str,
-                name: String,
-                pid: i64,
-                tid: i64,
-                ts: Nanos,
-                te: Nanos,
-                args: serde_json::Value| Ev {
-        ph: "X",
-        cat: Some(cat),
-        name,
-        pid,
-        tid,
-        ts: Some(ts.as_micros_text()),
-        dur: Some(Nanos(te.0 - ts.0).as_micros_text()),
-        args,
-        ..Ev::default()
-    };
-    let mut events: Vec<&Event> = s.events.iter().collect();
-    events.sort_by_key(|e| (e.start(), e.end()));
-    let mut corr = 0u64;
-    for e in events {
-        corr += 1;
+    /// One schedule event: its annotation range and, on the GPU, the kernel or
+    /// copy inside it, with correlation id `corr`.
+    fn event(&mut self, inst: &Instance, e: &Event, corr: u64) -> Result<(), TraceError> {
+        let null = serde_json::Value::Null;
         match *e {
             Event::Compute { op, start, end } => {
                 let o = inst.op(op);
-                let (ts, te) = (at(start)?, at(end)?);
+                let (ts, te) = (self.at(start)?, self.at(end)?);
                 let label = format!("compute:{}", o.name);
                 match o.device {
                     Device::Gpu => {
-                        emit(
-                            &mut w,
-                            &span(
-                                "gpu_user_annotation",
-                                label,
-                                0,
-                                COMPUTE_STREAM,
-                                ts,
-                                te,
-                                serde_json::Value::Null,
-                            ),
-                        )?;
+                        let range = ("gpu_user_annotation", label, 0, COMPUTE_STREAM);
+                        self.emit(&span(range, ts, te, null))?;
                         let args =
                             json!({"device": 0, "stream": COMPUTE_STREAM, "correlation": corr});
-                        emit(
-                            &mut w,
-                            &span("kernel", o.name.clone(), 0, COMPUTE_STREAM, ts, te, args),
-                        )?;
+                        let kernel = ("kernel", o.name.clone(), 0, COMPUTE_STREAM);
+                        self.emit(&span(kernel, ts, te, args))
                     }
-                    Device::Cpu => emit(
-                        &mut w,
-                        &span(
-                            "user_annotation",
-                            label,
-                            HOST_PID,
-                            1,
-                            ts,
-                            te,
-                            serde_json::Value::Null,
-                        ),
-                    )?,
+                    Device::Cpu => {
+                        self.emit(&span(("user_annotation", label, HOST_PID, 1), ts, te, null))
+                    }
                 }
             }
             Event::Transfer {
@@ -387,7 +378,7 @@ pub fn write_chrome_trace<W: Write>(
                 delete,
             } => {
                 let t = inst.tensor(tensor);
-                let (ts, te) = (at(start)?, at(end)?);
+                let (ts, te) = (self.at(start)?, self.at(end)?);
                 let tid = channel_stream(inst.machine.channel(dir));
                 let (label, copy) = match dir {
                     Direction::Offload if delete => (
@@ -403,81 +394,73 @@ pub fn write_chrome_trace<W: Write>(
                         "Memcpy HtoD (Pinned -> Device)",
                     ),
                 };
-                emit(
-                    &mut w,
-                    &span(
-                        "gpu_user_annotation",
-                        label,
-                        0,
-                        tid,
-                        ts,
-                        te,
-                        serde_json::Value::Null,
-                    ),
-                )?;
+                self.emit(&span(("gpu_user_annotation", label, 0, tid), ts, te, null))?;
                 let args =
                     json!({"device": 0, "stream": tid, "correlation": corr, "bytes": t.size.0});
-                emit(
-                    &mut w,
-                    &span("gpu_memcpy", copy.into(), 0, tid, ts, te, args),
-                )?;
+                self.emit(&span(("gpu_memcpy", copy.into(), 0, tid), ts, te, args))
             }
             Event::Delete { tensor, at: t } => {
-                let ts = at(t)?;
+                let ts = self.at(t)?;
                 let label = format!("delete:{}", inst.tensor(tensor).name);
-                emit(
-                    &mut w,
-                    &span(
-                        "gpu_user_annotation",
-                        label,
-                        0,
-                        DELETE_STREAM,
-                        ts,
-                        ts,
-                        serde_json::Value::Null,
-                    ),
-                )?;
+                let range = ("gpu_user_annotation", label, 0, DELETE_STREAM);
+                self.emit(&span(range, ts, ts, null))
             }
         }
     }
-    // The memory counter track, and the same values as Kineto `[memory]` events
-    // (deltas with the running total) so that the audit reads them back.
-    let timeline = memory_timeline(inst, s);
-    let mut prev: i128 = 0;
-    let mut peak: i128 = 0;
-    for (t, v) in &timeline {
-        let ts = at(*t)?.as_micros_text();
-        peak = peak.max(*v);
-        let counter = Ev {
-            ph: "C",
-            name: "GPU memory".into(),
-            ts: Some(ts.clone()),
-            args: json!({ "allocated": *v as i64 }),
-            ..Ev::default()
-        };
-        emit(&mut w, &counter)?;
-        if *v != prev {
-            let args = json!({"Device Type": super::CUDA_DEVICE_TYPE, "Device Id": 0, "Bytes": (*v - prev) as i64, "Total Allocated": *v as i64});
-            let mem = Ev {
-                ph: "i",
-                s: Some("t"),
-                cat: Some("cpu_instant_event"),
-                name: "[memory]".into(),
-                ts: Some(ts),
-                args,
+
+    /// The memory counter track, and the same values as Kineto `[memory]` events
+    /// (deltas with the running total) so that the audit reads them back. The peak.
+    fn memory(&mut self, timeline: &[(Ticks, i128)]) -> Result<i128, TraceError> {
+        let mut prev: i128 = 0;
+        let mut peak: i128 = 0;
+        for (t, v) in timeline {
+            let ts = self.at(*t)?.as_micros_text();
+            peak = peak.max(*v);
+            let counter = Ev {
+                ph: "C",
+                name: "GPU memory".into(),
+                ts: Some(ts.clone()),
+                args: json!({ "allocated": *v as i64 }),
                 ..Ev::default()
             };
-            emit(&mut w, &mem)?;
+            self.emit(&counter)?;
+            if *v != prev {
+                let args = json!({"Device Type": super::CUDA_DEVICE_TYPE, "Device Id": 0, "Bytes": (*v - prev) as i64, "Total Allocated": *v as i64});
+                let mem = Ev {
+                    ph: "i",
+                    s: Some("t"),
+                    cat: Some("cpu_instant_event"),
+                    name: "[memory]".into(),
+                    ts: Some(ts),
+                    args,
+                    ..Ev::default()
+                };
+                self.emit(&mem)?;
+            }
+            prev = *v;
         }
-        prev = *v;
+        Ok(peak)
     }
-    w.write_all(b"\n]}\n").map_err(wr)?;
-    w.flush().map_err(wr)?;
-    Ok(ExportSummary {
-        events: n,
-        memory_samples: timeline.len() as u64,
-        peak_memory: peak,
-    })
+}
+
+/// A complete event `(category, name, pid, tid)` from `ts` to `te`.
+fn span(
+    (cat, name, pid, tid): (&'static str, String, i64, i64),
+    ts: Nanos,
+    te: Nanos,
+    args: serde_json::Value,
+) -> Ev {
+    Ev {
+        ph: "X",
+        cat: Some(cat),
+        name,
+        pid,
+        tid,
+        ts: Some(ts.as_micros_text()),
+        dur: Some(Nanos(te.0 - ts.0).as_micros_text()),
+        args,
+        ..Ev::default()
+    }
 }
 
 /// One Chrome-trace event as written. Times are decimal microseconds written as

@@ -261,97 +261,163 @@ pub fn reconstruct(
     inst: &Instance,
     mapping_file: &str,
 ) -> Result<Reconstruction, TraceError> {
-    let has_gpu_ranges = trace
+    let mut matcher = Matcher::new(trace, mapping);
+    let mut items: Vec<Item> = trace
         .ranges
         .iter()
-        .any(|r| r.kind == RangeKind::GpuUserAnnotation);
-    let wants = |src: Source, r: &Range| match src {
-        Source::Auto => {
-            if has_gpu_ranges {
-                r.kind == RangeKind::GpuUserAnnotation
-            } else {
-                r.kind != RangeKind::GpuUserAnnotation
+        .filter_map(|r| matcher.range_item(r))
+        .collect();
+    if mapping.rules.iter().any(|r| r.source == Source::Kernel) {
+        items.extend(trace.kernels().filter_map(|g| matcher.kernel_item(g)));
+    }
+    let meta = trace.meta.as_ref();
+    let tick_ns = mapping.tick_ns.or(meta.map(|m| m.tick_ns)).unwrap_or(1000);
+    let origin_ns = match mapping.origin_ns.or(meta.map(|m| m.origin_ns)) {
+        Some(o) => o,
+        None => items.iter().map(|i| i.start.0).min().unwrap_or(0),
+    };
+    let mut ticker = Ticker {
+        tick_ns,
+        origin_ns,
+        rounded: 0,
+        mapping_file,
+    };
+    let mut ev = events(&items, inst, &mut ticker)?;
+    ev.events.sort_by_key(|(s, o, _, _)| (*s, *o));
+    let event_ns: Vec<(Nanos, Nanos)> = ev.events.iter().map(|e| e.3).collect();
+    let (period, initial) = cyclic_frame(trace, mapping, inst, mapping_file)?;
+    let file = ScheduleFile {
+        note: Some(format!(
+            "reconstructed from {} with {mapping_file}",
+            trace.file
+        )),
+        period,
+        initial,
+        events: ev.events.into_iter().map(|e| e.2).collect(),
+    };
+    let schedule = file.resolve(inst).map_err(|e| TraceError::Field {
+        file: mapping_file.into(),
+        field: "(reconstructed schedule)".into(),
+        message: e.to_string(),
+    })?;
+    let mut notes: Vec<MappingNote> = ev
+        .unknown
+        .into_iter()
+        .map(
+            |(rule, (count, first_event, first_name))| MappingNote::UnknownName {
+                rule,
+                count,
+                first_event,
+                first_name,
+            },
+        )
+        .collect();
+    notes.sort_by_key(|n| match n {
+        MappingNote::UnknownName { rule, .. } => *rule,
+        _ => usize::MAX,
+    });
+    if ticker.rounded > 0 {
+        notes.push(MappingNote::Rounded {
+            count: ticker.rounded,
+        });
+    }
+    if matcher.without_copy > 0 {
+        notes.push(MappingNote::TransferWithoutCopy {
+            count: matcher.without_copy,
+        });
+    }
+    notes.extend(ev.size_notes);
+    Ok(Reconstruction {
+        schedule,
+        file,
+        tick_ns,
+        origin_ns,
+        event_ns,
+        matched: ev.matched,
+        notes,
+    })
+}
+
+/// Matches trace events against the mapping's rules.
+struct Matcher<'a> {
+    trace: &'a Trace,
+    mapping: &'a Mapping,
+    has_gpu_ranges: bool,
+    /// GPU activities by correlation id, for CPU ranges that launch copies/kernels.
+    by_corr: HashMap<i64, Vec<usize>>,
+    /// Transfer ranges with no copy inside.
+    without_copy: u64,
+}
+
+impl<'a> Matcher<'a> {
+    fn new(trace: &'a Trace, mapping: &'a Mapping) -> Self {
+        let mut by_corr: HashMap<i64, Vec<usize>> = HashMap::new();
+        for (i, g) in trace.gpu.iter().enumerate() {
+            if let Some(c) = g.correlation {
+                by_corr.entry(c).or_default().push(i);
             }
         }
-        Source::GpuAnnotation => r.kind == RangeKind::GpuUserAnnotation,
-        Source::CpuAnnotation => r.kind == RangeKind::UserAnnotation,
-        Source::Nvtx => r.kind == RangeKind::Nvtx,
-        Source::AnyRange => true,
-        Source::Kernel => false,
-    };
-    // GPU activities by correlation id, for CPU ranges that launch copies/kernels.
-    let mut by_corr: HashMap<i64, Vec<usize>> = HashMap::new();
-    for (i, g) in trace.gpu.iter().enumerate() {
-        if let Some(c) = g.correlation {
-            by_corr.entry(c).or_default().push(i);
+        Matcher {
+            trace,
+            mapping,
+            has_gpu_ranges: trace
+                .ranges
+                .iter()
+                .any(|r| r.kind == RangeKind::GpuUserAnnotation),
+            by_corr,
+            without_copy: 0,
         }
     }
-    let mut items: Vec<Item> = Vec::new();
-    let mut without_copy = 0u64;
-    let first_match = |name: &str, pred: &dyn Fn(Source) -> bool| -> Option<(usize, Vec<String>)> {
-        for (k, rule) in mapping.rules.iter().enumerate() {
+
+    /// Does a rule with source `src` look at range `r`?
+    fn wants(&self, src: Source, r: &Range) -> bool {
+        match src {
+            Source::Auto => {
+                if self.has_gpu_ranges {
+                    r.kind == RangeKind::GpuUserAnnotation
+                } else {
+                    r.kind != RangeKind::GpuUserAnnotation
+                }
+            }
+            Source::GpuAnnotation => r.kind == RangeKind::GpuUserAnnotation,
+            Source::CpuAnnotation => r.kind == RangeKind::UserAnnotation,
+            Source::Nvtx => r.kind == RangeKind::Nvtx,
+            Source::AnyRange => true,
+            Source::Kernel => false,
+        }
+    }
+
+    /// The first rule whose source passes `pred` and whose pattern matches `name`
+    /// (not an ignore rule), with the captures.
+    fn first_match(
+        &self,
+        name: &str,
+        pred: &dyn Fn(Source) -> bool,
+    ) -> Option<(usize, &'a Rule, Vec<String>)> {
+        for (k, rule) in self.mapping.rules.iter().enumerate() {
             if !pred(rule.source) {
                 continue;
             }
             if let Some(c) = glob(&rule.pattern, name) {
-                return Some((k, c));
+                return (rule.role != Role::Ignore).then_some((k, rule, c));
             }
         }
         None
-    };
-    for r in &trace.ranges {
+    }
+
+    /// A range as an item, timed by what ran on the GPU for it (copies for
+    /// transfers, kernels for ops) when anything did.
+    fn range_item(&mut self, r: &Range) -> Option<Item> {
+        let trace = self.trace;
         let nm = trace.name(r.name);
-        let Some((k, caps)) = first_match(nm, &|s| wants(s, r)) else {
-            continue;
-        };
-        let rule = &mapping.rules[k];
-        if rule.role == Role::Ignore {
-            continue;
-        }
+        let (k, rule, caps) = self.first_match(nm, &|s| self.wants(s, r))?;
         let (mut start, mut end, mut bytes) = (r.start, r.end, None);
-        // What ran on the GPU for this range: copies for transfers, kernels for ops.
         let is_transfer = matches!(rule.role, Role::Offload | Role::Prefetch);
-        let want_kind = |g: &super::GpuEvent| {
-            if is_transfer {
-                matches!(g.kind, GpuKind::Memcpy(_))
-            } else {
-                g.kind == GpuKind::Kernel
-            }
+        let inside = if rule.role == Role::Delete {
+            Vec::new()
+        } else {
+            self.gpu_inside(r, is_transfer)
         };
-        let mut inside: Vec<usize> = Vec::new();
-        if rule.role != Role::Delete {
-            match r.kind {
-                RangeKind::GpuUserAnnotation => {
-                    let lo = trace.gpu.partition_point(|g| g.start < r.start);
-                    for (i, g) in trace.gpu.iter().enumerate().skip(lo) {
-                        if g.start > r.end {
-                            break;
-                        }
-                        if g.device == r.device
-                            && g.stream == r.thread
-                            && g.end <= r.end
-                            && want_kind(g)
-                        {
-                            inside.push(i);
-                        }
-                    }
-                }
-                RangeKind::UserAnnotation | RangeKind::Nvtx => {
-                    let lo = trace.runtime.partition_point(|c| c.start < r.start);
-                    for c in trace.runtime.iter().skip(lo) {
-                        if c.start > r.end {
-                            break;
-                        }
-                        if c.thread != r.thread || c.end > r.end {
-                            continue;
-                        }
-                        if let Some(v) = c.correlation.and_then(|x| by_corr.get(&x)) {
-                            inside.extend(v.iter().copied().filter(|i| want_kind(&trace.gpu[*i])));
-                        }
-                    }
-                }
-            }
-        }
         if !inside.is_empty() {
             start = inside
                 .iter()
@@ -372,12 +438,12 @@ pub fn reconstruct(
                 );
             }
         } else if is_transfer {
-            without_copy += 1;
+            self.without_copy += 1;
         }
         if rule.role == Role::Delete {
             end = start;
         }
-        items.push(Item {
+        Some(Item {
             role: rule.role,
             rule: k,
             name: expand(&rule.name, &caps),
@@ -386,193 +452,220 @@ pub fn reconstruct(
             end,
             bytes,
             label: nm.to_string(),
-        });
-    }
-    if mapping.rules.iter().any(|r| r.source == Source::Kernel) {
-        for g in trace.kernels() {
-            let nm = trace.name(g.name);
-            let Some((k, caps)) = first_match(nm, &|s| s == Source::Kernel) else {
-                continue;
-            };
-            let rule = &mapping.rules[k];
-            if rule.role == Role::Ignore {
-                continue;
-            }
-            items.push(Item {
-                role: rule.role,
-                rule: k,
-                name: expand(&rule.name, &caps),
-                delete: rule.delete.unwrap_or(true),
-                start: g.start,
-                end: g.end,
-                bytes: None,
-                label: nm.to_string(),
-            });
-        }
+        })
     }
 
-    let meta = trace.meta.as_ref();
-    let tick_ns = mapping.tick_ns.or(meta.map(|m| m.tick_ns)).unwrap_or(1000);
-    let origin_ns = match mapping.origin_ns.or(meta.map(|m| m.origin_ns)) {
-        Some(o) => o,
-        None => items.iter().map(|i| i.start.0).min().unwrap_or(0),
-    };
-    let (tmap, omap) = inst.name_maps();
-    let mut unknown: HashMap<usize, (u64, String, String)> = HashMap::new();
-    let mut rounded = 0u64;
-    let mut to_ticks = |t: Nanos, up: bool| -> Result<i64, TraceError> {
-        let d = (t.0 as i128) - (origin_ns as i128);
-        let q = d.div_euclid(tick_ns as i128);
-        let r = d.rem_euclid(tick_ns as i128);
+    /// Indices of the GPU activities of range `r`: copies (`transfer`) or
+    /// kernels on its stream within it (GPU ranges), or launched by runtime
+    /// calls within it on its thread (CPU and NVTX ranges).
+    fn gpu_inside(&self, r: &Range, transfer: bool) -> Vec<usize> {
+        let trace = self.trace;
+        let want_kind = |g: &super::GpuEvent| {
+            if transfer {
+                matches!(g.kind, GpuKind::Memcpy(_))
+            } else {
+                g.kind == GpuKind::Kernel
+            }
+        };
+        let mut inside: Vec<usize> = Vec::new();
+        match r.kind {
+            RangeKind::GpuUserAnnotation => {
+                let lo = trace.gpu.partition_point(|g| g.start < r.start);
+                for (i, g) in trace.gpu.iter().enumerate().skip(lo) {
+                    if g.start > r.end {
+                        break;
+                    }
+                    if g.device == r.device
+                        && g.stream == r.thread
+                        && g.end <= r.end
+                        && want_kind(g)
+                    {
+                        inside.push(i);
+                    }
+                }
+            }
+            RangeKind::UserAnnotation | RangeKind::Nvtx => {
+                let lo = trace.runtime.partition_point(|c| c.start < r.start);
+                for c in trace.runtime.iter().skip(lo) {
+                    if c.start > r.end {
+                        break;
+                    }
+                    if c.thread != r.thread || c.end > r.end {
+                        continue;
+                    }
+                    if let Some(v) = c.correlation.and_then(|x| self.by_corr.get(&x)) {
+                        inside.extend(v.iter().copied().filter(|i| want_kind(&trace.gpu[*i])));
+                    }
+                }
+            }
+        }
+        inside
+    }
+
+    /// A kernel matched by a `kernel` rule, as an item timed by the kernel.
+    fn kernel_item(&self, g: &super::GpuEvent) -> Option<Item> {
+        let nm = self.trace.name(g.name);
+        let (k, rule, caps) = self.first_match(nm, &|s| s == Source::Kernel)?;
+        Some(Item {
+            role: rule.role,
+            rule: k,
+            name: expand(&rule.name, &caps),
+            delete: rule.delete.unwrap_or(true),
+            start: g.start,
+            end: g.end,
+            bytes: None,
+            label: nm.to_string(),
+        })
+    }
+}
+
+/// Trace nanoseconds to model ticks; counts the times that were not whole ticks.
+struct Ticker<'a> {
+    tick_ns: i64,
+    origin_ns: i64,
+    rounded: u64,
+    mapping_file: &'a str,
+}
+
+impl Ticker<'_> {
+    /// `t` in ticks, rounded down, or up with `up`.
+    fn ticks(&mut self, t: Nanos, up: bool) -> Result<i64, TraceError> {
+        let d = (t.0 as i128) - (self.origin_ns as i128);
+        let q = d.div_euclid(self.tick_ns as i128);
+        let r = d.rem_euclid(self.tick_ns as i128);
         if r != 0 {
-            rounded += 1;
+            self.rounded += 1;
         }
         let v = if up && r != 0 { q + 1 } else { q };
         i64::try_from(v).map_err(|_| TraceError::Field {
-            file: mapping_file.into(),
+            file: self.mapping_file.into(),
             field: "tick_ns".into(),
             message: "times in ticks overflow".into(),
         })
+    }
+}
+
+/// The items that name something in the instance, as schedule events.
+struct Events {
+    /// (start, same-instant order, event, trace times), unsorted.
+    events: Vec<(i64, u8, EventFile, (Nanos, Nanos))>,
+    matched: HashMap<&'static str, u64>,
+    /// Per rule: items that named nothing, the first event's and name's text.
+    unknown: HashMap<usize, (u64, String, String)>,
+    size_notes: Vec<MappingNote>,
+}
+
+fn events(items: &[Item], inst: &Instance, ticker: &mut Ticker) -> Result<Events, TraceError> {
+    let (tmap, omap) = inst.name_maps();
+    let mut out = Events {
+        events: Vec::new(),
+        matched: HashMap::new(),
+        unknown: HashMap::new(),
+        size_notes: Vec::new(),
     };
-    let mut events: Vec<(i64, u8, EventFile, (Nanos, Nanos))> = Vec::new();
-    let mut matched: HashMap<&'static str, u64> = HashMap::new();
-    let mut size_notes: Vec<MappingNote> = Vec::new();
-    for it in &items {
+    for it in items {
         let known = match it.role {
             Role::Compute => omap.contains_key(it.name.as_str()),
             _ => tmap.contains_key(it.name.as_str()),
         };
         if !known {
-            let e = unknown
+            let e = out
+                .unknown
                 .entry(it.rule)
                 .or_insert((0, it.label.clone(), it.name.clone()));
             e.0 += 1;
             continue;
         }
-        let start = to_ticks(it.start, false)?;
-        let end = to_ticks(it.end, true)?;
-        let (ev, key, order) = match it.role {
-            Role::Compute => (
-                EventFile::Compute {
-                    op: it.name.clone(),
-                    start,
-                    end: Some(end),
-                },
-                "compute",
-                3,
-            ),
-            Role::Offload => (
-                EventFile::Offload {
-                    tensor: it.name.clone(),
-                    start,
-                    end,
-                    delete: it.delete,
-                },
-                "offload",
-                1,
-            ),
-            Role::Prefetch => (
-                EventFile::Prefetch {
-                    tensor: it.name.clone(),
-                    start,
-                    end,
-                },
-                "prefetch",
-                2,
-            ),
-            Role::Delete => (
-                EventFile::Delete {
-                    tensor: it.name.clone(),
-                    at: start,
-                },
-                "delete",
-                0,
-            ),
-            Role::Ignore => continue,
+        let start = ticker.ticks(it.start, false)?;
+        let end = ticker.ticks(it.end, true)?;
+        let Some((ev, key, order)) = event_file(it, start, end) else {
+            continue;
         };
         if let (Some(b), Some(t)) = (it.bytes, tmap.get(it.name.as_str())) {
             let size = inst.tensor(*t).size.0;
-            if b != size && size_notes.len() < 20 {
-                size_notes.push(MappingNote::SizeMismatch {
+            if b != size && out.size_notes.len() < 20 {
+                out.size_notes.push(MappingNote::SizeMismatch {
                     tensor: it.name.clone(),
                     trace_bytes: b,
                     model_bytes: size,
                 });
             }
         }
-        *matched.entry(key).or_insert(0) += 1;
-        events.push((start, order, ev, (it.start, it.end)));
+        *out.matched.entry(key).or_insert(0) += 1;
+        out.events.push((start, order, ev, (it.start, it.end)));
     }
-    events.sort_by_key(|(s, o, _, _)| (*s, *o));
-    let event_ns: Vec<(Nanos, Nanos)> = events.iter().map(|e| e.3).collect();
-    let cyclic = inst.mode == Mode::Cyclic;
-    let period = if cyclic {
-        mapping.period.or(meta.and_then(|m| m.period))
-    } else {
-        None
-    };
-    let initial = if cyclic {
-        mapping
-            .initial
-            .clone()
-            .or(meta.and_then(|m| m.initial.clone()))
-    } else {
-        None
-    };
-    if cyclic && period.is_none() {
+    Ok(out)
+}
+
+/// An item as a schedule event, with its role's name and same-instant order
+/// (deletes, offloads, prefetches, computes); `None` for an ignored one.
+fn event_file(it: &Item, start: i64, end: i64) -> Option<(EventFile, &'static str, u8)> {
+    Some(match it.role {
+        Role::Compute => (
+            EventFile::Compute {
+                op: it.name.clone(),
+                start,
+                end: Some(end),
+            },
+            "compute",
+            3,
+        ),
+        Role::Offload => (
+            EventFile::Offload {
+                tensor: it.name.clone(),
+                start,
+                end,
+                delete: it.delete,
+            },
+            "offload",
+            1,
+        ),
+        Role::Prefetch => (
+            EventFile::Prefetch {
+                tensor: it.name.clone(),
+                start,
+                end,
+            },
+            "prefetch",
+            2,
+        ),
+        Role::Delete => (
+            EventFile::Delete {
+                tensor: it.name.clone(),
+                at: start,
+            },
+            "delete",
+            0,
+        ),
+        Role::Ignore => return None,
+    })
+}
+
+/// A cyclic instance's period and state at 0: the mapping's, else the trace's
+/// export metadata; `(None, None)` for a one-shot instance.
+fn cyclic_frame(
+    trace: &Trace,
+    mapping: &Mapping,
+    inst: &Instance,
+    mapping_file: &str,
+) -> Result<(Option<i64>, Option<CyclicStateFile>), TraceError> {
+    if inst.mode != Mode::Cyclic {
+        return Ok((None, None));
+    }
+    let meta = trace.meta.as_ref();
+    let period = mapping.period.or(meta.and_then(|m| m.period));
+    let initial = mapping
+        .initial
+        .clone()
+        .or(meta.and_then(|m| m.initial.clone()));
+    if period.is_none() {
         return Err(TraceError::Field {
             file: mapping_file.into(),
             field: "period".into(),
             message: "a cyclic instance needs the period in ticks (mapping `period`)".into(),
         });
     }
-    let file = ScheduleFile {
-        note: Some(format!(
-            "reconstructed from {} with {mapping_file}",
-            trace.file
-        )),
-        period,
-        initial,
-        events: events.into_iter().map(|e| e.2).collect(),
-    };
-    let schedule = file.resolve(inst).map_err(|e| TraceError::Field {
-        file: mapping_file.into(),
-        field: "(reconstructed schedule)".into(),
-        message: e.to_string(),
-    })?;
-    let mut notes: Vec<MappingNote> = unknown
-        .into_iter()
-        .map(
-            |(rule, (count, first_event, first_name))| MappingNote::UnknownName {
-                rule,
-                count,
-                first_event,
-                first_name,
-            },
-        )
-        .collect();
-    notes.sort_by_key(|n| match n {
-        MappingNote::UnknownName { rule, .. } => *rule,
-        _ => usize::MAX,
-    });
-    if rounded > 0 {
-        notes.push(MappingNote::Rounded { count: rounded });
-    }
-    if without_copy > 0 {
-        notes.push(MappingNote::TransferWithoutCopy {
-            count: without_copy,
-        });
-    }
-    notes.extend(size_notes);
-    Ok(Reconstruction {
-        schedule,
-        file,
-        tick_ns,
-        origin_ns,
-        event_ns,
-        matched,
-        notes,
-    })
+    Ok((period, initial))
 }
 
 /// Direction of a transfer role.

@@ -7,6 +7,7 @@
 //! submodules:
 //! - [`time`]: exact decimal timestamps;
 //! - [`kineto`], [`nsys`]: streaming importers;
+//! - [`et`]: PyTorch execution traces → `op_sequence` instances;
 //! - [`intervals`]: interval unions for busy/idle/overlap measures;
 //! - [`mapping`]: names in a trace → the model's ops and tensors, and the
 //!   reconstruction of a [`crate::schedule::Schedule`];
@@ -18,6 +19,7 @@
 //! a reconstructed schedule is decided by the checker, never here.
 
 pub mod audit;
+pub mod et;
 pub mod export;
 pub mod intervals;
 pub mod kineto;

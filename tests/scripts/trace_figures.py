@@ -1,12 +1,12 @@
 #!/usr/bin/env python3
-"""Independent figures for the shared traces (stdlib only: gzip, json, sqlite3).
+"""Independent figures for the bundled real traces (tests/data/traces/) (stdlib only: gzip, json, sqlite3).
 
 The numbers this prints are pasted into tests/trace_shared.rs; the Rust importers
 and audit must reproduce them. Run from the repository root:
 
-    python3 tests/scripts/trace_figures.py ../shared/traces
+    python3 tests/scripts/trace_figures.py tests/data/traces
 
-Times are in integer nanoseconds (Kineto microseconds x 1000; every shared Kineto
+Times are in integer nanoseconds (Kineto microseconds x 1000; every bundled Kineto
 trace has integer microseconds, checked below).
 """
 import gzip
@@ -144,7 +144,7 @@ def nsys(path):
 
 
 def main():
-    root = sys.argv[1] if len(sys.argv) > 1 else "../shared/traces"
+    root = sys.argv[1] if len(sys.argv) > 1 else "tests/data/traces"
     for f in KINETO:
         print(f)
         for k, v in kineto("%s/%s" % (root, f)).items():

@@ -29,7 +29,7 @@
 //! [`FractionalOptimum`].
 
 use super::{infeasible, ChainProfile};
-use crate::bound::{BoundError, BoundMethod, LowerBound, Strength};
+use crate::bound::{BoundError, BoundMethod, Failure, LowerBound, Strength};
 use crate::family::{ActivationChain, InstanceFile};
 use crate::model::{Instance, ReleaseRule};
 use num_bigint::BigInt;
@@ -88,132 +88,191 @@ fn fractional(c: &ActivationChain, early_release: bool) -> Result<BigRational, B
     }
     let cap = c.gpu_memory as u128;
     let q = prof.m_peak().saturating_sub(cap);
-    let n = prof.need.len();
     if q == 0 {
         return Ok(int(0) + BigRational::from_integer(BigInt::from(prof.total_compute())));
     }
-    let bw = c.bandwidth.to_bandwidth();
-    let beta = BigRational::new(BigInt::from(bw.bytes), BigInt::from(bw.ticks));
-    // floor[p] = max over ops p.. of (need − cap)⁺: the CPU bytes that must stay
-    // there while op p runs or is still to come.
-    // `floor[p]`: the most any op p.. needs on the CPU at its start;
-    // `running[p]`: what op p still needs there while it runs, after releasing
-    // its dying inputs (if allowed), with the later ops' needs.
-    let mut floor = vec![0u128; n + 1];
-    for p in (0..n).rev() {
-        floor[p] = floor[p + 1].max(prof.need[p].saturating_sub(cap));
-    }
-    let running_floor: Vec<u128> = (0..n)
-        .map(|p| {
-            let during = if early_release {
-                prof.need[p] - prof.dying[p]
-            } else {
-                prof.need[p]
-            };
-            floor[p + 1].max(during.saturating_sub(cap))
+    Sweep::new(c, &prof, q, early_release)
+        .run()
+        .map_err(|cause| BoundError::Failed {
+            bound: SOURCE,
+            cause,
         })
-        .collect();
-    let q_r = int(q);
-    let mut t = BigRational::zero();
-    let mut cpu = BigRational::zero(); // bytes only on the CPU
-    let mut offloading = true; // phase 1 until Q bytes are out
-    let mut avail = BigRational::zero(); // eager bytes whose first reader started
-    let mut next = 0usize; // next op to start
-    let mut running: Option<(usize, BigRational)> = None;
-    let fail = |msg: String| BoundError::Failed {
-        bound: SOURCE,
-        message: msg,
-    };
-    // Each pass either starts or ends an op or moves the link to its next
-    // target; there are at most 2n op events and 2 link targets per op.
-    for _ in 0..(64 * n + 64) {
-        if let Some((_, end)) = &running {
-            if *end <= t {
-                running = None;
+}
+
+/// The fractional schedule as an event sweep in exact rationals: ops start
+/// as early as memory and presence allow; the link offloads (phase 1, until
+/// Q bytes are out) then prefetches, each time to its next target level.
+struct Sweep<'a> {
+    prof: &'a ChainProfile,
+    cap: u128,
+    q: u128,
+    n: usize,
+    beta: BigRational,
+    /// `floor[p]`: the most any op p.. needs on the CPU at its start.
+    floor: Vec<u128>,
+    /// `running_floor[p]`: what op p still needs there while it runs, after
+    /// releasing its dying inputs (if allowed), with the later ops' needs.
+    running_floor: Vec<u128>,
+    t: BigRational,
+    /// Bytes only on the CPU.
+    cpu: BigRational,
+    /// Phase 1 until Q bytes are out.
+    offloading: bool,
+    /// Eager bytes whose first reader started.
+    avail: BigRational,
+    /// Next op to start.
+    next: usize,
+    running: Option<(usize, BigRational)>,
+}
+
+impl<'a> Sweep<'a> {
+    fn new(c: &ActivationChain, prof: &'a ChainProfile, q: u128, early_release: bool) -> Sweep<'a> {
+        let cap = c.gpu_memory as u128;
+        let n = prof.need.len();
+        let bw = c.bandwidth.to_bandwidth();
+        // floor[p] = max over ops p.. of (need − cap)⁺: the CPU bytes that must stay
+        // there while op p runs or is still to come.
+        let mut floor = vec![0u128; n + 1];
+        for p in (0..n).rev() {
+            floor[p] = floor[p + 1].max(prof.need[p].saturating_sub(cap));
+        }
+        let running_floor: Vec<u128> = (0..n)
+            .map(|p| {
+                let during = if early_release {
+                    prof.need[p] - prof.dying[p]
+                } else {
+                    prof.need[p]
+                };
+                floor[p + 1].max(during.saturating_sub(cap))
+            })
+            .collect();
+        Sweep {
+            prof,
+            cap,
+            q,
+            n,
+            beta: BigRational::new(BigInt::from(bw.bytes), BigInt::from(bw.ticks)),
+            floor,
+            running_floor,
+            t: BigRational::zero(),
+            cpu: BigRational::zero(),
+            offloading: true,
+            avail: BigRational::zero(),
+            next: 0,
+            running: None,
+        }
+    }
+
+    /// The makespan. Each pass either starts or ends an op or moves the link
+    /// to its next target; there are at most 2n op events and 2 link targets
+    /// per op.
+    fn run(mut self) -> Result<BigRational, Failure> {
+        let q_r = int(self.q);
+        for _ in 0..(64 * self.n + 64) {
+            if let Some((_, end)) = &self.running {
+                if *end <= self.t {
+                    self.running = None;
+                }
             }
+            if self.offloading && self.cpu == q_r {
+                self.offloading = false;
+            }
+            self.start_ops();
+            if self.next == self.n && self.running.is_none() {
+                if !self.cpu.is_zero() {
+                    return Err(Failure::LeftOnCpu(self.cpu));
+                }
+                return Ok(self.t);
+            }
+            self.advance()?;
         }
-        if offloading && cpu == q_r {
-            offloading = false;
-        }
-        // Start every op that can start now (zero-length ones end at once).
-        while running.is_none() && next < n {
-            let p = next;
-            let mem_ok = int(prof.need[p]) - &cpu <= int(cap);
-            let present = cpu <= int(prof.offloadable[p]);
+        Err(Failure::NoConvergence)
+    }
+
+    /// Start every op that can start now (zero-length ones end at once).
+    fn start_ops(&mut self) {
+        let prof = self.prof;
+        while self.running.is_none() && self.next < self.n {
+            let p = self.next;
+            let mem_ok = int(prof.need[p]) - &self.cpu <= int(self.cap);
+            let present = self.cpu <= int(prof.offloadable[p]);
             if !(mem_ok && present) {
                 break;
             }
             if prof.layer[p].1 {
                 let i = prof.layer[p].0;
-                avail = int(prof.x_prefix[i + 1].min(q));
+                self.avail = int(prof.x_prefix[i + 1].min(self.q));
             }
-            let end = &t + int(prof.duration[p] as u128);
-            next += 1;
-            if end > t {
-                running = Some((p, end));
+            let end = &self.t + int(prof.duration[p] as u128);
+            self.next += 1;
+            if end > self.t {
+                self.running = Some((p, end));
             }
         }
-        if next == n && running.is_none() {
-            if !cpu.is_zero() {
-                return Err(fail(format!("ended with {cpu} B still on the CPU")));
+    }
+
+    /// The link's rate sign and the CPU level at which something changes.
+    fn link_target(&self) -> (i8, Option<BigRational>) {
+        let prof = self.prof;
+        let waiting = self.running.is_none().then_some(self.next);
+        if self.offloading {
+            if self.cpu >= self.avail {
+                return (0, None);
             }
-            return Ok(t);
+            let mut goal = self.avail.clone();
+            if let Some(p) = waiting {
+                let lvl = int(prof.need[p].saturating_sub(self.cap));
+                if lvl > self.cpu && lvl < goal {
+                    goal = lvl;
+                }
+            }
+            return (1, Some(goal));
         }
-        // The link's rate and the CPU level at which something changes.
-        let waiting = running.is_none().then_some(next);
-        let (rate_sign, target): (i8, Option<BigRational>) = if offloading {
-            if cpu < avail {
-                let mut goal = avail.clone();
-                if let Some(p) = waiting {
-                    let lvl = int(prof.need[p].saturating_sub(cap));
-                    if lvl > cpu && lvl < goal {
-                        goal = lvl;
-                    }
-                }
-                (1, Some(goal))
-            } else {
-                (0, None)
+        let lo = int(match &self.running {
+            Some((p, _)) => self.running_floor[*p],
+            None => self.floor[self.next],
+        });
+        if self.cpu <= lo {
+            return (0, None);
+        }
+        let mut goal = lo;
+        if let Some(p) = waiting {
+            let lvl = int(prof.offloadable[p]);
+            if lvl < self.cpu && lvl > goal {
+                goal = lvl;
             }
-        } else {
-            let lo = int(match &running {
-                Some((p, _)) => running_floor[*p],
-                None => floor[next],
-            });
-            if cpu > lo {
-                let mut goal = lo;
-                if let Some(p) = waiting {
-                    let lvl = int(prof.offloadable[p]);
-                    if lvl < cpu && lvl > goal {
-                        goal = lvl;
-                    }
-                }
-                (-1, Some(goal))
-            } else {
-                (0, None)
-            }
-        };
-        let link_at = target.as_ref().map(|g| &t + (g - &cpu).abs() / &beta);
-        let op_at = running.as_ref().map(|r| r.1.clone());
+        }
+        (-1, Some(goal))
+    }
+
+    /// Move time to the next link target or op end.
+    fn advance(&mut self) -> Result<(), Failure> {
+        let (rate_sign, target) = self.link_target();
+        let link_at = target
+            .as_ref()
+            .map(|g| &self.t + (g - &self.cpu).abs() / &self.beta);
+        let op_at = self.running.as_ref().map(|r| r.1.clone());
         let step_to = match (link_at, op_at) {
             (Some(a), Some(b)) => a.min(b),
             (Some(a), None) => a,
             (None, Some(b)) => b,
             (None, None) => {
-                return Err(fail(format!(
-                    "stuck at t={t} before {} with {cpu} B on the CPU",
-                    prof.op_name(next)
-                )))
+                return Err(Failure::Stuck {
+                    at: Box::new(self.t.clone()),
+                    op: self.prof.op_name(self.next),
+                    cpu: Box::new(self.cpu.clone()),
+                })
             }
         };
-        let dt = &step_to - &t;
+        let dt = &step_to - &self.t;
         match rate_sign {
-            1 => cpu += &beta * &dt,
-            -1 => cpu -= &beta * &dt,
+            1 => self.cpu += &self.beta * &dt,
+            -1 => self.cpu -= &self.beta * &dt,
             _ => {}
         }
-        t = step_to;
+        self.t = step_to;
+        Ok(())
     }
-    Err(fail("did not converge (internal error)".into()))
 }
 
 impl BoundMethod for FractionalOptimum {
@@ -221,17 +280,12 @@ impl BoundMethod for FractionalOptimum {
         SOURCE
     }
     fn applies(&self, file: &InstanceFile) -> bool {
-        matches!(file, InstanceFile::ActivationChain(_))
+        file.activation_chain().is_some()
     }
     /// The rule is the compiled instance's (the CLI's `--release` overrides the
     /// file's).
     fn bound(&self, file: &InstanceFile, inst: &Instance) -> Result<LowerBound, BoundError> {
-        let InstanceFile::ActivationChain(c) = file else {
-            return Err(BoundError::NotApplicable {
-                bound: SOURCE,
-                family: file.family().into(),
-            });
-        };
+        let c = crate::bound::activation_chain(SOURCE, file)?;
         Ok(LowerBound {
             value: fractional_optimum_under(c, inst.release)?,
             source: SOURCE.into(),

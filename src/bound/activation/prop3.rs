@@ -37,15 +37,10 @@ impl BoundMethod for Prop3 {
         SOURCE
     }
     fn applies(&self, file: &InstanceFile) -> bool {
-        matches!(file, InstanceFile::ActivationChain(_))
+        file.activation_chain().is_some()
     }
     fn bound(&self, file: &InstanceFile, _inst: &Instance) -> Result<LowerBound, BoundError> {
-        let InstanceFile::ActivationChain(c) = file else {
-            return Err(BoundError::NotApplicable {
-                bound: SOURCE,
-                family: file.family().into(),
-            });
-        };
+        let c = crate::bound::activation_chain(SOURCE, file)?;
         if let Some(e) = infeasible(SOURCE, &ChainProfile::new(c), c.gpu_memory) {
             return Err(e);
         }

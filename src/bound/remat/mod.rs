@@ -11,7 +11,7 @@
 //! Owns: [`RematCompute`], [`RematSplit`], [`split_bound`].
 //! Must not import: heuristics, exact solvers, the checker.
 
-use super::{BoundError, BoundMethod, LowerBound, Strength};
+use super::{BoundError, BoundMethod, Failure, LowerBound, Strength};
 use crate::family::remat_chain::RematChain;
 use crate::family::InstanceFile;
 use crate::model::Instance;
@@ -43,7 +43,7 @@ fn sums(c: &RematChain) -> (i128, i128) {
 fn infeasible(name: &'static str, c: &RematChain) -> Result<(), BoundError> {
     let least = c.min_memory().ok_or_else(|| BoundError::Failed {
         bound: name,
-        message: "sizes overflow".into(),
+        cause: Failure::SizesOverflow,
     })?;
     if least > c.gpu_memory {
         return Err(BoundError::Infeasible {

@@ -11,7 +11,7 @@
 //! bound are set to 0; a column with no upper bound (idle time) whose d_j would be
 //! negative has the rows that push it below zero scaled down until d_j = 0.
 
-use super::model::Milp;
+use crate::lp::rational::Milp;
 use num_bigint::BigInt;
 use num_rational::BigRational;
 use num_traits::{One, Signed, Zero};
@@ -33,7 +33,8 @@ fn dyadic(y: f64) -> BigRational {
 }
 
 /// Why no finite bound came out.
-#[derive(Clone, Debug, PartialEq, Eq)]
+#[derive(Clone, Debug, PartialEq, Eq, thiserror::Error)]
+#[error("no finite bound (column {column})")]
 pub struct Unbounded {
     pub column: usize,
 }

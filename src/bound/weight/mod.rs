@@ -3,22 +3,21 @@
 //!
 //! Owns: [`Sec6Milp`] (`milp-sec6`, solver-reported: HiGHS's proven MIP bound),
 //! [`Sec6Certified`] (`milp-sec6-lp`, certified: Neumaier–Shcherbina from the LP
-//! duals in exact rationals), the model ([`model`]) and the registry.
+//! duals in exact rationals), the MILP ([`sec6_milp`]) and the registry.
 //! The proof that the (corrected) MILP bounds every valid schedule of our model,
 //! and the counterexample to the MILP as printed, are in `proofs/WEIGHT-BOUND.md`.
-//! Must not import: heuristics, exact solvers. HiGHS types stay in `solve.rs`.
+//! Must not import: heuristics, exact solvers. HiGHS is reached only through [`crate::lp`].
 
 pub mod certify;
-pub mod model;
-mod solve;
+pub mod sec6_milp;
 
-use super::{BoundError, BoundMethod, LowerBound, Strength};
+use super::{BoundError, BoundMethod, Failure, LowerBound, Strength};
 use crate::family::{InstanceFile, WeightChain};
+use crate::lp::{self, rational, SolveStatus};
 use crate::model::Instance;
-use highs::HighsModelStatus;
-use model::{build, ModelIssue, Variant};
 use num_bigint::BigInt;
 use num_rational::BigRational;
+use sec6_milp::{build, Variant};
 use std::time::Duration;
 
 /// Both §6 bounds.
@@ -29,29 +28,11 @@ pub fn bounds() -> Vec<Box<dyn BoundMethod>> {
     ]
 }
 
-fn chain<'a>(bound: &'static str, file: &'a InstanceFile) -> Result<&'a WeightChain, BoundError> {
-    match file {
-        InstanceFile::WeightChain(c) => Ok(c),
-        other => Err(BoundError::NotApplicable {
-            bound,
-            family: other.family().into(),
-        }),
-    }
-}
-
-fn issue(bound: &'static str, e: ModelIssue) -> BoundError {
+/// The bound's failure with its typed cause.
+fn failed(bound: &'static str, cause: impl Into<Failure>) -> BoundError {
     BoundError::Failed {
         bound,
-        message: match e {
-            ModelIssue::OpTooBig {
-                op,
-                memory,
-                capacity,
-            } => {
-                format!("op #{op} (paper numbering from B_L) alone needs {memory} B > {capacity} B: no schedule exists")
-            }
-            ModelIssue::Overflow => "memory sizes overflow 64 bits".into(),
-        },
+        cause: cause.into(),
     }
 }
 
@@ -102,33 +83,17 @@ fn solver_value(x: f64) -> BigRational {
 impl Sec6Milp {
     pub fn compute(&self, c: &WeightChain) -> Result<LowerBound, BoundError> {
         let name = self.name();
-        let m = build(c, self.variant).map_err(|e| issue(name, e))?;
-        let s = solve::solve(&m, false, self.time_limit).map_err(|message| BoundError::Failed {
-            bound: name,
-            message,
-        })?;
+        let m = build(c, self.variant).map_err(|e| failed(name, e))?;
+        let s = lp::solve_rational(&m, false, self.time_limit).map_err(|e| failed(name, e))?;
         match s.status {
-            HighsModelStatus::Optimal | HighsModelStatus::ReachedTimeLimit => {}
-            HighsModelStatus::Infeasible => {
-                return Err(BoundError::Failed {
-                    bound: name,
-                    message: "the MILP is infeasible (solver-reported)".into(),
-                })
-            }
-            other => {
-                return Err(BoundError::Failed {
-                    bound: name,
-                    message: format!("HiGHS status {other:?}"),
-                })
-            }
+            SolveStatus::Optimal | SolveStatus::ReachedTimeLimit => {}
+            SolveStatus::Infeasible => return Err(failed(name, Failure::MilpInfeasible)),
+            SolveStatus::Other(other) => return Err(failed(name, Failure::SolverStatus(other))),
         }
         if !s.dual_bound.is_finite() {
-            return Err(BoundError::Failed {
-                bound: name,
-                message: "no finite MIP bound before the time limit".into(),
-            });
+            return Err(failed(name, Failure::NoMipBound));
         }
-        let value = solver_value(s.dual_bound + model::f(&m.constant));
+        let value = solver_value(s.dual_bound + rational::f(&m.constant));
         Ok(LowerBound {
             value,
             source: name.into(),
@@ -140,21 +105,15 @@ impl Sec6Milp {
 impl Sec6Certified {
     pub fn compute(&self, c: &WeightChain) -> Result<LowerBound, BoundError> {
         let name = self.name();
-        let m = build(c, self.variant).map_err(|e| issue(name, e))?;
-        let s = solve::solve(&m, true, self.time_limit).map_err(|message| BoundError::Failed {
-            bound: name,
-            message,
-        })?;
+        let m = build(c, self.variant).map_err(|e| failed(name, e))?;
+        let s = lp::solve_rational(&m, true, self.time_limit).map_err(|e| failed(name, e))?;
         // Any y gives a valid bound; without an optimal basis, y = 0 still gives Σu.
-        let y = if s.status == HighsModelStatus::Optimal {
+        let y = if s.status == SolveStatus::Optimal {
             s.row_duals
         } else {
             Vec::new()
         };
-        let value = certify::certified_bound(&m, &y).map_err(|u| BoundError::Failed {
-            bound: name,
-            message: format!("no finite bound (column {})", u.column),
-        })?;
+        let value = certify::certified_bound(&m, &y).map_err(|u| failed(name, u))?;
         Ok(LowerBound {
             value,
             source: name.into(),
@@ -171,10 +130,10 @@ impl BoundMethod for Sec6Milp {
         }
     }
     fn applies(&self, file: &InstanceFile) -> bool {
-        matches!(file, InstanceFile::WeightChain(_))
+        file.weight_chain().is_some()
     }
     fn bound(&self, file: &InstanceFile, _inst: &Instance) -> Result<LowerBound, BoundError> {
-        self.compute(chain(self.name(), file)?)
+        self.compute(super::weight_chain(self.name(), file)?)
     }
 }
 
@@ -186,9 +145,9 @@ impl BoundMethod for Sec6Certified {
         }
     }
     fn applies(&self, file: &InstanceFile) -> bool {
-        matches!(file, InstanceFile::WeightChain(_))
+        file.weight_chain().is_some()
     }
     fn bound(&self, file: &InstanceFile, _inst: &Instance) -> Result<LowerBound, BoundError> {
-        self.compute(chain(self.name(), file)?)
+        self.compute(super::weight_chain(self.name(), file)?)
     }
 }

@@ -4,71 +4,151 @@
 //! Owns: [`decode`].
 
 use super::encode::Encoding;
-use super::structure::Structure;
+use super::structure::{Anchor, Base, Release, Structure};
 use crate::model::{Direction, TensorId};
 use crate::schedule::{CyclicState, Event, Schedule};
 use crate::units::Ticks;
 
+/// A chosen eviction: window `wi` releases `tensor` at `release` and
+/// prefetches it at `prefetch` (unrolled instants).
+struct Eviction {
+    wi: usize,
+    tensor: TensorId,
+    release: i64,
+    prefetch: i64,
+    /// Transfer ticks.
+    d: i64,
+    /// The release is written as an offload's `delete` flag.
+    flagged: bool,
+}
+
+/// The solution's instants, read once.
+struct Solution<'a> {
+    st: &'a Structure,
+    enc: &'a Encoding,
+    x: &'a [f64],
+    /// Op starts by position.
+    start: Vec<i64>,
+}
+
+impl Solution<'_> {
+    /// An unrolled instant within the frame (cyclic: modulo P).
+    fn wrap(&self, u: i64) -> i64 {
+        if self.st.cyclic {
+            u.rem_euclid(self.enc.len)
+        } else {
+            u
+        }
+    }
+    /// Unrolled start of the op at position q.
+    fn ustart(&self, q: usize) -> i64 {
+        let n = self.st.n();
+        self.start[q % n] + (q / n) as i64 * self.enc.len
+    }
+}
+
 pub fn decode(st: &Structure, enc: &Encoding, x: &[f64]) -> Schedule {
-    let n = st.n();
-    let cyc = st.cyclic;
-    let p = enc.len;
-    let wrap = |u: i64| if cyc { u.rem_euclid(p) } else { u };
-    let mut events = Vec::new();
-    let start: Vec<i64> = (0..n)
-        .map(|k| enc.ops[k].value(x).unwrap_or(enc.ops[k].lo))
-        .collect();
-    for k in 0..n {
-        let s = start[k];
-        events.push(Event::Compute {
+    let sol = Solution {
+        st,
+        enc,
+        x,
+        start: (0..st.n())
+            .map(|k| enc.ops[k].value(x).unwrap_or(enc.ops[k].lo))
+            .collect(),
+    };
+    let mut events: Vec<Event> = (0..st.n())
+        .map(|k| Event::Compute {
             op: st.seq[k],
-            start: Ticks(s),
-            end: Ticks(s + st.dur[k]),
+            start: Ticks(sol.start[k]),
+            end: Ticks(sol.start[k] + st.dur[k]),
+        })
+        .collect();
+    early_frees(&sol, &mut events);
+    // Offload per epoch (unrolled start) and evictions per window.
+    let off_at: Vec<Option<i64>> = enc
+        .offloads
+        .iter()
+        .map(|o| o.as_ref().and_then(|o| o.value(x)))
+        .collect();
+    let mut evictions = chosen_evictions(&sol);
+    offload_events(&sol, &off_at, &mut evictions, &mut events);
+    for ev in &evictions {
+        if !ev.flagged {
+            events.push(Event::Delete {
+                tensor: ev.tensor,
+                at: Ticks(sol.wrap(ev.release)),
+            });
+        }
+        events.push(Event::Transfer {
+            dir: Direction::Prefetch,
+            tensor: ev.tensor,
+            start: Ticks(sol.wrap(ev.prefetch)),
+            end: Ticks(sol.wrap(ev.prefetch) + ev.d),
+            delete: false,
         });
     }
-    // Early frees (relaxation only): a delete while the last reader runs.
+    if !st.cyclic {
+        return Schedule::one_shot(events);
+    }
+    let state = boundary_state(st, enc.len, &off_at, &evictions);
+    Schedule::cyclic(Ticks(enc.len), state, events)
+}
+
+/// Early frees (relaxation only): a delete while the last reader runs.
+fn early_frees(sol: &Solution, events: &mut Vec<Event>) {
+    let (st, enc, x) = (sol.st, sol.enc, sol.x);
     for (i, q) in enc.frees.iter().enumerate() {
         let Some(q) = q else { continue };
         let Some(at) = q.value(x) else { continue };
-        if let super::structure::Base::Initial(Some(super::structure::Release::Freed(f)))
-        | super::structure::Base::Produced(_, Some(super::structure::Release::Freed(f))) =
+        if let Base::Initial(Some(Release::Freed(f))) | Base::Produced(_, Some(Release::Freed(f))) =
             st.base[i]
         {
             let end = enc.ops[f].value(x).unwrap_or(enc.ops[f].lo) + st.dur[f];
             if at < end {
                 events.push(Event::Delete {
                     tensor: TensorId(i as u32),
-                    at: Ticks(wrap(at)),
+                    at: Ticks(sol.wrap(at)),
                 });
             }
         }
     }
-    // Offload per epoch (unrolled start) and evictions per window.
-    let mut off_at: Vec<Option<i64>> = vec![None; st.epochs.len()];
-    for (e, o) in enc.offloads.iter().enumerate() {
-        if let Some(o) = o {
-            off_at[e] = o.value(x);
-        }
-    }
-    // Per tensor: unrolled intervals [release, prefetch end) during which it is
-    // not present, for the cyclic boundary state.
-    let mut away: Vec<Vec<(i64, i64, bool)>> = vec![Vec::new(); st.size.len()];
+}
+
+/// The windows whose eviction the solution chose.
+fn chosen_evictions(sol: &Solution) -> Vec<Eviction> {
+    let (st, x) = (sol.st, sol.x);
     let mut evictions = Vec::new();
-    for (wi, w) in enc.windows.iter().enumerate() {
+    for (wi, w) in sol.enc.windows.iter().enumerate() {
         let Some(w) = w else { continue };
         if x[w.z.0] < 0.5 {
             continue;
         }
-        let win = &st.windows[wi];
-        let t = win.tensor;
-        let d = st.dt[t.ix()];
+        let t = st.windows[wi].tensor;
         let (Some(r), Some(pf)) = (w.release.value(x), w.prefetch.value(x)) else {
             continue;
         };
-        evictions.push((wi, t, r, pf, d, false));
+        evictions.push(Eviction {
+            wi,
+            tensor: t,
+            release: r,
+            prefetch: pf,
+            d: st.dt[t.ix()],
+            flagged: false,
+        });
     }
-    // Unrolled start of the op at position q.
-    let ustart = |q: usize| start[q % n] + (q / n) as i64 * p;
+    evictions
+}
+
+/// One offload per epoch, carrying the `delete` flag of the first eviction
+/// released at its end.
+fn offload_events(
+    sol: &Solution,
+    off_at: &[Option<i64>],
+    evictions: &mut [Eviction],
+    events: &mut Vec<Event>,
+) {
+    let st = sol.st;
+    let p = sol.enc.len;
     for (e, o) in off_at.iter().enumerate() {
         let Some(o) = *o else { continue };
         let t = st.epochs[e].tensor;
@@ -77,49 +157,37 @@ pub fn decode(st: &Structure, enc: &Encoding, x: &[f64]) -> Schedule {
         // except at the cyclic boundary when the window's reader is itself a
         // zero-duration op at P: the release must follow it, so it is the next
         // period's time-0 delete (models/MODEL.md R8).
-        let first = evictions.iter().position(|(wi, _, r, _, _, _)| {
-            let w = &st.windows[*wi];
-            let reader_at_p = cyc
-                && *r == p
-                && matches!(w.from, super::structure::Anchor::Read(a) if ustart(a) == p);
-            w.epoch == e && *r == o + d && !reader_at_p
+        let first = evictions.iter().position(|ev| {
+            let w = &st.windows[ev.wi];
+            let reader_at_p = st.cyclic
+                && ev.release == p
+                && matches!(w.from, Anchor::Read(a) if sol.ustart(a) == p);
+            w.epoch == e && ev.release == o + d && !reader_at_p
         });
-        let delete = first.is_some();
         if let Some(i) = first {
-            evictions[i].5 = true; // the release is written by the offload
+            evictions[i].flagged = true; // the release is written by the offload
         }
         events.push(Event::Transfer {
             dir: Direction::Offload,
             tensor: t,
-            start: Ticks(wrap(o)),
-            end: Ticks(wrap(o) + d),
-            delete,
+            start: Ticks(sol.wrap(o)),
+            end: Ticks(sol.wrap(o) + d),
+            delete: first.is_some(),
         });
     }
-    for (_, t, r, pf, d, flagged) in &evictions {
-        away[t.ix()].push((*r, pf + d, *flagged));
-        if !flagged {
-            events.push(Event::Delete {
-                tensor: *t,
-                at: Ticks(wrap(*r)),
-            });
-        }
-        events.push(Event::Transfer {
-            dir: Direction::Prefetch,
-            tensor: *t,
-            start: Ticks(wrap(*pf)),
-            end: Ticks(wrap(*pf) + d),
-            delete: false,
-        });
-    }
-    if !cyc {
-        return Schedule::one_shot(events);
-    }
-    // The state at the boundary, after its releases (models/MODEL.md §2.6).
+}
+
+/// The state at the boundary, after its releases (models/MODEL.md §2.6).
+fn boundary_state(
+    st: &Structure,
+    p: i64,
+    off_at: &[Option<i64>],
+    evictions: &[Eviction],
+) -> CyclicState {
     let mut gpu = Vec::new();
     let mut cpu = Vec::new();
     for (i, b) in st.base.iter().enumerate() {
-        if *b != super::structure::Base::Always {
+        if *b != Base::Always {
             continue;
         }
         let t = TensorId(i as u32);
@@ -127,10 +195,11 @@ pub fn decode(st: &Structure, enc: &Encoding, x: &[f64]) -> Schedule {
         // completions at the boundary and before its time-0 deletes (models/
         // MODEL.md §2.6): a release at the boundary instant itself counts only
         // when it is an offload's delete flag (a transfer completion).
-        let absent = away[i].iter().any(|&(r, end, flagged)| {
+        let absent = evictions.iter().filter(|ev| ev.tensor == t).any(|ev| {
+            let end = ev.prefetch + ev.d;
             [0, p, 2 * p]
                 .iter()
-                .any(|&u| (r < u || r == u && flagged) && u < end)
+                .any(|&u| (ev.release < u || ev.release == u && ev.flagged) && u < end)
         });
         if !absent {
             gpu.push(t);
@@ -151,5 +220,5 @@ pub fn decode(st: &Structure, enc: &Encoding, x: &[f64]) -> Schedule {
             }
         }
     }
-    Schedule::cyclic(Ticks(p), CyclicState { gpu, cpu }, events)
+    CyclicState { gpu, cpu }
 }

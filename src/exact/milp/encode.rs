@@ -4,8 +4,8 @@
 //!
 //! Owns: [`Encoding`] (the model and the map from its columns back to events).
 
-use super::lp::{Lin, Lp, Var};
 use super::structure::{Anchor, Base, Release, Structure, UPos};
+use crate::lp::{Lin, Lp, Var};
 use std::collections::BTreeMap;
 
 /// Time-indexed start variables of one event kind: `vars[u - lo]` is 1 iff it
@@ -93,19 +93,91 @@ pub struct Encoding {
 /// Why no model was built: the frame is too short for the ops alone.
 pub struct TooShort;
 
+/// The model under construction: the structure, the frame and every column
+/// family built so far. One method per block of rows, named after the rules it
+/// encodes; [`Encoding::build`] calls them in a fixed order (columns and rows
+/// are numbered in creation order).
+struct Builder<'a> {
+    st: &'a Structure,
+    len: i64,
+    /// P (cyclic) or 0 (one-shot).
+    p: i64,
+    cyc: bool,
+    n: usize,
+    /// The last unrolled instant a release may sit at.
+    umax: i64,
+    lp: Lp,
+    ops: Vec<Starts>,
+    windows: Vec<Option<WindowVars>>,
+    offloads: Vec<Option<Starts>>,
+    frees: Vec<Option<Starts>>,
+}
+
 impl Encoding {
     pub fn build(st: &Structure, len: i64, optimise: bool) -> Result<Encoding, TooShort> {
-        let n = st.n();
         let cyc = st.cyclic;
         let p = if cyc { len } else { 0 };
-        let mut lp = Lp::default();
+        let mut b = Builder {
+            st,
+            len,
+            p,
+            cyc,
+            n: st.n(),
+            umax: if cyc { 2 * p - 1 } else { len },
+            lp: Lp::default(),
+            ops: Vec::new(),
+            windows: vec![None; st.windows.len()],
+            offloads: vec![None; st.epochs.len()],
+            frees: vec![None; st.base.len()],
+        };
+        b.op_starts()?;
+        b.early_frees();
+        for e in 0..st.epochs.len() {
+            b.epoch(e);
+        }
+        b.channels();
+        b.memory_per_slot()?;
+        b.memory_at_zero_duration_ops()?;
+        if optimise && !cyc {
+            let mut obj = b.ops[b.n - 1].time();
+            obj.konst(st.dur[b.n - 1]);
+            b.lp.objective = obj;
+        }
+        Ok(Encoding {
+            lp: b.lp,
+            len,
+            ops: b.ops,
+            windows: b.windows,
+            offloads: b.offloads,
+            frees: b.frees,
+        })
+    }
+}
 
-        // --- op starts (R2, R4, R8) -------------------------------------------
+impl Builder<'_> {
+    /// "Op at unrolled position q has started by unrolled instant u".
+    fn op_cum(&self, q: UPos, u: i64) -> Lin {
+        let (k, lap) = (q % self.n, (q / self.n) as i64);
+        self.ops[k].cum(u - lap * self.p)
+    }
+    fn op_lo(&self, q: UPos) -> i64 {
+        self.ops[q % self.n].lo + (q / self.n) as i64 * self.p
+    }
+    fn op_hi(&self, q: UPos) -> i64 {
+        self.ops[q % self.n].hi() + (q / self.n) as i64 * self.p
+    }
+    /// A zero-duration reader in the first lap may sit at P (R8).
+    fn at_boundary(&self, a: UPos) -> bool {
+        self.cyc && a < self.n && self.st.dur[a] == 0 && self.ops[a].hi() >= self.p
+    }
+
+    /// Op starts (R2, R4, R8): each op once, on one stream, in the fixed order.
+    fn op_starts(&mut self) -> Result<(), TooShort> {
+        let (st, n, len) = (self.st, self.n, self.len);
         let total: i64 = st.dur.iter().sum();
         if total > len {
             return Err(TooShort);
         }
-        let mut ops = Vec::with_capacity(n);
         let mut before = 0;
         for k in 0..n {
             let after: i64 = st.dur[k..].iter().sum();
@@ -118,7 +190,7 @@ impl Encoding {
             // boundary instant (zero-duration ops at P, then time-0 deletes)
             // inside the period, where deletes come first, and lose the optimum
             // (proofs/EXACTNESS.md §3.7; instances/regressions/milp/r8-boundary-delete.json).
-            let ls = if cyc && k == 0 && st.dur[n - 1] > 0 {
+            let ls = if self.cyc && k == 0 && st.dur[n - 1] > 0 {
                 0
             } else {
                 len - after
@@ -126,32 +198,38 @@ impl Encoding {
             if ls < es {
                 return Err(TooShort);
             }
-            ops.push(Starts::new(&mut lp, &format!("s_{k}"), es, ls));
+            let s = Starts::new(&mut self.lp, &format!("s_{k}"), es, ls);
+            self.ops.push(s);
             before += st.dur[k];
         }
         for k in 0..n {
             let mut l = Lin::new();
-            l.add_all(&ops[k].vars, 1);
-            lp.eq(format!("R8_once_{k}"), &l, 1);
+            l.add_all(&self.ops[k].vars, 1);
+            self.lp.eq(format!("R8_once_{k}"), &l, 1);
         }
         // R2/R8: one stream, the fixed order: S_k ≥ S_{k-1} + d_{k-1}.
         for k in 1..n {
-            for u in ops[k].lo..=ops[k].hi() {
-                let mut l = ops[k].cum(u);
-                l.add_lin(&ops[k - 1].cum(u - st.dur[k - 1]), -1);
-                lp.le(format!("R2_order_{k}_{u}"), &l, 0);
+            for u in self.ops[k].lo..=self.ops[k].hi() {
+                let mut l = self.ops[k].cum(u);
+                l.add_lin(&self.ops[k - 1].cum(u - st.dur[k - 1]), -1);
+                self.lp.le(format!("R2_order_{k}_{u}"), &l, 0);
             }
         }
-        // Early frees, under the relaxation only (`release: after_start`: R1
-        // checks inputs at an op's start, so R6 allows deleting a tensor once its
-        // last reader has started; the freeing op's end is only the latest such
-        // instant). Under the default rule R10 the freeing op holds the tensor
-        // until it ends, and the static release at its end is the only one.
-        let mut frees: Vec<Option<Starts>> = vec![None; st.base.len()];
+        Ok(())
+    }
+
+    /// Early frees (R6, R1, R7), under the relaxation only (`release:
+    /// after_start`: R1 checks inputs at an op's start, so R6 allows deleting a
+    /// tensor once its last reader has started; the freeing op's end is only
+    /// the latest such instant). Under the default rule R10 the freeing op
+    /// holds the tensor until it ends, and the static release at its end is
+    /// the only one.
+    fn early_frees(&mut self) {
+        let st = self.st;
+        if st.after_end {
+            return;
+        }
         for (i, b) in st.base.iter().enumerate() {
-            if st.after_end {
-                break;
-            }
             let f = match *b {
                 Base::Initial(Some(Release::Freed(f)))
                 | Base::Produced(_, Some(Release::Freed(f))) => f,
@@ -160,157 +238,175 @@ impl Encoding {
             if st.dur[f] < 2 || st.size[i] == 0 {
                 continue;
             }
-            let q = Starts::new(
-                &mut lp,
-                &format!("f_{i}"),
-                ops[f].lo + 1,
-                ops[f].hi() + st.dur[f],
-            );
+            let (lo, hi) = (self.ops[f].lo + 1, self.ops[f].hi() + st.dur[f]);
+            let q = Starts::new(&mut self.lp, &format!("f_{i}"), lo, hi);
             let mut l = q.cum(q.hi());
-            lp.eq(format!("R6_free_once_{i}"), &l, 1);
+            self.lp.eq(format!("R6_free_once_{i}"), &l, 1);
             for u in q.lo..=q.hi() {
                 // After the reader's start (releases precede starts at an instant) …
                 l = q.cum(u);
-                l.add_lin(&ops[f].cum(u - 1), -1);
-                lp.le(format!("R1_free_after_last_read_{i}_{u}"), &l, 0);
+                l.add_lin(&self.ops[f].cum(u - 1), -1);
+                self.lp
+                    .le(format!("R1_free_after_last_read_{i}_{u}"), &l, 0);
                 // … and by its end at the latest.
-                l = ops[f].cum(u - st.dur[f]);
+                l = self.ops[f].cum(u - st.dur[f]);
                 l.add_lin(&q.cum(u), -1);
-                lp.le(format!("R7_freed_by_end_{i}_{u}"), &l, 0);
+                self.lp.le(format!("R7_freed_by_end_{i}_{u}"), &l, 0);
             }
-            frees[i] = Some(q);
+            self.frees[i] = Some(q);
         }
-        // "Op at unrolled position q has started by unrolled instant u".
-        let op_cum = |ops: &Vec<Starts>, q: UPos, u: i64| -> Lin {
-            let (k, lap) = (q % n, (q / n) as i64);
-            ops[k].cum(u - lap * p)
+    }
+
+    /// One epoch of a tensor (R1, R3, R5, R6): its windows, then the offload
+    /// its evictions need.
+    fn epoch(&mut self, e: usize) {
+        let st = self.st;
+        let ep = &st.epochs[e];
+        let d = st.dt[ep.tensor.ix()];
+        if self.cyc && d > self.p {
+            return; // a transfer longer than the period overlaps itself (R2)
+        }
+        let ready_lo = ep
+            .ready
+            .map(|m| self.op_lo(m) + st.dur[m % self.n])
+            .unwrap_or(0);
+        let live: Vec<usize> = ep
+            .windows
+            .iter()
+            .filter(|&&wi| self.window(wi, ep.needs_offload, ready_lo, d))
+            .copied()
+            .collect();
+        if live.is_empty() || !ep.needs_offload {
+            return;
+        }
+        self.offload(e, &live, ready_lo, d);
+    }
+
+    /// Window `wi` (an eviction between two uses): z, its release and its
+    /// prefetch, with rules R3, R1/R10 and R1/R5 at the next reader. False
+    /// when the window cannot hold an eviction in this frame.
+    fn window(&mut self, wi: usize, needs_offload: bool, ready_lo: i64, d: i64) -> bool {
+        let st = self.st;
+        let w = &st.windows[wi];
+        // A zero-duration reader in the first lap may sit at P (R8): a
+        // release at unrolled P is then the next period's time-0 delete,
+        // which comes after it (models/MODEL.md R8), so P is allowed.
+        let anchor_lo = match w.from {
+            Anchor::Time0 => 0,
+            Anchor::Read(a) if self.at_boundary(a) => (self.op_lo(a) + 1).min(self.p),
+            Anchor::Read(a) => self.op_lo(a) + st.read_lag(a % self.n),
+            Anchor::Ready(a) => self.op_lo(a) + st.dur[a % self.n],
         };
-        let op_lo = |q: UPos| -> i64 { ops[q % n].lo + (q / n) as i64 * p };
-        let op_hi = |q: UPos| -> i64 { ops[q % n].hi() + (q / n) as i64 * p };
-        let umax = if cyc { 2 * p - 1 } else { len };
-
-        // --- windows and epochs (R1, R3, R5, R6) -------------------------------
-        let mut windows: Vec<Option<WindowVars>> = vec![None; st.windows.len()];
-        let mut offloads: Vec<Option<Starts>> = vec![None; st.epochs.len()];
-        for (e, ep) in st.epochs.iter().enumerate() {
-            let t = ep.tensor.ix();
-            let d = st.dt[t];
-            if cyc && d > p {
-                continue; // a transfer longer than the period overlaps itself (R2)
-            }
-            let ready_lo = ep.ready.map(|m| op_lo(m) + st.dur[m % n]).unwrap_or(0);
-            let mut live = Vec::new();
-            for &wi in &ep.windows {
-                let w = &st.windows[wi];
-                // A zero-duration reader in the first lap may sit at P (R8): a
-                // release at unrolled P is then the next period's time-0 delete,
-                // which comes after it (models/MODEL.md R8), so P is allowed.
-                let at_boundary = |a: UPos| cyc && a < n && st.dur[a] == 0 && ops[a].hi() >= p;
-                let anchor_lo = match w.from {
-                    Anchor::Time0 => 0,
-                    Anchor::Read(a) if at_boundary(a) => (op_lo(a) + 1).min(p),
-                    Anchor::Read(a) => op_lo(a) + st.read_lag(a % n),
-                    Anchor::Ready(a) => op_lo(a) + st.dur[a % n],
-                };
-                let rlo = if ep.needs_offload {
-                    anchor_lo.max(ready_lo + d)
-                } else {
-                    anchor_lo
-                };
-                let phi = (op_hi(w.to) - d).min(umax);
-                if rlo > phi {
-                    continue;
-                }
-                let z = lp.binary(format!("z_{wi}"));
-                let release = Starts::new(&mut lp, &format!("r_{wi}"), rlo, phi);
-                let prefetch = Starts::new(&mut lp, &format!("p_{wi}"), rlo, phi);
-                let mut l = release.cum(phi);
-                l.add(z, -1);
-                lp.eq(format!("W_release_once_{wi}"), &l, 0);
-                let mut l = prefetch.cum(phi);
-                l.add(z, -1);
-                lp.eq(format!("W_prefetch_once_{wi}"), &l, 0);
-                for u in rlo..=phi {
-                    // R3: a prefetch needs no GPU copy: released by the time it starts.
-                    let mut l = prefetch.cum(u);
-                    l.add_lin(&release.cum(u), -1);
-                    lp.le(format!("R3_prefetch_after_release_{wi}_{u}"), &l, 0);
-                    // R1 and R10: a reader a holds t from its start (releases at
-                    // an instant come before op starts, R1) to its end under the
-                    // default rule (R10: released no earlier than X_a(u − d_a)),
-                    // to one tick after its start under the relaxation; a
-                    // producer or modifier makes it current at its end.
-                    let need = match w.from {
-                        Anchor::Time0 => None,
-                        // The next period's time-0 delete follows a reader at P.
-                        Anchor::Read(a) if at_boundary(a) && u == p => None,
-                        Anchor::Read(a) => Some(op_cum(&ops, a, u - st.read_lag(a % n))),
-                        Anchor::Ready(a) => Some(op_cum(&ops, a, u - st.dur[a % n])),
-                    };
-                    if let Some(need) = need {
-                        let mut l = release.cum(u);
-                        l.add_lin(&need, -1);
-                        let rule = match w.from {
-                            Anchor::Read(_) if st.after_end => "R10",
-                            _ => "R1",
-                        };
-                        lp.le(format!("{rule}_release_after_use_{wi}_{u}"), &l, 0);
-                    }
-                }
-                // R1 at the next reader: the prefetch (≥ ⌈|t|/β⌉ ticks, R5) has ended.
-                for u in op_lo(w.to)..=op_hi(w.to) {
-                    let mut l = op_cum(&ops, w.to, u);
-                    l.add_lin(&prefetch.cum(u - d), -1);
-                    l.add(z, 1);
-                    lp.le(format!("R1_back_before_reader_{wi}_{u}"), &l, 1);
-                }
-                windows[wi] = Some(WindowVars {
-                    z,
-                    release,
-                    prefetch,
-                });
-                live.push(wi);
-            }
-            if live.is_empty() || !ep.needs_offload {
-                continue;
-            }
-            // R6: every release of the epoch follows the end of one offload that
-            // read the epoch's value (it starts after the value became current).
-            let ohi = live
-                .iter()
-                .map(|wi| windows[*wi].as_ref().unwrap().release.hi() - d)
-                .max()
-                .unwrap();
-            let off = Starts::new(&mut lp, &format!("o_{e}"), ready_lo, ohi);
-            let mut sumz = Lin::new();
-            for wi in &live {
-                let wv = windows[*wi].as_ref().unwrap();
-                sumz.add(wv.z, 1);
-                let mut l = Lin::new();
-                l.add(wv.z, 1);
-                l.add_lin(&off.cum(ohi), -1);
-                lp.le(format!("R6_offload_needed_{wi}"), &l, 0);
-                for u in wv.release.lo..=wv.release.hi() {
-                    let mut l = wv.release.cum(u);
-                    l.add_lin(&off.cum(u - d), -1);
-                    lp.le(format!("R6_release_after_offload_{wi}_{u}"), &l, 0);
-                }
-            }
-            // An offload without an eviction is useless (symmetry cut).
-            let mut l = off.cum(ohi);
-            l.add_lin(&sumz, -1);
-            lp.le(format!("offload_serves_eviction_{e}"), &l, 0);
-            if let Some(m) = ep.ready {
-                for u in off.lo..=off.hi() {
-                    let mut l = off.cum(u);
-                    l.add_lin(&op_cum(&ops, m, u - st.dur[m % n]), -1);
-                    lp.le(format!("R6_offload_reads_current_{e}_{u}"), &l, 0);
-                }
-            }
-            offloads[e] = Some(off);
+        let rlo = if needs_offload {
+            anchor_lo.max(ready_lo + d)
+        } else {
+            anchor_lo
+        };
+        let phi = (self.op_hi(w.to) - d).min(self.umax);
+        if rlo > phi {
+            return false;
         }
+        let z = self.lp.binary(format!("z_{wi}"));
+        let release = Starts::new(&mut self.lp, &format!("r_{wi}"), rlo, phi);
+        let prefetch = Starts::new(&mut self.lp, &format!("p_{wi}"), rlo, phi);
+        let mut l = release.cum(phi);
+        l.add(z, -1);
+        self.lp.eq(format!("W_release_once_{wi}"), &l, 0);
+        let mut l = prefetch.cum(phi);
+        l.add(z, -1);
+        self.lp.eq(format!("W_prefetch_once_{wi}"), &l, 0);
+        for u in rlo..=phi {
+            // R3: a prefetch needs no GPU copy: released by the time it starts.
+            let mut l = prefetch.cum(u);
+            l.add_lin(&release.cum(u), -1);
+            self.lp
+                .le(format!("R3_prefetch_after_release_{wi}_{u}"), &l, 0);
+            self.release_after_use(wi, &release, u);
+        }
+        // R1 at the next reader: the prefetch (≥ ⌈|t|/β⌉ ticks, R5) has ended.
+        for u in self.op_lo(w.to)..=self.op_hi(w.to) {
+            let mut l = self.op_cum(w.to, u);
+            l.add_lin(&prefetch.cum(u - d), -1);
+            l.add(z, 1);
+            self.lp.le(format!("R1_back_before_reader_{wi}_{u}"), &l, 1);
+        }
+        self.windows[wi] = Some(WindowVars {
+            z,
+            release,
+            prefetch,
+        });
+        true
+    }
 
-        // --- channels (R2) ------------------------------------------------------
+    /// R1 and R10 for window `wi` at instant `u`: a reader a holds t from its
+    /// start (releases at an instant come before op starts, R1) to its end
+    /// under the default rule (R10: released no earlier than X_a(u − d_a)),
+    /// to one tick after its start under the relaxation; a producer or
+    /// modifier makes it current at its end.
+    fn release_after_use(&mut self, wi: usize, release: &Starts, u: i64) {
+        let st = self.st;
+        let w = &st.windows[wi];
+        let need = match w.from {
+            Anchor::Time0 => None,
+            // The next period's time-0 delete follows a reader at P.
+            Anchor::Read(a) if self.at_boundary(a) && u == self.p => None,
+            Anchor::Read(a) => Some(self.op_cum(a, u - st.read_lag(a % self.n))),
+            Anchor::Ready(a) => Some(self.op_cum(a, u - st.dur[a % self.n])),
+        };
+        if let Some(need) = need {
+            let mut l = release.cum(u);
+            l.add_lin(&need, -1);
+            let rule = match w.from {
+                Anchor::Read(_) if st.after_end => "R10",
+                _ => "R1",
+            };
+            self.lp
+                .le(format!("{rule}_release_after_use_{wi}_{u}"), &l, 0);
+        }
+    }
+
+    /// R6: every release of epoch `e` follows the end of one offload that
+    /// read the epoch's value (it starts after the value became current).
+    fn offload(&mut self, e: usize, live: &[usize], ready_lo: i64, d: i64) {
+        let ohi = live
+            .iter()
+            .map(|wi| self.windows[*wi].as_ref().unwrap().release.hi() - d)
+            .max()
+            .unwrap();
+        let off = Starts::new(&mut self.lp, &format!("o_{e}"), ready_lo, ohi);
+        let mut sumz = Lin::new();
+        for wi in live {
+            let wv = self.windows[*wi].as_ref().unwrap();
+            sumz.add(wv.z, 1);
+            let mut l = Lin::new();
+            l.add(wv.z, 1);
+            l.add_lin(&off.cum(ohi), -1);
+            self.lp.le(format!("R6_offload_needed_{wi}"), &l, 0);
+            for u in wv.release.lo..=wv.release.hi() {
+                let mut l = wv.release.cum(u);
+                l.add_lin(&off.cum(u - d), -1);
+                self.lp
+                    .le(format!("R6_release_after_offload_{wi}_{u}"), &l, 0);
+            }
+        }
+        // An offload without an eviction is useless (symmetry cut).
+        let mut l = off.cum(ohi);
+        l.add_lin(&sumz, -1);
+        self.lp.le(format!("offload_serves_eviction_{e}"), &l, 0);
+        if let Some(m) = self.st.epochs[e].ready {
+            for u in off.lo..=off.hi() {
+                let mut l = off.cum(u);
+                l.add_lin(&self.op_cum(m, u - self.st.dur[m % self.n]), -1);
+                self.lp
+                    .le(format!("R6_offload_reads_current_{e}_{u}"), &l, 0);
+            }
+        }
+        self.offloads[e] = Some(off);
+    }
+
+    /// R2: at most one transfer per channel and slot.
+    fn channels(&mut self) {
+        let (st, cyc, p) = (self.st, self.cyc, self.p);
         let slot = |u: i64| -> i64 {
             if cyc {
                 u.rem_euclid(p)
@@ -330,74 +426,43 @@ impl Encoding {
                 }
             }
         };
-        for (e, o) in offloads.iter().enumerate() {
+        for (e, o) in self.offloads.iter().enumerate() {
             if let Some(o) = o {
                 occupy(o, st.dt[st.epochs[e].tensor.ix()], 1);
             }
         }
-        for (wi, w) in windows.iter().enumerate() {
+        for (wi, w) in self.windows.iter().enumerate() {
             if let Some(w) = w {
                 occupy(&w.prefetch, st.dt[st.windows[wi].tensor.ix()], 2);
             }
         }
         for ((c, s), l) in &chan {
             if l.terms.len() > 1 {
-                lp.le(format!("R2_channel_{c}_{s}"), l, 1);
+                self.lp.le(format!("R2_channel_{c}_{s}"), l, 1);
             }
         }
+    }
 
-        // --- memory per slot (R7) -------------------------------------------------
-        // The state after every action at instant σ; it bounds every allocation
-        // checkpoint at σ except those of zero-duration ops (below).
-        let nslots = if cyc { p } else { len };
+    /// R7 per slot: the state after every action at instant σ; it bounds
+    /// every allocation checkpoint at σ except those of zero-duration ops
+    /// ([`Builder::memory_at_zero_duration_ops`]).
+    fn memory_per_slot(&mut self) -> Result<(), TooShort> {
+        let nslots = if self.cyc { self.p } else { self.len };
         for s in 0..nslots {
-            let mut l = Lin::new();
-            for (i, b) in st.base.iter().enumerate() {
-                let sz = st.size[i];
-                if sz == 0 {
-                    continue;
-                }
-                let released = |l: &mut Lin, r: Option<Release>| match r {
-                    None => {}
-                    Some(Release::Consumed(c)) => {
-                        l.add_lin(&ops[c].cum(s), -sz);
-                    }
-                    Some(Release::Freed(f)) => match &frees[i] {
-                        Some(q) => {
-                            l.add_lin(&q.cum(s), -sz);
-                        }
-                        None => {
-                            l.add_lin(&ops[f].cum(s - st.dur[f]), -sz);
-                        }
-                    },
-                };
-                match *b {
-                    Base::None => {}
-                    Base::Always => {
-                        l.konst(sz);
-                    }
-                    Base::Initial(r) => {
-                        l.konst(sz);
-                        released(&mut l, r);
-                    }
-                    Base::Produced(pp, r) => {
-                        l.add_lin(&ops[pp].cum(s), sz);
-                        released(&mut l, r);
-                    }
-                }
-            }
-            for k in 0..n {
+            let mut l = self.resident_tensors(s);
+            let st = self.st;
+            for k in 0..self.n {
                 if st.tmp[k] > 0 && st.dur[k] > 0 {
-                    l.add_lin(&ops[k].cum(s), st.tmp[k]);
-                    l.add_lin(&ops[k].cum(s - st.dur[k]), -st.tmp[k]);
+                    l.add_lin(&self.ops[k].cum(s), st.tmp[k]);
+                    l.add_lin(&self.ops[k].cum(s - st.dur[k]), -st.tmp[k]);
                 }
             }
-            for (wi, w) in windows.iter().enumerate() {
+            for (wi, w) in self.windows.iter().enumerate() {
                 if let Some(w) = w {
                     let sz = st.size[st.windows[wi].tensor.ix()];
-                    let laps: &[i64] = if cyc { &[0, 1] } else { &[0] };
+                    let laps: &[i64] = if self.cyc { &[0, 1] } else { &[0] };
                     for lap in laps {
-                        let u = s + lap * p;
+                        let u = s + lap * self.p;
                         l.add_lin(&w.release.cum(u), -sz);
                         l.add_lin(&w.prefetch.cum(u), sz);
                     }
@@ -406,16 +471,62 @@ impl Encoding {
             if l.terms.is_empty() {
                 if l.constant > st.cap {
                     // Nothing can change the memory of this slot and it is too much.
-                    lp.rows.clear();
+                    self.lp.rows.clear();
                     return Err(TooShort);
                 }
                 continue;
             }
-            lp.le(format!("R7_slot_{s}"), &l, st.cap);
+            self.lp.le(format!("R7_slot_{s}"), &l, st.cap);
         }
+        Ok(())
+    }
 
-        // --- memory at the start of zero-duration ops (R7, models/MODEL.md §2.4) --
-        let big = umax + 2;
+    /// The memory of every tensor's static life (before evictions) at slot `s`.
+    fn resident_tensors(&self, s: i64) -> Lin {
+        let (st, ops) = (self.st, &self.ops);
+        let mut l = Lin::new();
+        for (i, b) in st.base.iter().enumerate() {
+            let sz = st.size[i];
+            if sz == 0 {
+                continue;
+            }
+            let released = |l: &mut Lin, r: Option<Release>| match r {
+                None => {}
+                Some(Release::Consumed(c)) => {
+                    l.add_lin(&ops[c].cum(s), -sz);
+                }
+                Some(Release::Freed(f)) => match &self.frees[i] {
+                    Some(q) => {
+                        l.add_lin(&q.cum(s), -sz);
+                    }
+                    None => {
+                        l.add_lin(&ops[f].cum(s - st.dur[f]), -sz);
+                    }
+                },
+            };
+            match *b {
+                Base::None => {}
+                Base::Always => {
+                    l.konst(sz);
+                }
+                Base::Initial(r) => {
+                    l.konst(sz);
+                    released(&mut l, r);
+                }
+                Base::Produced(pp, r) => {
+                    l.add_lin(&ops[pp].cum(s), sz);
+                    released(&mut l, r);
+                }
+            }
+        }
+        l
+    }
+
+    /// R7 at the start of zero-duration ops (models/MODEL.md §2.4): y = 1
+    /// per window whose tensor may be absent then.
+    fn memory_at_zero_duration_ops(&mut self) -> Result<(), TooShort> {
+        let st = self.st;
+        let n = self.n;
         for k in 0..n {
             if st.dur[k] != 0 || st.static_mem[k] <= st.cap {
                 continue;
@@ -423,7 +534,9 @@ impl Encoding {
             let mut l = Lin::new();
             l.konst(st.static_mem[k]);
             for (wi, w) in st.windows.iter().enumerate() {
-                let Some(wv) = &windows[wi] else { continue };
+                if self.windows[wi].is_none() {
+                    continue;
+                }
                 let a = match w.from {
                     Anchor::Time0 => None,
                     Anchor::Read(a) | Anchor::Ready(a) => Some(a),
@@ -432,80 +545,85 @@ impl Encoding {
                     if !(a.is_none_or(|a| a < q) && q < w.to) {
                         continue;
                     }
-                    // y = 1 only if the tensor is absent at this op's start:
-                    // released at or before it, its prefetch not started before it.
-                    let y = lp.binary(format!("y_{wi}_{k}"));
-                    let lap = (q / n) as i64 * p;
-                    let mut c = Lin::new();
-                    c.add(y, 1);
-                    c.add(wv.z, -1);
-                    lp.le(format!("R7_absent_needs_eviction_{wi}_{k}"), &c, 0);
-                    let mut c = wv.release.time();
-                    c.add_lin(&ops[k].time(), -1);
-                    c.add(y, big);
-                    if cyc && q < n && ops[k].hi() >= p {
-                        // Op k at P (R8): a release at unrolled P is, in general,
-                        // the next period's time-0 delete, after it; so it must
-                        // come strictly before P (+ s_{k,P}) unless it is the
-                        // `delete` flag of an offload ending at P (transfer
-                        // completions at P precede the zero-duration ops there),
-                        // which the decoder writes only when the window's reader
-                        // is not itself at P: − φ, with φ ≤ s_{k,P},
-                        // φ ≤ o_{e,P−dt}, φ ≤ 1 − s_{a,P}.
-                        let skp = ops[k].vars[(p - ops[k].lo) as usize];
-                        c.add(skp, 1);
-                        let d = st.dt[w.tensor.ix()];
-                        let oe = offloads[w.epoch]
-                            .as_ref()
-                            .filter(|o| o.lo <= p - d && p - d <= o.hi())
-                            .map(|o| o.vars[(p - d - o.lo) as usize]);
-                        if let Some(oe) = oe {
-                            let phi = lp.binary(format!("phi_{wi}_{k}"));
-                            let mut f = Lin::new();
-                            f.add(phi, 1);
-                            f.add(skp, -1);
-                            lp.le(format!("R7_flag_at_p_{wi}_{k}"), &f, 0);
-                            let mut f = Lin::new();
-                            f.add(phi, 1);
-                            f.add(oe, -1);
-                            lp.le(format!("R7_flag_offload_ends_at_p_{wi}_{k}"), &f, 0);
-                            if let Anchor::Read(a) = w.from {
-                                if a < n && st.dur[a] == 0 && ops[a].hi() >= p {
-                                    let mut f = Lin::new();
-                                    f.add(phi, 1);
-                                    f.add(ops[a].vars[(p - ops[a].lo) as usize], 1);
-                                    lp.le(format!("R7_flag_reader_before_p_{wi}_{k}"), &f, 1);
-                                }
-                            }
-                            c.add(phi, -1);
-                        }
-                    }
-                    lp.le(format!("R7_absent_after_release_{wi}_{k}"), &c, big + lap);
-                    let mut c = ops[k].time();
-                    c.add_lin(&wv.prefetch.time(), -1);
-                    c.add(y, big);
-                    lp.le(format!("R7_absent_before_prefetch_{wi}_{k}"), &c, big - lap);
+                    let y = self.absent_at_op(wi, k, q);
                     l.add(y, -st.size[w.tensor.ix()]);
                 }
             }
             if l.terms.is_empty() {
                 return Err(TooShort);
             }
-            lp.le(format!("R7_zero_op_{k}"), &l, st.cap);
+            self.lp.le(format!("R7_zero_op_{k}"), &l, st.cap);
         }
+        Ok(())
+    }
 
-        if optimise && !cyc {
-            let mut obj = ops[n - 1].time();
-            obj.konst(st.dur[n - 1]);
-            lp.objective = obj;
+    /// y = 1 only if window `wi`'s tensor is absent at the start of op `k`
+    /// (unrolled position `q`): released at or before it, its prefetch not
+    /// started before it.
+    fn absent_at_op(&mut self, wi: usize, k: usize, q: UPos) -> Var {
+        let big = self.umax + 2;
+        let y = self.lp.binary(format!("y_{wi}_{k}"));
+        let wv = self.windows[wi].as_ref().unwrap();
+        let (z, release, prefetch) = (wv.z, wv.release.time(), wv.prefetch.time());
+        let lap = (q / self.n) as i64 * self.p;
+        let mut c = Lin::new();
+        c.add(y, 1);
+        c.add(z, -1);
+        self.lp
+            .le(format!("R7_absent_needs_eviction_{wi}_{k}"), &c, 0);
+        let mut c = release;
+        c.add_lin(&self.ops[k].time(), -1);
+        c.add(y, big);
+        if self.cyc && q < self.n && self.ops[k].hi() >= self.p {
+            self.delete_flag_at_p(wi, k, &mut c);
         }
-        Ok(Encoding {
-            lp,
-            len,
-            ops,
-            windows,
-            offloads,
-            frees,
-        })
+        self.lp
+            .le(format!("R7_absent_after_release_{wi}_{k}"), &c, big + lap);
+        let mut c = self.ops[k].time();
+        c.add_lin(&prefetch, -1);
+        c.add(y, big);
+        self.lp
+            .le(format!("R7_absent_before_prefetch_{wi}_{k}"), &c, big - lap);
+        y
+    }
+
+    /// Op k at P (R8): a release at unrolled P is, in general, the next
+    /// period's time-0 delete, after it; so it must come strictly before P
+    /// (+ s_{k,P}) unless it is the `delete` flag of an offload ending at P
+    /// (transfer completions at P precede the zero-duration ops there), which
+    /// the decoder writes only when the window's reader is not itself at P:
+    /// − φ, with φ ≤ s_{k,P}, φ ≤ o_{e,P−dt}, φ ≤ 1 − s_{a,P}. Adds these
+    /// terms to the absence row `c`.
+    fn delete_flag_at_p(&mut self, wi: usize, k: usize, c: &mut Lin) {
+        let (st, p, n) = (self.st, self.p, self.n);
+        let w = &st.windows[wi];
+        let skp = self.ops[k].vars[(p - self.ops[k].lo) as usize];
+        c.add(skp, 1);
+        let d = st.dt[w.tensor.ix()];
+        let oe = self.offloads[w.epoch]
+            .as_ref()
+            .filter(|o| o.lo <= p - d && p - d <= o.hi())
+            .map(|o| o.vars[(p - d - o.lo) as usize]);
+        let Some(oe) = oe else { return };
+        let phi = self.lp.binary(format!("phi_{wi}_{k}"));
+        let mut f = Lin::new();
+        f.add(phi, 1);
+        f.add(skp, -1);
+        self.lp.le(format!("R7_flag_at_p_{wi}_{k}"), &f, 0);
+        let mut f = Lin::new();
+        f.add(phi, 1);
+        f.add(oe, -1);
+        self.lp
+            .le(format!("R7_flag_offload_ends_at_p_{wi}_{k}"), &f, 0);
+        if let Anchor::Read(a) = w.from {
+            if a < n && st.dur[a] == 0 && self.ops[a].hi() >= p {
+                let mut f = Lin::new();
+                f.add(phi, 1);
+                f.add(self.ops[a].vars[(p - self.ops[a].lo) as usize], 1);
+                self.lp
+                    .le(format!("R7_flag_reader_before_p_{wi}_{k}"), &f, 1);
+            }
+        }
+        c.add(phi, -1);
     }
 }

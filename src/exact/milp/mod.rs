@@ -1,10 +1,10 @@
-//! The time-indexed MILP (`models/MILP.md`), solved with HiGHS through good_lp.
+//! The time-indexed MILP (`models/MILP.md`), solved with HiGHS through [`crate::lp`].
 //!
 //! Owns: the encoding of an instance for one horizon or period
 //! (`structure`, `encode`), the decoder back to a [`Schedule`] (`decode`), the
 //! solve strategy ([`solve`], [`refute`]) and the `.lp` export ([`write_lp`]).
 //! Must not import: the other exact methods, heuristics. good_lp and highs stay
-//! inside `lp`. Every schedule it returns has been replayed by
+//! inside [`crate::lp`]. Every schedule it returns has been replayed by
 //! [`crate::check::check`]; a rejected one is an error, never a result.
 //!
 //! Strategy. Feasibility of one horizon H (one-shot: every event in [0, H]) or
@@ -17,17 +17,16 @@
 
 mod decode;
 mod encode;
-mod lp;
 mod structure;
 
 use super::{ExactError, Limits, Method, Outcome, Status};
 use crate::check::check;
+use crate::lp::{self, LpResult};
 use crate::model::{Instance, TensorId};
 use crate::schedule::Schedule;
 use crate::simulate::{asap, Plan};
 use crate::units::Ticks;
 use encode::{Encoding, TooShort};
-use lp::LpResult;
 use std::sync::atomic::Ordering;
 use std::time::{Duration, Instant};
 use structure::{Base, Structure};
@@ -60,7 +59,7 @@ fn checked(inst: &Instance, s: Schedule) -> Result<(Schedule, Ticks), ExactError
     if !r.valid {
         return Err(ExactError::CheckerRejected {
             method: Method::Milp,
-            violations: r.violations.iter().map(|v| format!("{v:?}")).collect(),
+            violations: super::Rejected(r.violations),
         });
     }
     Ok((s, r.makespan))
@@ -87,7 +86,12 @@ fn run_lp(
     let mut last = Instant::now();
     loop {
         match rx.recv_timeout(Duration::from_millis(100)) {
-            Ok(r) => return r.map(Some).map_err(backend),
+            Ok(r) => {
+                return r.map(Some).map_err(|source| ExactError::Lp {
+                    method: Method::Milp,
+                    source,
+                })
+            }
             Err(std::sync::mpsc::RecvTimeoutError::Timeout) => {}
             Err(_) => return Err(backend("the HiGHS worker stopped")),
         }
@@ -172,10 +176,137 @@ fn heuristic_upper(inst: &Instance, st: &Structure) -> Option<(Schedule, Ticks)>
     best
 }
 
+/// The frame search of [`solve`]: every frame below `lo` is refuted; `best`
+/// is the best checked schedule so far.
+struct FrameSearch<'a> {
+    inst: &'a Instance,
+    st: &'a Structure,
+    limits: &'a Limits,
+    start: Instant,
+    deadline: Instant,
+    /// "period" or "horizon".
+    what: &'static str,
+    lo: i64,
+    best: Option<(Schedule, Ticks)>,
+    /// The size note of the last model built.
+    sizes: String,
+    /// Interrupt or time limit.
+    stopped: bool,
+}
+
+/// What one frame established.
+enum Frame {
+    Feasible((Schedule, Ticks)),
+    Refuted,
+    Stopped,
+}
+
+impl FrameSearch<'_> {
+    fn try_frame(&mut self, p: i64) -> Result<Frame, ExactError> {
+        check_horizon(p)?;
+        let enc = match Encoding::build(self.st, p, false) {
+            Ok(e) => e,
+            Err(TooShort) => return Ok(Frame::Refuted),
+        };
+        let what = self.what;
+        self.sizes = model_note(&enc, &format!("model at {what} {p}"));
+        let res = run_lp(
+            &enc.lp,
+            self.deadline,
+            self.limits,
+            &format!("{what} {p}"),
+            self.start,
+        )?;
+        Ok(match res {
+            Some(LpResult::Optimal(x)) | Some(LpResult::Feasible(x)) => {
+                Frame::Feasible(checked(self.inst, decode::decode(self.st, &enc, &x))?)
+            }
+            Some(LpResult::Infeasible) => Frame::Refuted,
+            Some(LpResult::Unknown) | None => Frame::Stopped,
+        })
+    }
+
+    fn keep(&mut self, found: (Schedule, Ticks)) {
+        if self.best.as_ref().is_none_or(|b| found.1 < b.1) {
+            self.best = Some(found);
+        }
+    }
+
+    fn report(&self) {
+        if self.limits.progress {
+            eprintln!(
+                "milp: {:>7.1}s  incumbent {}, bound {}",
+                self.start.elapsed().as_secs_f64(),
+                self.best
+                    .as_ref()
+                    .map(|b| b.1 .0.to_string())
+                    .unwrap_or("-".into()),
+                self.lo
+            );
+        }
+    }
+
+    /// Gallop up from the compute bound until a frame is feasible. `Ok(true)`:
+    /// every frame up to `pmax` is refuted and no schedule is known.
+    fn gallop(&mut self, pmax: i64) -> Result<bool, ExactError> {
+        let mut step = 1;
+        let mut p = self.lo;
+        while self.best.as_ref().is_none_or(|b| self.lo < b.1 .0) {
+            let cap = self.best.as_ref().map(|b| b.1 .0 - 1).unwrap_or(pmax);
+            let q = p.min(cap);
+            match self.try_frame(q)? {
+                Frame::Feasible(found) => {
+                    self.keep(found);
+                    break;
+                }
+                Frame::Refuted => {
+                    self.lo = q + 1;
+                    if self.best.is_none() && q >= pmax {
+                        return Ok(true);
+                    }
+                    p = q + step;
+                    step *= 2;
+                }
+                Frame::Stopped => {
+                    self.stopped = true;
+                    break;
+                }
+            }
+            self.report();
+        }
+        Ok(false)
+    }
+
+    /// Bisect between `lo` (everything below refuted) and the best schedule.
+    fn bisect(&mut self) -> Result<(), ExactError> {
+        while !self.stopped {
+            let Some(hi) = self.best.as_ref().map(|b| b.1 .0) else {
+                break;
+            };
+            if self.lo >= hi {
+                break;
+            }
+            let mid = self.lo + (hi - self.lo) / 2;
+            match self.try_frame(mid)? {
+                Frame::Feasible(found) => {
+                    self.keep(found);
+                    // A feasible frame mid proves the optimum <= mid.
+                    if self.best.as_ref().is_some_and(|b| b.1 .0 > mid) {
+                        return Err(backend("decoded schedule longer than its frame"));
+                    }
+                }
+                Frame::Refuted => self.lo = mid + 1,
+                Frame::Stopped => self.stopped = true,
+            }
+            self.report();
+        }
+        Ok(())
+    }
+}
+
 /// Minimise the makespan (one-shot) or the period (cyclic).
 pub fn solve(inst: &Instance, limits: &Limits) -> Result<Outcome, ExactError> {
     let start = Instant::now();
-    let deadline = start + limits.time_limit;
     let st = analyse(inst)?;
     let mut notes = vec![LIMITS_NOTE.to_string()];
     let outcome = |status, schedule, bound, notes| Outcome {
@@ -193,7 +324,7 @@ pub fn solve(inst: &Instance, limits: &Limits) -> Result<Outcome, ExactError> {
     let compute: i64 = st.dur.iter().sum();
     // One-shot: a checked ASAP schedule caps the search; otherwise the
     // structural bound (EXACTNESS §4) does.
-    let mut best: Option<(Schedule, Ticks)> = if st.cyclic {
+    let best = if st.cyclic {
         None
     } else {
         heuristic_upper(inst, &st)
@@ -206,102 +337,35 @@ pub fn solve(inst: &Instance, limits: &Limits) -> Result<Outcome, ExactError> {
         notes.push(format!("upper bound {m} from a checked ASAP schedule"));
     }
     let what = if st.cyclic { "period" } else { "horizon" };
-    let mut lo = if st.cyclic { compute.max(1) } else { compute }; // every frame < lo is refuted
-    let mut sizes = String::new();
-    // Some(Some(schedule)): feasible; Some(None): refuted; None: stopped.
-    let try_frame =
-        |p: i64, sizes: &mut String| -> Result<Option<Option<(Schedule, Ticks)>>, ExactError> {
-            check_horizon(p)?;
-            let enc = match Encoding::build(&st, p, false) {
-                Ok(e) => e,
-                Err(TooShort) => return Ok(Some(None)),
-            };
-            *sizes = model_note(&enc, &format!("model at {what} {p}"));
-            let res = run_lp(&enc.lp, deadline, limits, &format!("{what} {p}"), start)?;
-            Ok(match res {
-                Some(LpResult::Optimal(x)) | Some(LpResult::Feasible(x)) => {
-                    Some(Some(checked(inst, decode::decode(&st, &enc, &x))?))
-                }
-                Some(LpResult::Infeasible) => Some(None),
-                Some(LpResult::Unknown) | None => None,
-            })
-        };
-    let report = |lo: i64, best: &Option<(Schedule, Ticks)>| {
-        if limits.progress {
-            eprintln!(
-                "milp: {:>7.1}s  incumbent {}, bound {lo}",
-                start.elapsed().as_secs_f64(),
-                best.as_ref()
-                    .map(|b| b.1 .0.to_string())
-                    .unwrap_or("-".into())
-            );
-        }
+    let mut search = FrameSearch {
+        inst,
+        st: &st,
+        limits,
+        start,
+        deadline: start + limits.time_limit,
+        what,
+        lo: if st.cyclic { compute.max(1) } else { compute },
+        best,
+        sizes: String::new(),
+        stopped: false,
     };
-    let mut stopped = false;
-    // Gallop up from the compute bound until a frame is feasible.
-    let mut step = 1;
-    let mut p = lo;
-    while best.as_ref().is_none_or(|b| lo < b.1 .0) {
-        let cap = best.as_ref().map(|b| b.1 .0 - 1).unwrap_or(pmax);
-        let q = p.min(cap);
-        match try_frame(q, &mut sizes)? {
-            Some(Some(found)) => {
-                if best.as_ref().is_none_or(|b| found.1 < b.1) {
-                    best = Some(found);
-                }
-                break;
-            }
-            Some(None) => {
-                lo = q + 1;
-                if best.is_none() && q >= pmax {
-                    notes.push(sizes.clone());
-                    notes.push(format!(
-                        "infeasible: every {what} up to the structural bound {pmax} is refuted (EXACTNESS §4)"
-                    ));
-                    return Ok(outcome(Status::Infeasible, None, None, notes));
-                }
-                p = q + step;
-                step *= 2;
-            }
-            None => {
-                stopped = true;
-                break;
-            }
-        }
-        report(lo, &best);
+    if search.gallop(pmax)? {
+        notes.push(search.sizes.clone());
+        notes.push(format!(
+            "infeasible: every {what} up to the structural bound {pmax} is refuted (EXACTNESS §4)"
+        ));
+        return Ok(outcome(Status::Infeasible, None, None, notes));
     }
-    // Bisect between lo (everything below refuted) and the best schedule.
-    while !stopped {
-        let Some(hi) = best.as_ref().map(|b| b.1 .0) else {
-            break;
-        };
-        if lo >= hi {
-            break;
-        }
-        let mid = lo + (hi - lo) / 2;
-        match try_frame(mid, &mut sizes)? {
-            Some(Some(found)) => {
-                if best.as_ref().is_none_or(|b| found.1 < b.1) {
-                    best = Some(found);
-                }
-                // A feasible frame mid proves the optimum <= mid.
-                if best.as_ref().is_some_and(|b| b.1 .0 > mid) {
-                    return Err(backend("decoded schedule longer than its frame"));
-                }
-            }
-            Some(None) => lo = mid + 1,
-            None => stopped = true,
-        }
-        report(lo, &best);
-    }
-    if !sizes.is_empty() {
-        notes.push(sizes);
+    search.bisect()?;
+    let lo = search.lo;
+    if !search.sizes.is_empty() {
+        notes.push(search.sizes);
     }
     notes.push(format!("every {what} below {lo} refuted by HiGHS"));
-    if stopped {
+    if search.stopped {
         notes.push("stopped (interrupt or time limit) before the search closed".into());
     }
-    Ok(match best {
+    Ok(match search.best {
         Some((s, m)) if m.0 <= lo => outcome(Status::Optimal, Some(s), Some(m), notes),
         Some((s, _)) => outcome(Status::Feasible, Some(s), Some(Ticks(lo)), notes),
         None => outcome(Status::Unknown, None, Some(Ticks(lo)), notes),

@@ -11,6 +11,7 @@
 use crate::exact::{ExactError, Method};
 use crate::model::{ComputeOrder, Device, Instance, Mode, OpId, Placement, ReleaseRule, TensorId};
 use crate::semantics::transfer_ticks;
+use num_integer::gcd;
 
 /// A position in the unrolled sequence: `lap * n + k` for the `k`-th op of the
 /// order in period `lap` (always 0 for one-shot instances, 0 or 1 for cyclic).
@@ -110,14 +111,6 @@ fn unsupported(reason: impl Into<String>) -> ExactError {
     }
 }
 
-fn gcd(a: u64, b: u64) -> u64 {
-    if b == 0 {
-        a
-    } else {
-        gcd(b, a % b)
-    }
-}
-
 impl Structure {
     pub fn n(&self) -> usize {
         self.seq.len()
@@ -136,42 +129,14 @@ impl Structure {
         }
     }
     pub fn analyse(inst: &Instance) -> Result<Structure, ExactError> {
-        let seq = match &inst.order {
-            ComputeOrder::Fixed(v) => v.clone(),
-            ComputeOrder::Free => return Err(unsupported("the compute order must be fixed")),
-        };
-        if seq.is_empty() {
-            return Err(unsupported("the order has no ops"));
-        }
-        let mut seen = vec![false; inst.ops.len()];
-        for o in &seq {
-            if std::mem::replace(&mut seen[o.ix()], true) {
-                return Err(unsupported(format!(
-                    "op {} appears twice in the order (rematerialisation is not encoded)",
-                    inst.op(*o).name
-                )));
-            }
-            if inst.op(*o).device != Device::Gpu {
-                return Err(unsupported("CPU ops are not encoded"));
-            }
-        }
-        if inst.machine.cpu_capacity.is_some() {
-            return Err(unsupported("a CPU memory capacity is not encoded"));
-        }
+        let seq = fixed_sequence(inst)?;
         let cyclic = inst.mode == Mode::Cyclic;
         let n = seq.len();
         let nt = inst.tensors.len();
         let to_i64 = |x: u64, what: &str| {
             i64::try_from(x).map_err(|_| unsupported(format!("{what} does not fit in 63 bits")))
         };
-        let mut unit = 0u64;
-        for t in &inst.tensors {
-            unit = gcd(unit, t.size.0);
-        }
-        for o in &seq {
-            unit = gcd(unit, inst.op(*o).temp.0);
-        }
-        let unit = unit.max(1);
+        let unit = memory_unit(inst, &seq);
         let dur: Vec<i64> = seq.iter().map(|o| inst.op(*o).duration.0).collect();
         let tmp: Vec<i64> = seq
             .iter()
@@ -186,32 +151,7 @@ impl Structure {
         let dt: Vec<i64> = (0..nt)
             .map(|i| transfer_ticks(inst, TensorId(i as u32)).0)
             .collect();
-
-        // Uses per tensor, by position.
-        let mut reads = vec![Vec::new(); nt];
-        let mut prods = vec![Vec::new(); nt];
-        let mut rels: Vec<Vec<Release>> = vec![Vec::new(); nt];
-        let mut mods = vec![Vec::new(); nt];
-        for (k, o) in seq.iter().enumerate() {
-            let op = inst.op(*o);
-            for t in &op.reads {
-                reads[t.ix()].push(k);
-            }
-            for t in &op.produces {
-                prods[t.ix()].push(k);
-            }
-            for t in &op.consumes {
-                rels[t.ix()].push(Release::Consumed(k));
-            }
-            for t in &op.frees {
-                if !op.consumes.contains(t) {
-                    rels[t.ix()].push(Release::Freed(k));
-                }
-            }
-            for t in &op.modifies {
-                mods[t.ix()].push(k);
-            }
-        }
+        let uses = Uses::of(inst, &seq);
         let persistent = inst.persistent();
         let mut base = vec![Base::None; nt];
         let mut windows = Vec::new();
@@ -220,204 +160,39 @@ impl Structure {
         for i in 0..nt {
             let t = TensorId(i as u32);
             let ten = inst.tensor(t);
-            let name = &ten.name;
-            if reads[i].is_empty()
-                && prods[i].is_empty()
-                && mods[i].is_empty()
-                && rels[i].is_empty()
-            {
-                if !cyclic && ten.initial.on_gpu() && size[i] > 0 {
-                    return Err(unsupported(format!(
-                        "tensor {name} is on the GPU but never used (deleting dead tensors is not encoded)"
-                    )));
-                } else if cyclic && persistent[i] && size[i] > 0 {
-                    return Err(unsupported(format!(
-                        "persistent tensor {name} is never used"
-                    )));
-                }
+            let u = uses.tensor(i);
+            if u.unused() {
+                unused_in_scope(
+                    &ten.name,
+                    cyclic,
+                    ten.initial.on_gpu(),
+                    persistent[i],
+                    size[i],
+                )?;
                 continue;
             }
-            if rels[i].len() > 1 || prods[i].len() > 1 || mods[i].len() > 1 {
-                return Err(unsupported(format!(
-                    "tensor {name} is produced, released or modified more than once per iteration"
-                )));
-            }
-            if let Some(&m) = mods[i].first() {
-                if !reads[i].contains(&m) {
-                    return Err(unsupported(format!(
-                        "tensor {name} is modified by an op that does not read it"
-                    )));
-                }
-            }
-            let release = rels[i].first().copied();
-            if let Some(r) = release {
-                let k = match r {
-                    Release::Consumed(k) | Release::Freed(k) => k,
-                };
-                if !reads[i].contains(&k) {
-                    return Err(unsupported(format!(
-                        "tensor {name} is released by an op that does not read it"
-                    )));
-                }
-                if reads[i].iter().any(|&j| j > k) || mods[i].iter().any(|&j| j > k) {
-                    return Err(unsupported(format!(
-                        "tensor {name} is read after it is released"
-                    )));
-                }
-            }
-            let movable = ten.transferable && size[i] > 0;
-            // The needs of one epoch, in unrolled positions, and its anchor.
-            let mut needs: Vec<UPos> = Vec::new();
-            let anchor: Anchor;
-            let ready: Option<UPos>;
-            let needs_offload: bool;
-            if !cyclic {
-                if !mods[i].is_empty() {
-                    return Err(unsupported(format!(
-                        "one-shot tensor {name} is modified (not encoded)"
-                    )));
-                }
-                if ten.initial == Placement::Cpu && !reads[i].is_empty() {
-                    return Err(unsupported(format!(
-                        "tensor {name} starts on the CPU only (not encoded)"
-                    )));
-                }
-                match (prods[i].first(), ten.initial.on_gpu()) {
-                    (Some(_), true) => {
-                        return Err(unsupported(format!(
-                            "tensor {name} is produced while already on the GPU"
-                        )))
-                    }
-                    (Some(&p), false) => {
-                        if reads[i].iter().any(|&j| j <= p) {
-                            return Err(unsupported(format!(
-                                "tensor {name} is read before it is produced"
-                            )));
-                        }
-                        base[i] = Base::Produced(p, release);
-                        anchor = Anchor::Ready(p);
-                        ready = Some(p);
-                    }
-                    (None, true) => {
-                        base[i] = Base::Initial(release);
-                        anchor = Anchor::Time0;
-                        ready = None;
-                    }
-                    (None, false) => {
-                        return Err(unsupported(format!(
-                            "tensor {name} is read but never materialised"
-                        )));
-                    }
-                }
-                let last = reads[i].iter().copied().max();
-                if release.is_none() && size[i] > 0 {
-                    let last_need = last.or(ready).unwrap_or(0);
-                    if last_need + 1 < n {
-                        return Err(unsupported(format!(
-                            "tensor {name} stays allocated after its last use (deleting dead tensors is not encoded)"
-                        )));
-                    }
-                }
-                needs_offload = !ten.initial.on_cpu();
-                needs.extend(reads[i].iter().copied());
+            u.check_once(&ten.name)?;
+            let life = if !cyclic {
+                u.one_shot_life(&ten.name, ten.initial, size[i], n)?
             } else if persistent[i] {
-                if release.is_some() {
-                    return Err(unsupported(format!(
-                        "persistent tensor {name} is released by an op"
-                    )));
-                }
-                base[i] = Base::Always;
-                if let Some(&m) = mods[i].first() {
-                    anchor = Anchor::Ready(m);
-                    ready = Some(m);
-                    needs_offload = true;
-                    needs.extend(reads[i].iter().copied().filter(|&k| k > m));
-                    needs.extend(reads[i].iter().copied().filter(|&k| k <= m).map(|k| k + n));
-                } else {
+                let life = u.persistent_life(&ten.name, n)?;
+                if u.mods.is_empty() {
                     unmodified_persistent.push(t);
-                    if reads[i].is_empty() {
-                        return Err(unsupported(format!(
-                            "persistent tensor {name} is never read"
-                        )));
-                    }
-                    let r1 = reads[i][0];
-                    anchor = Anchor::Read(r1);
-                    ready = None;
-                    needs_offload = false;
-                    needs.extend(reads[i].iter().copied().skip(1));
-                    needs.push(r1 + n);
                 }
+                life
             } else {
-                let p = prods[i][0];
-                match release {
-                    Some(Release::Consumed(k)) | Some(Release::Freed(k)) if k >= p => {}
-                    _ => {
-                        return Err(unsupported(format!(
-                            "tensor {name} must be produced and released within one iteration"
-                        )))
-                    }
-                }
-                if !mods[i].is_empty() || reads[i].iter().any(|&j| j <= p) {
-                    return Err(unsupported(format!(
-                        "tensor {name}: unsupported use pattern"
-                    )));
-                }
-                base[i] = Base::Produced(p, release);
-                anchor = Anchor::Ready(p);
-                ready = Some(p);
-                needs_offload = true;
-                needs.extend(reads[i].iter().copied());
-            }
-            if !movable {
+                u.temporary_life(&ten.name)?
+            };
+            base[i] = life.base;
+            if !(ten.transferable && size[i] > 0) {
                 continue;
             }
-            if cyclic && ready.is_none() && needs_offload {
+            if cyclic && life.ready.is_none() && life.needs_offload {
                 unreachable!("cyclic epochs without a ready op have a current CPU copy");
             }
-            let e = epochs.len();
-            let mut ep = Epoch {
-                tensor: t,
-                ready,
-                needs_offload,
-                windows: Vec::new(),
-            };
-            let mut from = anchor;
-            for &b in &needs {
-                ep.windows.push(windows.len());
-                windows.push(Window {
-                    tensor: t,
-                    from,
-                    to: b,
-                    epoch: e,
-                });
-                from = Anchor::Read(b);
-            }
-            epochs.push(ep);
+            epochs.push(life.epoch(t, epochs.len(), &mut windows));
         }
-
-        // Static memory at each op's start checkpoint (rule R7, models/MODEL.md §2.2).
-        let alive_at = |b: Base, k: usize| -> bool {
-            let not_released = |r: Option<Release>| match r {
-                None => true,
-                Some(Release::Consumed(c)) => k < c,
-                Some(Release::Freed(f)) => k <= f,
-            };
-            match b {
-                Base::None => false,
-                Base::Always => true,
-                Base::Initial(r) => not_released(r),
-                Base::Produced(p, r) => k >= p && not_released(r),
-            }
-        };
-        let static_mem = (0..n)
-            .map(|k| {
-                tmp[k]
-                    + (0..nt)
-                        .filter(|&i| alive_at(base[i], k))
-                        .map(|i| size[i])
-                        .sum::<i64>()
-            })
-            .collect();
+        let static_mem = static_memory(&base, &size, &tmp);
         Ok(Structure {
             cyclic,
             after_end: inst.release == ReleaseRule::AfterEnd,
@@ -475,4 +250,354 @@ impl Structure {
             2 * self.n() as i64 + 2 * self.epochs.len() as i64 + 3 * self.windows.len() as i64;
         ops + offl + pref + instants + 1
     }
+}
+
+/// The fixed GPU op sequence, or why the instance is out of scope.
+fn fixed_sequence(inst: &Instance) -> Result<Vec<OpId>, ExactError> {
+    let seq = match &inst.order {
+        ComputeOrder::Fixed(v) => v.clone(),
+        ComputeOrder::Free => return Err(unsupported("the compute order must be fixed")),
+    };
+    if seq.is_empty() {
+        return Err(unsupported("the order has no ops"));
+    }
+    let mut seen = vec![false; inst.ops.len()];
+    for o in &seq {
+        if std::mem::replace(&mut seen[o.ix()], true) {
+            return Err(unsupported(format!(
+                "op {} appears twice in the order (rematerialisation is not encoded)",
+                inst.op(*o).name
+            )));
+        }
+        if inst.op(*o).device != Device::Gpu {
+            return Err(unsupported("CPU ops are not encoded"));
+        }
+    }
+    if inst.machine.cpu_capacity.is_some() {
+        return Err(unsupported("a CPU memory capacity is not encoded"));
+    }
+    Ok(seq)
+}
+
+/// The memory unit: the gcd of every tensor size and scratch (at least 1).
+fn memory_unit(inst: &Instance, seq: &[OpId]) -> u64 {
+    let mut unit = 0u64;
+    for t in &inst.tensors {
+        unit = gcd(unit, t.size.0);
+    }
+    for o in seq {
+        unit = gcd(unit, inst.op(*o).temp.0);
+    }
+    unit.max(1)
+}
+
+/// Uses per tensor, by position in the sequence.
+struct Uses {
+    reads: Vec<Vec<usize>>,
+    prods: Vec<Vec<usize>>,
+    rels: Vec<Vec<Release>>,
+    mods: Vec<Vec<usize>>,
+}
+
+impl Uses {
+    fn of(inst: &Instance, seq: &[OpId]) -> Uses {
+        let nt = inst.tensors.len();
+        let mut u = Uses {
+            reads: vec![Vec::new(); nt],
+            prods: vec![Vec::new(); nt],
+            rels: vec![Vec::new(); nt],
+            mods: vec![Vec::new(); nt],
+        };
+        for (k, o) in seq.iter().enumerate() {
+            let op = inst.op(*o);
+            for t in &op.reads {
+                u.reads[t.ix()].push(k);
+            }
+            for t in &op.produces {
+                u.prods[t.ix()].push(k);
+            }
+            for t in &op.consumes {
+                u.rels[t.ix()].push(Release::Consumed(k));
+            }
+            for t in &op.frees {
+                if !op.consumes.contains(t) {
+                    u.rels[t.ix()].push(Release::Freed(k));
+                }
+            }
+            for t in &op.modifies {
+                u.mods[t.ix()].push(k);
+            }
+        }
+        u
+    }
+    fn tensor(&self, i: usize) -> TensorUses<'_> {
+        TensorUses {
+            reads: &self.reads[i],
+            prods: &self.prods[i],
+            rels: &self.rels[i],
+            mods: &self.mods[i],
+        }
+    }
+}
+
+/// A never-used tensor is in scope unless it would occupy memory for nothing
+/// (deleting dead tensors is not encoded).
+fn unused_in_scope(
+    name: &str,
+    cyclic: bool,
+    on_gpu: bool,
+    persistent: bool,
+    size: i64,
+) -> Result<(), ExactError> {
+    if !cyclic && on_gpu && size > 0 {
+        return Err(unsupported(format!(
+            "tensor {name} is on the GPU but never used (deleting dead tensors is not encoded)"
+        )));
+    } else if cyclic && persistent && size > 0 {
+        return Err(unsupported(format!(
+            "persistent tensor {name} is never used"
+        )));
+    }
+    Ok(())
+}
+
+/// One tensor's uses, by position.
+struct TensorUses<'a> {
+    reads: &'a [usize],
+    prods: &'a [usize],
+    rels: &'a [Release],
+    mods: &'a [usize],
+}
+
+/// A tensor's static life and the needs of its one epoch (unrolled positions).
+struct Life {
+    base: Base,
+    anchor: Anchor,
+    ready: Option<UPos>,
+    needs_offload: bool,
+    needs: Vec<UPos>,
+}
+
+impl Life {
+    /// The epoch (number `e`), its windows appended to `windows`.
+    fn epoch(&self, t: TensorId, e: usize, windows: &mut Vec<Window>) -> Epoch {
+        let mut ep = Epoch {
+            tensor: t,
+            ready: self.ready,
+            needs_offload: self.needs_offload,
+            windows: Vec::new(),
+        };
+        let mut from = self.anchor;
+        for &b in &self.needs {
+            ep.windows.push(windows.len());
+            windows.push(Window {
+                tensor: t,
+                from,
+                to: b,
+                epoch: e,
+            });
+            from = Anchor::Read(b);
+        }
+        ep
+    }
+}
+
+impl TensorUses<'_> {
+    fn unused(&self) -> bool {
+        self.reads.is_empty()
+            && self.prods.is_empty()
+            && self.mods.is_empty()
+            && self.rels.is_empty()
+    }
+
+    fn release(&self) -> Option<Release> {
+        self.rels.first().copied()
+    }
+
+    /// At most one production, release and modification per iteration, by an
+    /// op that reads the tensor; no read after the release.
+    fn check_once(&self, name: &str) -> Result<(), ExactError> {
+        if self.rels.len() > 1 || self.prods.len() > 1 || self.mods.len() > 1 {
+            return Err(unsupported(format!(
+                "tensor {name} is produced, released or modified more than once per iteration"
+            )));
+        }
+        if let Some(&m) = self.mods.first() {
+            if !self.reads.contains(&m) {
+                return Err(unsupported(format!(
+                    "tensor {name} is modified by an op that does not read it"
+                )));
+            }
+        }
+        if let Some(r) = self.release() {
+            let k = match r {
+                Release::Consumed(k) | Release::Freed(k) => k,
+            };
+            if !self.reads.contains(&k) {
+                return Err(unsupported(format!(
+                    "tensor {name} is released by an op that does not read it"
+                )));
+            }
+            if self.reads.iter().any(|&j| j > k) || self.mods.iter().any(|&j| j > k) {
+                return Err(unsupported(format!(
+                    "tensor {name} is read after it is released"
+                )));
+            }
+        }
+        Ok(())
+    }
+
+    /// One-shot: materialised once (initially on the GPU, or produced), never
+    /// modified, released after its last use or alive to the end.
+    fn one_shot_life(
+        &self,
+        name: &str,
+        initial: Placement,
+        size: i64,
+        n: usize,
+    ) -> Result<Life, ExactError> {
+        let release = self.release();
+        if !self.mods.is_empty() {
+            return Err(unsupported(format!(
+                "one-shot tensor {name} is modified (not encoded)"
+            )));
+        }
+        if initial == Placement::Cpu && !self.reads.is_empty() {
+            return Err(unsupported(format!(
+                "tensor {name} starts on the CPU only (not encoded)"
+            )));
+        }
+        let (base, anchor, ready) = match (self.prods.first(), initial.on_gpu()) {
+            (Some(_), true) => {
+                return Err(unsupported(format!(
+                    "tensor {name} is produced while already on the GPU"
+                )))
+            }
+            (Some(&p), false) => {
+                if self.reads.iter().any(|&j| j <= p) {
+                    return Err(unsupported(format!(
+                        "tensor {name} is read before it is produced"
+                    )));
+                }
+                (Base::Produced(p, release), Anchor::Ready(p), Some(p))
+            }
+            (None, true) => (Base::Initial(release), Anchor::Time0, None),
+            (None, false) => {
+                return Err(unsupported(format!(
+                    "tensor {name} is read but never materialised"
+                )));
+            }
+        };
+        let last = self.reads.iter().copied().max();
+        if release.is_none() && size > 0 {
+            let last_need = last.or(ready).unwrap_or(0);
+            if last_need + 1 < n {
+                return Err(unsupported(format!(
+                    "tensor {name} stays allocated after its last use (deleting dead tensors is not encoded)"
+                )));
+            }
+        }
+        Ok(Life {
+            base,
+            anchor,
+            ready,
+            needs_offload: !initial.on_cpu(),
+            needs: self.reads.to_vec(),
+        })
+    }
+
+    /// Cyclic, persistent: always allocated; its epoch runs from its
+    /// modification (or first read) round the period.
+    fn persistent_life(&self, name: &str, n: usize) -> Result<Life, ExactError> {
+        if self.release().is_some() {
+            return Err(unsupported(format!(
+                "persistent tensor {name} is released by an op"
+            )));
+        }
+        let mut needs = Vec::new();
+        if let Some(&m) = self.mods.first() {
+            needs.extend(self.reads.iter().copied().filter(|&k| k > m));
+            needs.extend(
+                self.reads
+                    .iter()
+                    .copied()
+                    .filter(|&k| k <= m)
+                    .map(|k| k + n),
+            );
+            return Ok(Life {
+                base: Base::Always,
+                anchor: Anchor::Ready(m),
+                ready: Some(m),
+                needs_offload: true,
+                needs,
+            });
+        }
+        if self.reads.is_empty() {
+            return Err(unsupported(format!(
+                "persistent tensor {name} is never read"
+            )));
+        }
+        let r1 = self.reads[0];
+        needs.extend(self.reads.iter().copied().skip(1));
+        needs.push(r1 + n);
+        Ok(Life {
+            base: Base::Always,
+            anchor: Anchor::Read(r1),
+            ready: None,
+            needs_offload: false,
+            needs,
+        })
+    }
+
+    /// Cyclic, temporary: produced and released within one iteration.
+    fn temporary_life(&self, name: &str) -> Result<Life, ExactError> {
+        let release = self.release();
+        let p = self.prods[0];
+        match release {
+            Some(Release::Consumed(k)) | Some(Release::Freed(k)) if k >= p => {}
+            _ => {
+                return Err(unsupported(format!(
+                    "tensor {name} must be produced and released within one iteration"
+                )))
+            }
+        }
+        if !self.mods.is_empty() || self.reads.iter().any(|&j| j <= p) {
+            return Err(unsupported(format!(
+                "tensor {name}: unsupported use pattern"
+            )));
+        }
+        Ok(Life {
+            base: Base::Produced(p, release),
+            anchor: Anchor::Ready(p),
+            ready: Some(p),
+            needs_offload: true,
+            needs: self.reads.to_vec(),
+        })
+    }
+}
+
+/// Static memory at each op's start checkpoint (rule R7, models/MODEL.md §2.2).
+fn static_memory(base: &[Base], size: &[i64], tmp: &[i64]) -> Vec<i64> {
+    let alive_at = |b: Base, k: usize| -> bool {
+        let not_released = |r: Option<Release>| match r {
+            None => true,
+            Some(Release::Consumed(c)) => k < c,
+            Some(Release::Freed(f)) => k <= f,
+        };
+        match b {
+            Base::None => false,
+            Base::Always => true,
+            Base::Initial(r) => not_released(r),
+            Base::Produced(p, r) => k >= p && not_released(r),
+        }
+    };
+    (0..tmp.len())
+        .map(|k| {
+            tmp[k]
+                + (0..base.len())
+                    .filter(|&i| alive_at(base[i], k))
+                    .map(|i| size[i])
+                    .sum::<i64>()
+        })
+        .collect()
 }

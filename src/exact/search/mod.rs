@@ -261,6 +261,45 @@ struct Start {
 /// by exhaustive search.
 pub fn solve(inst: &Instance, limits: &Limits) -> Result<Outcome, ExactError> {
     let started = Instant::now();
+    let (order, reads_at) = search_scope(inst)?;
+    let mut ctx = context(inst, order, reads_at);
+    let Some((starts, closing)) = start_nodes(&mut ctx) else {
+        return Ok(Outcome {
+            method: Method::Search,
+            status: Status::Unknown,
+            schedule: None,
+            bound: None,
+            elapsed: started.elapsed(),
+            notes: vec![format!(
+                "search: more than {} boundary states S0; not searched",
+                cyclic::MAX_ROOTS
+            )],
+        });
+    };
+    let found = best_first(&ctx, starts, &closing, limits, started);
+    let notes = search_notes(&ctx, found.expanded);
+    let elapsed = started.elapsed();
+    let (status, schedule, bound) = match found.end {
+        Some(end) => {
+            let (sched, ms) = rebuild(&ctx, end)?;
+            (Status::Optimal, Some(sched), Some(ms))
+        }
+        None if found.stopped => (Status::Unknown, None, None),
+        None => (Status::Infeasible, None, None),
+    };
+    Ok(Outcome {
+        method: Method::Search,
+        status,
+        schedule,
+        bound,
+        elapsed,
+        notes,
+    })
+}
+
+/// The fixed GPU order and the reads of each tensor by position, or why the
+/// instance is out of the search's scope.
+fn search_scope(inst: &Instance) -> Result<(Vec<OpId>, Vec<Vec<usize>>), ExactError> {
     let cyclic = inst.mode == Mode::Cyclic;
     let order = match &inst.order {
         ComputeOrder::Fixed(v) => v.clone(),
@@ -302,14 +341,20 @@ pub fn solve(inst: &Instance, limits: &Limits) -> Result<Outcome, ExactError> {
     if cyclic {
         cyclic::scope(inst, &order)?;
     }
+    Ok((order, reads_at))
+}
+
+fn context(inst: &Instance, order: Vec<OpId>, reads_at: Vec<Vec<usize>>) -> Ctx<'_> {
+    let cyclic = inst.mode == Mode::Cyclic;
+    let nt = inst.tensors.len();
     let dur: Vec<i64> = order.iter().map(|o| inst.op(*o).duration.0).collect();
     let mut suffix = vec![0i64; order.len() + 1];
     for k in (0..order.len()).rev() {
         suffix[k] = suffix[k + 1] + dur[k];
     }
-    let mut ctx = Ctx {
+    Ctx {
         inst,
-        order: order.clone(),
+        order,
         dur,
         reads_at,
         tau: (0..nt)
@@ -326,29 +371,20 @@ pub fn solve(inst: &Instance, limits: &Limits) -> Result<Outcome, ExactError> {
         },
         roots: vec![],
         after_end: inst.release == ReleaseRule::AfterEnd,
-    };
-    // The start nodes: the instance's initial state (one-shot), or one node per
-    // boundary state S₀ (cyclic), each with the signature a period must close on.
+    }
+}
+
+/// The start nodes: the instance's initial state (one-shot), or one node per
+/// boundary state S₀ (cyclic), each with the signature a period must close
+/// on. `None`: too many boundary states.
+fn start_nodes(ctx: &mut Ctx) -> Option<(Vec<Node>, Vec<Vec<i64>>)> {
     let mut starts: Vec<Node> = vec![];
     let mut closing: Vec<Vec<i64>> = vec![];
-    if cyclic {
-        let Some(roots) = cyclic::boundaries(&ctx) else {
-            return Ok(Outcome {
-                method: Method::Search,
-                status: Status::Unknown,
-                schedule: None,
-                bound: None,
-                elapsed: started.elapsed(),
-                notes: vec![format!(
-                    "search: more than {} boundary states S0; not searched",
-                    cyclic::MAX_ROOTS
-                )],
-            });
-        };
-        ctx.roots = roots;
+    if ctx.cyclic {
+        ctx.roots = cyclic::boundaries(ctx)?;
         for ix in 0..ctx.roots.len() {
-            if let Some(n) = cyclic::root(&ctx, ix) {
-                closing.push(cyclic::signature(&ctx, &n));
+            if let Some(n) = cyclic::root(ctx, ix) {
+                closing.push(cyclic::signature(ctx, &n));
                 starts.push(n);
             } else {
                 closing.push(vec![]);
@@ -360,13 +396,37 @@ pub fn solve(inst: &Instance, limits: &Limits) -> Result<Outcome, ExactError> {
             next: 0,
             running: None,
             flights: vec![None; ctx.channels.len()],
-            state: State::initial(inst),
+            state: State::initial(ctx.inst),
             trail: None,
             after_start: false,
             offloaded_now: vec![],
             root: 0,
         });
     }
+    Some((starts, closing))
+}
+
+/// The end of an optimal path: (makespan or period, trail, root, offloads
+/// ending at P that delete).
+type End = (i64, Option<Rc<Trail>>, usize, Vec<TensorId>);
+
+/// What the best-first search established.
+struct Searched {
+    end: Option<End>,
+    expanded: usize,
+    /// Interrupt, time limit or state limit.
+    stopped: bool,
+}
+
+/// Best-first search on the estimate: the first finished schedule (one-shot)
+/// or closed period (cyclic) popped is optimal.
+fn best_first(
+    ctx: &Ctx,
+    starts: Vec<Node>,
+    closing: &[Vec<i64>],
+    limits: &Limits,
+    started: Instant,
+) -> Searched {
     let mut heap: BinaryHeap<Reverse<(i64, i64, usize)>> = BinaryHeap::new();
     let mut nodes: Vec<Option<Node>> = vec![];
     // Done markers: (makespan, trail).
@@ -377,58 +437,46 @@ pub fn solve(inst: &Instance, limits: &Limits) -> Result<Outcome, ExactError> {
         heap.push(Reverse((ctx.estimate(&n), 0, nodes.len())));
         nodes.push(Some(n));
     }
-    let mut expanded = 0usize;
+    let mut out = Searched {
+        end: None,
+        expanded: 0,
+        stopped: false,
+    };
     let mut last_report = Instant::now();
     let stop = |expanded: usize| {
         limits.cancel.load(Ordering::Relaxed)
             || started.elapsed() >= limits.time_limit
             || expanded >= MAX_STATES
     };
-    // (makespan or period, trail, root)
-    // (makespan or period, trail, root, offloads ending at P that delete)
-    let mut outcome: Option<(i64, Option<Rc<Trail>>, usize, Vec<TensorId>)> = None;
-    let mut stopped = false;
     while let Some(Reverse((f, _, id))) = heap.pop() {
         if id >= usize::MAX / 2 {
             let (ms, trail) = done[id - usize::MAX / 2].clone();
-            outcome = Some((ms, trail, 0, vec![]));
-            let _ = f;
+            out.end = Some((ms, trail, 0, vec![]));
             break;
         }
         let Some(mut n) = nodes[id].take() else {
             continue;
         };
-        if stop(expanded) {
-            stopped = true;
+        if stop(out.expanded) {
+            out.stopped = true;
             break;
         }
-        expanded += 1;
+        out.expanded += 1;
         if limits.progress && last_report.elapsed().as_secs() >= 2 {
             last_report = Instant::now();
             eprintln!(
                 "search: {:>7.2}s  {} states  bound {}",
                 started.elapsed().as_secs_f64(),
-                expanded,
+                out.expanded,
                 f
             );
         }
         if !ctx.complete(&mut n) {
             continue;
         }
-        // Cyclic: the period closes here if every op has run and the state
-        // (after this instant's completions, before its deletes and starts:
-        // MODEL.md §2.6) is the root's S₀ up to versions. Its estimate was the
-        // time itself, the least in the queue: the period is optimal.
-        // R8: the ops still to run may all be of zero duration; they then run
-        // at P itself, after the completions, before the state is read
-        // (MODEL.md §2.6), with no delete or transfer start before them.
-        if cyclic && n.running.is_none() && n.time > 0 && ctx.suffix[n.next] == 0 {
-            if let Some((m, flagged)) = cyclic::run_at_period_end(&ctx, &n) {
-                if cyclic::signature(&ctx, &m) == closing[m.root] {
-                    outcome = Some((m.time, m.trail.clone(), m.root, flagged));
-                    break;
-                }
-            }
+        if let Some(end) = closes_period(ctx, &n, closing) {
+            out.end = Some(end);
+            break;
         }
         let key = ctx.key(&n);
         match closed.get(&key) {
@@ -437,7 +485,7 @@ pub fn solve(inst: &Instance, limits: &Limits) -> Result<Outcome, ExactError> {
                 closed.insert(key, n.time);
             }
         }
-        for child in expand(&ctx, &n) {
+        for child in expand(ctx, &n) {
             counter += 1;
             if let Some(ms) = child.1 {
                 done.push((ms, child.0.trail.clone()));
@@ -453,16 +501,37 @@ pub fn solve(inst: &Instance, limits: &Limits) -> Result<Outcome, ExactError> {
             }
         }
     }
+    out
+}
+
+/// Cyclic: the period closes at `n` if every op has run and the state (after
+/// this instant's completions, before its deletes and starts: MODEL.md §2.6)
+/// is the root's S₀ up to versions. Its estimate was the time itself, the
+/// least in the queue: the period is optimal. R8: the ops still to run may
+/// all be of zero duration; they then run at P itself, after the
+/// completions, before the state is read (MODEL.md §2.6), with no delete or
+/// transfer start before them.
+fn closes_period(ctx: &Ctx, n: &Node, closing: &[Vec<i64>]) -> Option<End> {
+    if !(ctx.cyclic && n.running.is_none() && n.time > 0 && ctx.suffix[n.next] == 0) {
+        return None;
+    }
+    let (m, flagged) = cyclic::run_at_period_end(ctx, n)?;
+    (cyclic::signature(ctx, &m) == closing[m.root])
+        .then(|| (m.time, m.trail.clone(), m.root, flagged))
+}
+
+/// The notes: states expanded, the rule, and the structural limits.
+fn search_notes(ctx: &Ctx, expanded: usize) -> Vec<String> {
     let mut notes = vec![
         format!("search: {expanded} states expanded"),
-        format!("release rule: {}", inst.release),
+        format!("release rule: {}", ctx.inst.release),
     ];
     let after = if ctx.after_end {
         "each start of a zero-duration op (an op holds its operands to its end)"
     } else {
         "each op start (relaxation: an op needs its inputs only at its start)"
     };
-    if cyclic {
+    if ctx.cyclic {
         notes.push(format!(
             "search: {} boundary states S0 searched from",
             ctx.roots.len()
@@ -471,65 +540,56 @@ pub fn solve(inst: &Instance, limits: &Limits) -> Result<Outcome, ExactError> {
     } else {
         notes.push(format!("structural limits: decisions at time 0, at completions and one tick after {}; transfers at full bandwidth; one offload per value; dead tensors deleted at once (once no op or transfer holds them), live ones only when an allocation needs the room (proofs/SEARCH.md)", after));
     }
-    let elapsed = started.elapsed();
-    let (status, schedule, bound) = match outcome {
-        Some((ms, trail, root, flagged)) => {
-            let mut events = vec![];
-            let mut cur = trail;
-            while let Some(t) = cur {
-                let mut e = t.event;
-                // An offload ending at P whose copy goes before the period's
-                // zero-duration ops at P carries the delete (R8).
-                if let Event::Transfer {
-                    dir: Direction::Offload,
-                    tensor,
-                    end,
-                    ref mut delete,
-                    ..
-                } = e
-                {
-                    if end.0 == ms && flagged.contains(&tensor) {
-                        *delete = true;
-                    }
-                }
-                events.push(e);
-                cur = t.prev.clone();
+    notes
+}
+
+/// The schedule of an optimal path, replayed by the checker; its makespan
+/// (period), which must be the search's.
+fn rebuild(ctx: &Ctx, (ms, trail, root, flagged): End) -> Result<(Schedule, Ticks), ExactError> {
+    let mut events = vec![];
+    let mut cur = trail;
+    while let Some(t) = cur {
+        let mut e = t.event;
+        // An offload ending at P whose copy goes before the period's
+        // zero-duration ops at P carries the delete (R8).
+        if let Event::Transfer {
+            dir: Direction::Offload,
+            tensor,
+            end,
+            ref mut delete,
+            ..
+        } = e
+        {
+            if end.0 == ms && flagged.contains(&tensor) {
+                *delete = true;
             }
-            events.reverse();
-            let sched = if cyclic {
-                Schedule::cyclic(Ticks(ms), ctx.roots[root].state(), events)
-            } else {
-                Schedule::one_shot(events)
-            };
-            let report = crate::check::check(inst, &sched);
-            if !report.valid {
-                return Err(ExactError::CheckerRejected {
-                    method: Method::Search,
-                    violations: report.violations.iter().map(|v| format!("{v:?}")).collect(),
-                });
-            }
-            if report.makespan.0 != ms {
-                return Err(ExactError::Backend {
-                    method: Method::Search,
-                    message: format!(
-                        "search makespan {ms} differs from the checker's {}",
-                        report.makespan
-                    ),
-                });
-            }
-            (Status::Optimal, Some(sched), Some(report.makespan))
         }
-        None if stopped => (Status::Unknown, None, None),
-        None => (Status::Infeasible, None, None),
+        events.push(e);
+        cur = t.prev.clone();
+    }
+    events.reverse();
+    let sched = if ctx.cyclic {
+        Schedule::cyclic(Ticks(ms), ctx.roots[root].state(), events)
+    } else {
+        Schedule::one_shot(events)
     };
-    Ok(Outcome {
-        method: Method::Search,
-        status,
-        schedule,
-        bound,
-        elapsed,
-        notes,
-    })
+    let report = crate::check::check(ctx.inst, &sched);
+    if !report.valid {
+        return Err(ExactError::CheckerRejected {
+            method: Method::Search,
+            violations: super::Rejected(report.violations),
+        });
+    }
+    if report.makespan.0 != ms {
+        return Err(ExactError::Backend {
+            method: Method::Search,
+            message: format!(
+                "search makespan {ms} differs from the checker's {}",
+                report.makespan
+            ),
+        });
+    }
+    Ok((sched, report.makespan))
 }
 
 /// Successors of a node whose completions are done: (child, Some(makespan) if
@@ -743,6 +803,28 @@ fn apply(
     mask: u32,
 ) -> Option<Node> {
     let mut n = base.clone();
+    apply_deletes(ctx, &mut n, evictable, mask)?;
+    // An op start may make the next tick a decision instant: the op's inputs
+    // may be deleted from then on (a delete at the start instant itself comes
+    // before the start, §2.4). Under the relaxation this holds for every op;
+    // under the default rule a positive op holds its inputs to its end (a
+    // completion), so only the inputs of the run's zero-duration ops, which
+    // hold nothing, become deletable one tick later (proofs/SEARCH.md, limit 6).
+    let started_any = if ctx.after_end {
+        (0..run).any(|j| ctx.dur[n.next + j] == 0)
+    } else {
+        run > 0
+    };
+    apply_op_starts(ctx, &mut n, run)?;
+    apply_transfer_starts(ctx, &mut n, combo)?;
+    let next = next_instant(ctx, &n, started_any)?;
+    n.after_start = started_any && next == n.time + 1;
+    n.time = next;
+    Some(n)
+}
+
+/// The deletes of `mask` over `evictable` (R6).
+fn apply_deletes(ctx: &Ctx, n: &mut Node, evictable: &[TensorId], mask: u32) -> Option<()> {
     let now = Ticks(n.time);
     for (j, t) in evictable.iter().enumerate() {
         if mask & (1 << j) != 0 {
@@ -758,17 +840,13 @@ fn apply(
             );
         }
     }
-    // An op start may make the next tick a decision instant: the op's inputs
-    // may be deleted from then on (a delete at the start instant itself comes
-    // before the start, §2.4). Under the relaxation this holds for every op;
-    // under the default rule a positive op holds its inputs to its end (a
-    // completion), so only the inputs of the run's zero-duration ops, which
-    // hold nothing, become deletable one tick later (proofs/SEARCH.md, limit 6).
-    let started_any = if ctx.after_end {
-        (0..run).any(|j| ctx.dur[n.next + j] == 0)
-    } else {
-        run > 0
-    };
+    Some(())
+}
+
+/// The next `run` ops start now (zero-duration ones end at once); memory is
+/// checked after each allocation (R7).
+fn apply_op_starts(ctx: &Ctx, n: &mut Node, run: usize) -> Option<()> {
+    let now = Ticks(n.time);
     for _ in 0..run {
         let k = n.next;
         let op = ctx.order[k];
@@ -804,6 +882,12 @@ fn apply(
             n.running = Some((k, end));
         }
     }
+    Some(())
+}
+
+/// The transfer starts of `combo`, one per channel, at full bandwidth.
+fn apply_transfer_starts(ctx: &Ctx, n: &mut Node, combo: &[Option<Start>]) -> Option<()> {
+    let now = Ticks(n.time);
     for (ch, s) in combo.iter().enumerate() {
         let Some(s) = s else { continue };
         let end = n.time + ctx.tau[s.tensor.ix()];
@@ -830,7 +914,11 @@ fn apply(
             flight,
         });
     }
-    // The next decision instant.
+    Some(())
+}
+
+/// The next decision instant; `None` when waiting leads nowhere.
+fn next_instant(ctx: &Ctx, n: &Node, started_any: bool) -> Option<i64> {
     let mut next = i64::MAX;
     if let Some((_, e)) = n.running {
         next = next.min(e);
@@ -857,7 +945,5 @@ fn apply(
     if next == n.time && n.next < ctx.order.len() {
         return None;
     }
-    n.after_start = started_any && next == n.time + 1;
-    n.time = next;
-    Some(n)
+    Some(next)
 }

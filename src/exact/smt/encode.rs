@@ -16,6 +16,7 @@ use crate::model::{
 use crate::schedule::{CyclicState, Event, Schedule};
 use crate::semantics::transfer_ticks;
 use crate::units::Ticks;
+use num_integer::gcd;
 use std::fmt::Write;
 
 fn unsupported(reason: impl Into<String>) -> ExactError {
@@ -160,11 +161,76 @@ fn or(v: &[String]) -> String {
     }
 }
 
-fn gcd(a: u128, b: u128) -> u128 {
-    if b == 0 {
-        a
-    } else {
-        gcd(b, a % b)
+/// The fixed GPU order, each op once, or why the instance is out of scope.
+fn fixed_order(inst: &Instance) -> Result<Vec<OpId>, ExactError> {
+    let order = match &inst.order {
+        ComputeOrder::Fixed(v) => v.clone(),
+        ComputeOrder::Free => return Err(unsupported("free compute order")),
+    };
+    if order.is_empty() {
+        return Err(unsupported("no ops to schedule"));
+    }
+    let mut seen = vec![false; inst.ops.len()];
+    for o in &order {
+        if std::mem::replace(&mut seen[o.ix()], true) {
+            return Err(unsupported(format!(
+                "op `{}` appears twice in the order (rematerialisation)",
+                inst.op(*o).name
+            )));
+        }
+        if inst.op(*o).device != Device::Gpu {
+            return Err(unsupported(format!(
+                "op `{}` runs on the CPU",
+                inst.op(*o).name
+            )));
+        }
+    }
+    if inst.machine.cpu_capacity.is_some() {
+        return Err(unsupported("a CPU memory capacity"));
+    }
+    Ok(order)
+}
+
+/// Uses per tensor, by position in the order (a read once per op).
+struct Uses {
+    prod: Vec<Vec<usize>>,
+    reads: Vec<Vec<usize>>,
+    cons: Vec<Vec<usize>>,
+    frees: Vec<Vec<usize>>,
+    mods: Vec<Vec<usize>>,
+}
+
+impl Uses {
+    fn of(inst: &Instance, order: &[OpId]) -> Uses {
+        let nt = inst.tensors.len();
+        let mut u = Uses {
+            prod: vec![vec![]; nt],
+            reads: vec![vec![]; nt],
+            cons: vec![vec![]; nt],
+            frees: vec![vec![]; nt],
+            mods: vec![vec![]; nt],
+        };
+        for (k, o) in order.iter().enumerate() {
+            let op = inst.op(*o);
+            for t in &op.produces {
+                u.prod[t.ix()].push(k);
+            }
+            for t in &op.reads {
+                if u.reads[t.ix()].last() != Some(&k) {
+                    u.reads[t.ix()].push(k);
+                }
+            }
+            for t in &op.consumes {
+                u.cons[t.ix()].push(k);
+            }
+            for t in &op.frees {
+                u.frees[t.ix()].push(k);
+            }
+            for t in &op.modifies {
+                u.mods[t.ix()].push(k);
+            }
+        }
+        u
     }
 }
 
@@ -180,60 +246,11 @@ enum Point {
 
 impl Encoding {
     pub fn new(inst: &Instance) -> Result<Encoding, ExactError> {
-        let order = match &inst.order {
-            ComputeOrder::Fixed(v) => v.clone(),
-            ComputeOrder::Free => return Err(unsupported("free compute order")),
-        };
-        if order.is_empty() {
-            return Err(unsupported("no ops to schedule"));
-        }
-        let mut seen = vec![false; inst.ops.len()];
-        for o in &order {
-            if std::mem::replace(&mut seen[o.ix()], true) {
-                return Err(unsupported(format!(
-                    "op `{}` appears twice in the order (rematerialisation)",
-                    inst.op(*o).name
-                )));
-            }
-            if inst.op(*o).device != Device::Gpu {
-                return Err(unsupported(format!(
-                    "op `{}` runs on the CPU",
-                    inst.op(*o).name
-                )));
-            }
-        }
-        if inst.machine.cpu_capacity.is_some() {
-            return Err(unsupported("a CPU memory capacity"));
-        }
+        let order = fixed_order(inst)?;
         let cyclic = inst.mode == Mode::Cyclic;
         let n = order.len();
         let dur: Vec<i64> = order.iter().map(|o| inst.op(*o).duration.0).collect();
-        let nt = inst.tensors.len();
-        let mut prod: Vec<Vec<usize>> = vec![vec![]; nt];
-        let mut reads: Vec<Vec<usize>> = vec![vec![]; nt];
-        let mut cons: Vec<Vec<usize>> = vec![vec![]; nt];
-        let mut frees: Vec<Vec<usize>> = vec![vec![]; nt];
-        let mut mods: Vec<Vec<usize>> = vec![vec![]; nt];
-        for (k, o) in order.iter().enumerate() {
-            let op = inst.op(*o);
-            for t in &op.produces {
-                prod[t.ix()].push(k);
-            }
-            for t in &op.reads {
-                if reads[t.ix()].last() != Some(&k) {
-                    reads[t.ix()].push(k);
-                }
-            }
-            for t in &op.consumes {
-                cons[t.ix()].push(k);
-            }
-            for t in &op.frees {
-                frees[t.ix()].push(k);
-            }
-            for t in &op.modifies {
-                mods[t.ix()].push(k);
-            }
-        }
+        let uses = Uses::of(inst, &order);
         let persistent = inst.persistent();
         // Memory unit: every amount is a multiple of the gcd, so dividing by it
         // (and flooring the capacity) decides `used <= cap` exactly.
@@ -247,7 +264,6 @@ impl Encoding {
         if unit == 0 {
             unit = 1;
         }
-
         let mut enc = Encoding {
             cyclic,
             after_end: inst.release == ReleaseRule::AfterEnd,
@@ -265,169 +281,226 @@ impl Encoding {
             enc.decls.push(format!("(declare-fun {} () Int)", s(k)));
         }
         enc.decls.push("(declare-fun C () Int)".into());
-
-        for i in 0..nt {
-            let t = TensorId(i as u32);
-            let ten = inst.tensor(t);
-            let name = &ten.name;
-            let size = ten.size.0 as u128 / unit;
-            let movable = ten.transferable && ten.size.0 > 0;
-            if prod[i].len() > 1 {
-                return Err(unsupported(format!("tensor `{name}` is produced twice")));
-            }
-            let r = &reads[i];
-            let release = match (cons[i].first(), frees[i].first()) {
-                (Some(&c), Some(&f)) => {
-                    if c <= f {
-                        Release::Consume(c)
-                    } else {
-                        Release::Free(f)
-                    }
-                }
-                (Some(&c), None) => Release::Consume(c),
-                (None, Some(&f)) => Release::Free(f),
-                (None, None) => Release::Never,
-            };
-            let alloc = if cyclic && persistent[i] {
-                if release != Release::Never {
-                    return Err(unsupported(format!(
-                        "persistent tensor `{name}` is released by an op"
-                    )));
-                }
-                if movable {
-                    if r.is_empty() {
-                        return Err(unsupported(format!(
-                            "persistent transferable tensor `{name}` is never read"
-                        )));
-                    }
-                    if mods[i].iter().any(|m| !r.contains(m)) {
-                        return Err(unsupported(format!(
-                            "tensor `{name}` is modified by an op that does not read it"
-                        )));
-                    }
-                }
-                Some(Alloc::Persistent)
-            } else if cyclic {
-                if movable {
-                    return Err(unsupported(format!(
-                        "per-iteration tensor `{name}` is transferable (only persistent tensors may move in the cyclic encoding)"
-                    )));
-                }
-                Some(Alloc::Op(prod[i][0]))
-            } else if ten.initial.on_gpu() {
-                if !prod[i].is_empty() {
-                    return Err(unsupported(format!(
-                        "tensor `{name}` starts on the GPU and is produced again"
-                    )));
-                }
-                Some(Alloc::Init)
-            } else if let Some(&p) = prod[i].first() {
-                Some(Alloc::Op(p))
-            } else {
-                if !r.is_empty() {
-                    return Err(unsupported(format!(
-                        "tensor `{name}` is read but neither produced nor initially on the GPU"
-                    )));
-                }
-                None
-            };
-            if !cyclic && movable && !mods[i].is_empty() {
-                return Err(unsupported(format!(
-                    "one-shot transferable tensor `{name}` is modified"
-                )));
-            }
-            if let Some(Alloc::Op(p)) = alloc {
-                if r.first().is_some_and(|&f| f <= p) {
-                    return Err(unsupported(format!(
-                        "tensor `{name}` is read before it is produced"
-                    )));
-                }
-                match release {
-                    Release::Consume(c) if c <= p => {
-                        return Err(unsupported(format!("tensor `{name}` is released before it is produced")))
-                    }
-                    Release::Free(f) if f < p => {
-                        return Err(unsupported(format!("tensor `{name}` is released before it is produced")))
-                    }
-                    Release::Never if cyclic => {
-                        return Err(unsupported(format!(
-                            "per-iteration tensor `{name}` is never released (it would be produced while resident)"
-                        )))
-                    }
-                    _ => {}
-                }
-            }
-            match release {
-                Release::Consume(c) | Release::Free(c) => {
-                    if r.last().is_some_and(|&l| l > c) {
-                        return Err(unsupported(format!(
-                            "tensor `{name}` is read after it is released"
-                        )));
-                    }
-                }
-                Release::Never => {}
-            }
-            let mut plan = TensorPlan {
-                size,
-                alloc,
-                release,
-                gaps: vec![],
-                tail: None,
-                last_version: None,
-                cpu_free: false,
-            };
-            if alloc.is_none() || size == 0 {
-                enc.plans.push(plan);
-                continue;
-            }
-            let tau = if movable {
-                transfer_ticks(inst, t).0
-            } else {
-                0
-            };
-            if movable && alloc == Some(Alloc::Persistent) {
-                enc.persistent_gaps(t, tau, r, &mods[i], &mut plan);
-            } else if movable {
-                enc.one_shot_gaps(t, tau, r, ten.initial == Placement::Both, &mut plan);
-            }
-            // Early delete after the last read (rule R6 allows it: not needed
-            // later). Under the default rule R10 the last reader holds the tensor
-            // until it ends, so none exists when that reader is the op freeing it.
-            let held_to_free =
-                enc.after_end && matches!(release, Release::Free(f) if r.last() == Some(&f));
-            if alloc != Some(Alloc::Persistent)
-                && !matches!(release, Release::Consume(_))
-                && !held_to_free
-            {
-                let idx = enc.tails.len();
-                let (k, tv) = (format!("K_{i}"), format!("T_{i}"));
-                enc.decls.push(format!("(declare-fun {k} () Bool)"));
-                enc.decls.push(format!("(declare-fun {tv} () Int)"));
-                let lo = match (r.last(), alloc) {
-                    (Some(&l), _) => plus(&s(l), enc.read_lag(l)),
-                    (None, Some(Alloc::Op(p))) => plus(&s(p), dur[p]),
-                    _ => "0".into(),
-                };
-                let mut c = vec![format!("(<= {lo} {tv})")];
-                match release {
-                    Release::Free(f) => c.push(format!("(< {tv} {})", plus(&s(f), dur[f]))),
-                    _ => c.push(format!("(<= {tv} C)")),
-                }
-                if cyclic {
-                    c.push(format!("(< {tv} C)"));
-                }
-                enc.asserts.push(format!("(=> {k} {})", and(&c)));
-                enc.tails.push(Tail {
-                    tensor: t,
-                    k,
-                    t: tv,
-                });
-                plan.tail = Some(idx);
-            }
-            enc.plans.push(plan);
+        for (i, &persistent) in persistent.iter().enumerate() {
+            enc.tensor(inst, &uses, i, persistent)?;
         }
         enc.constraints(inst);
         Ok(enc)
+    }
+
+    /// Tensor `i`'s plan: its life (checked against the scope), its gaps and
+    /// offloads when it moves, and its early delete.
+    fn tensor(
+        &mut self,
+        inst: &Instance,
+        uses: &Uses,
+        i: usize,
+        persistent: bool,
+    ) -> Result<(), ExactError> {
+        let t = TensorId(i as u32);
+        let ten = inst.tensor(t);
+        let name = &ten.name;
+        let size = ten.size.0 as u128 / self.unit;
+        let movable = ten.transferable && ten.size.0 > 0;
+        if uses.prod[i].len() > 1 {
+            return Err(unsupported(format!("tensor `{name}` is produced twice")));
+        }
+        let r = &uses.reads[i];
+        let release = match (uses.cons[i].first(), uses.frees[i].first()) {
+            (Some(&c), Some(&f)) => {
+                if c <= f {
+                    Release::Consume(c)
+                } else {
+                    Release::Free(f)
+                }
+            }
+            (Some(&c), None) => Release::Consume(c),
+            (None, Some(&f)) => Release::Free(f),
+            (None, None) => Release::Never,
+        };
+        let alloc = self.alloc(inst, uses, i, persistent, release)?;
+        if !self.cyclic && movable && !uses.mods[i].is_empty() {
+            return Err(unsupported(format!(
+                "one-shot transferable tensor `{name}` is modified"
+            )));
+        }
+        self.check_life(name, alloc, release, r)?;
+        let mut plan = TensorPlan {
+            size,
+            alloc,
+            release,
+            gaps: vec![],
+            tail: None,
+            last_version: None,
+            cpu_free: false,
+        };
+        if alloc.is_none() || size == 0 {
+            self.plans.push(plan);
+            return Ok(());
+        }
+        let tau = if movable {
+            transfer_ticks(inst, t).0
+        } else {
+            0
+        };
+        if movable && alloc == Some(Alloc::Persistent) {
+            self.persistent_gaps(t, tau, r, &uses.mods[i], &mut plan);
+        } else if movable {
+            self.one_shot_gaps(t, tau, r, ten.initial == Placement::Both, &mut plan);
+        }
+        self.early_delete(t, alloc, release, r, &mut plan);
+        self.plans.push(plan);
+        Ok(())
+    }
+
+    /// When tensor `i` is allocated, or why that is out of scope.
+    fn alloc(
+        &self,
+        inst: &Instance,
+        uses: &Uses,
+        i: usize,
+        persistent: bool,
+        release: Release,
+    ) -> Result<Option<Alloc>, ExactError> {
+        let ten = inst.tensor(TensorId(i as u32));
+        let name = &ten.name;
+        let movable = ten.transferable && ten.size.0 > 0;
+        let (r, prod) = (&uses.reads[i], &uses.prod[i]);
+        Ok(if self.cyclic && persistent {
+            if release != Release::Never {
+                return Err(unsupported(format!(
+                    "persistent tensor `{name}` is released by an op"
+                )));
+            }
+            if movable {
+                if r.is_empty() {
+                    return Err(unsupported(format!(
+                        "persistent transferable tensor `{name}` is never read"
+                    )));
+                }
+                if uses.mods[i].iter().any(|m| !r.contains(m)) {
+                    return Err(unsupported(format!(
+                        "tensor `{name}` is modified by an op that does not read it"
+                    )));
+                }
+            }
+            Some(Alloc::Persistent)
+        } else if self.cyclic {
+            if movable {
+                return Err(unsupported(format!(
+                    "per-iteration tensor `{name}` is transferable (only persistent tensors may move in the cyclic encoding)"
+                )));
+            }
+            Some(Alloc::Op(prod[0]))
+        } else if ten.initial.on_gpu() {
+            if !prod.is_empty() {
+                return Err(unsupported(format!(
+                    "tensor `{name}` starts on the GPU and is produced again"
+                )));
+            }
+            Some(Alloc::Init)
+        } else if let Some(&p) = prod.first() {
+            Some(Alloc::Op(p))
+        } else {
+            if !r.is_empty() {
+                return Err(unsupported(format!(
+                    "tensor `{name}` is read but neither produced nor initially on the GPU"
+                )));
+            }
+            None
+        })
+    }
+
+    /// Produced before it is read, released after its last read.
+    fn check_life(
+        &self,
+        name: &str,
+        alloc: Option<Alloc>,
+        release: Release,
+        r: &[usize],
+    ) -> Result<(), ExactError> {
+        if let Some(Alloc::Op(p)) = alloc {
+            if r.first().is_some_and(|&f| f <= p) {
+                return Err(unsupported(format!(
+                    "tensor `{name}` is read before it is produced"
+                )));
+            }
+            match release {
+                Release::Consume(c) if c <= p => {
+                    return Err(unsupported(format!(
+                        "tensor `{name}` is released before it is produced"
+                    )))
+                }
+                Release::Free(f) if f < p => {
+                    return Err(unsupported(format!(
+                        "tensor `{name}` is released before it is produced"
+                    )))
+                }
+                Release::Never if self.cyclic => {
+                    return Err(unsupported(format!(
+                        "per-iteration tensor `{name}` is never released (it would be produced while resident)"
+                    )))
+                }
+                _ => {}
+            }
+        }
+        match release {
+            Release::Consume(c) | Release::Free(c) => {
+                if r.last().is_some_and(|&l| l > c) {
+                    return Err(unsupported(format!(
+                        "tensor `{name}` is read after it is released"
+                    )));
+                }
+            }
+            Release::Never => {}
+        }
+        Ok(())
+    }
+
+    /// Early delete after the last read (rule R6 allows it: not needed
+    /// later). Under the default rule R10 the last reader holds the tensor
+    /// until it ends, so none exists when that reader is the op freeing it.
+    fn early_delete(
+        &mut self,
+        t: TensorId,
+        alloc: Option<Alloc>,
+        release: Release,
+        r: &[usize],
+        plan: &mut TensorPlan,
+    ) {
+        let held_to_free =
+            self.after_end && matches!(release, Release::Free(f) if r.last() == Some(&f));
+        if alloc == Some(Alloc::Persistent)
+            || matches!(release, Release::Consume(_))
+            || held_to_free
+        {
+            return;
+        }
+        let i = t.ix();
+        let idx = self.tails.len();
+        let (k, tv) = (format!("K_{i}"), format!("T_{i}"));
+        self.decls.push(format!("(declare-fun {k} () Bool)"));
+        self.decls.push(format!("(declare-fun {tv} () Int)"));
+        let lo = match (r.last(), alloc) {
+            (Some(&l), _) => plus(&s(l), self.read_lag(l)),
+            (None, Some(Alloc::Op(p))) => plus(&s(p), self.dur[p]),
+            _ => "0".into(),
+        };
+        let mut c = vec![format!("(<= {lo} {tv})")];
+        match release {
+            Release::Free(f) => c.push(format!("(< {tv} {})", plus(&s(f), self.dur[f]))),
+            _ => c.push(format!("(<= {tv} C)")),
+        }
+        if self.cyclic {
+            c.push(format!("(< {tv} C)"));
+        }
+        self.asserts.push(format!("(=> {k} {})", and(&c)));
+        self.tails.push(Tail {
+            tensor: t,
+            k,
+            t: tv,
+        });
+        plan.tail = Some(idx);
     }
 
     /// The earliest release after a read by the op at position `k`, relative to
@@ -792,111 +865,17 @@ impl Encoding {
                 continue;
             }
             let Some(alloc) = plan.alloc else { continue };
-            // Within the life [allocation, release) (same-instant order of MODEL.md §2.4).
-            let mut cond: Vec<String> = vec![];
-            match (p, alloc) {
-                (_, Alloc::Init) | (_, Alloc::Persistent) => {}
-                (Point::OpStart(k), Alloc::Op(q)) => {
-                    if q > *k {
-                        continue;
-                    }
-                }
-                (Point::Transfer { time, .. }, Alloc::Op(q)) => {
-                    cond.push(format!("(<= {} {time})", s(q)))
-                }
-            }
-            match (p, plan.release) {
-                (_, Release::Never) => {}
-                (Point::OpStart(k), Release::Consume(c)) => {
-                    if *k >= c {
-                        continue;
-                    }
-                }
-                (Point::OpStart(k), Release::Free(f)) => {
-                    if *k > f {
-                        continue;
-                    }
-                }
-                (Point::Transfer { time, .. }, Release::Consume(c)) => {
-                    cond.push(format!("(< {time} {})", s(c)))
-                }
-                (Point::Transfer { time, .. }, Release::Free(f)) => {
-                    cond.push(format!("(< {time} {})", plus(&s(f), self.dur[f])))
-                }
-            }
+            let Some(mut cond) = self.within_life(p, alloc, plan.release) else {
+                continue;
+            };
             // Not evicted: outside every [D, A) (with the tie rules of the point).
             for &g in &plan.gaps {
-                let gp = &self.gaps[g];
-                let within = |y: &str, op_point: bool| {
-                    if op_point {
-                        format!("(and (<= {} {y}) (<= {y} {}))", gp.d, gp.a)
-                    } else {
-                        format!("(and (<= {} {y}) (< {y} {}))", gp.d, gp.a)
-                    }
-                };
-                let absent = match p {
-                    Point::OpStart(k) => {
-                        let k = *k;
-                        let lo = gp.before.map(|b| b as i64).unwrap_or(-1);
-                        if gp.wraps {
-                            if k as i64 > lo && self.dur[k] == 0 {
-                                // Op k may sit at C (R8): a release at C counts
-                                // before it only as an offload's delete flag.
-                                Some(format!(
-                                    "(and {} (or (< {} C) {}))",
-                                    within(&s(k), true),
-                                    gp.d,
-                                    self.flagged_at_boundary(g)
-                                ))
-                            } else if k as i64 > lo {
-                                Some(within(&s(k), true))
-                            } else if k < gp.after {
-                                Some(within(&format!("(+ {} C)", s(k)), true))
-                            } else {
-                                None
-                            }
-                        } else if (k as i64) > lo && k < gp.after {
-                            Some(within(&s(k), true))
-                        } else {
-                            None
-                        }
-                    }
-                    Point::Transfer { time, .. } => {
-                        if gp.wraps {
-                            Some(or(&[
-                                within(time, false),
-                                within(&format!("(+ {time} C)"), false),
-                            ]))
-                        } else {
-                            Some(within(time, false))
-                        }
-                    }
-                };
-                if let Some(x) = absent {
-                    cond.push(format!("(not (and {} {x}))", gp.e));
+                if let Some(x) = self.gap_absent(g, p) {
+                    cond.push(format!("(not (and {} {x}))", self.gaps[g].e));
                 }
             }
-            if let Some(ti) = plan.tail {
-                let tl = &self.tails[ti];
-                let relevant = match (p, plan.alloc) {
-                    (Point::OpStart(k), _) => {
-                        // The tail starts after the last read (or the production).
-                        let r_last = self.last_read(inst, TensorId(i as u32));
-                        match (r_last, alloc) {
-                            (Some(l), _) => *k > l,
-                            (None, Alloc::Op(q)) => *k > q,
-                            _ => true,
-                        }
-                    }
-                    _ => true,
-                };
-                if relevant {
-                    let y = match p {
-                        Point::OpStart(k) => s(*k),
-                        Point::Transfer { time, .. } => time.clone(),
-                    };
-                    cond.push(format!("(not (and {} (<= {} {y})))", tl.k, tl.t));
-                }
+            if let Some(c) = self.not_deleted(inst, i, plan, alloc, p) {
+                cond.push(c);
             }
             if cond.is_empty() {
                 constant += plan.size;
@@ -927,6 +906,128 @@ impl Encoding {
         } else {
             format!("(+ {})", terms.join(" "))
         }
+    }
+
+    /// The conditions for point `p` to lie within the life [allocation,
+    /// release) (same-instant order of MODEL.md §2.4); `None` when it
+    /// statically does not.
+    fn within_life(&self, p: &Point, alloc: Alloc, release: Release) -> Option<Vec<String>> {
+        let mut cond: Vec<String> = vec![];
+        match (p, alloc) {
+            (_, Alloc::Init) | (_, Alloc::Persistent) => {}
+            (Point::OpStart(k), Alloc::Op(q)) => {
+                if q > *k {
+                    return None;
+                }
+            }
+            (Point::Transfer { time, .. }, Alloc::Op(q)) => {
+                cond.push(format!("(<= {} {time})", s(q)))
+            }
+        }
+        match (p, release) {
+            (_, Release::Never) => {}
+            (Point::OpStart(k), Release::Consume(c)) => {
+                if *k >= c {
+                    return None;
+                }
+            }
+            (Point::OpStart(k), Release::Free(f)) => {
+                if *k > f {
+                    return None;
+                }
+            }
+            (Point::Transfer { time, .. }, Release::Consume(c)) => {
+                cond.push(format!("(< {time} {})", s(c)))
+            }
+            (Point::Transfer { time, .. }, Release::Free(f)) => {
+                cond.push(format!("(< {time} {})", plus(&s(f), self.dur[f])))
+            }
+        }
+        Some(cond)
+    }
+
+    /// When gap `g`'s tensor is away at point `p` (given the gap is taken);
+    /// `None`: never.
+    fn gap_absent(&self, g: usize, p: &Point) -> Option<String> {
+        let gp = &self.gaps[g];
+        let within = |y: &str, op_point: bool| {
+            if op_point {
+                format!("(and (<= {} {y}) (<= {y} {}))", gp.d, gp.a)
+            } else {
+                format!("(and (<= {} {y}) (< {y} {}))", gp.d, gp.a)
+            }
+        };
+        match p {
+            Point::OpStart(k) => {
+                let k = *k;
+                let lo = gp.before.map(|b| b as i64).unwrap_or(-1);
+                if gp.wraps {
+                    if k as i64 > lo && self.dur[k] == 0 {
+                        // Op k may sit at C (R8): a release at C counts
+                        // before it only as an offload's delete flag.
+                        Some(format!(
+                            "(and {} (or (< {} C) {}))",
+                            within(&s(k), true),
+                            gp.d,
+                            self.flagged_at_boundary(g)
+                        ))
+                    } else if k as i64 > lo {
+                        Some(within(&s(k), true))
+                    } else if k < gp.after {
+                        Some(within(&format!("(+ {} C)", s(k)), true))
+                    } else {
+                        None
+                    }
+                } else if (k as i64) > lo && k < gp.after {
+                    Some(within(&s(k), true))
+                } else {
+                    None
+                }
+            }
+            Point::Transfer { time, .. } => {
+                if gp.wraps {
+                    Some(or(&[
+                        within(time, false),
+                        within(&format!("(+ {time} C)"), false),
+                    ]))
+                } else {
+                    Some(within(time, false))
+                }
+            }
+        }
+    }
+
+    /// Not removed by tensor `i`'s early delete by point `p`, if that delete
+    /// can precede `p`.
+    fn not_deleted(
+        &self,
+        inst: &Instance,
+        i: usize,
+        plan: &TensorPlan,
+        alloc: Alloc,
+        p: &Point,
+    ) -> Option<String> {
+        let tl = &self.tails[plan.tail?];
+        let relevant = match (p, plan.alloc) {
+            (Point::OpStart(k), _) => {
+                // The tail starts after the last read (or the production).
+                let r_last = self.last_read(inst, TensorId(i as u32));
+                match (r_last, alloc) {
+                    (Some(l), _) => *k > l,
+                    (None, Alloc::Op(q)) => *k > q,
+                    _ => true,
+                }
+            }
+            _ => true,
+        };
+        if !relevant {
+            return None;
+        }
+        let y = match p {
+            Point::OpStart(k) => s(*k),
+            Point::Transfer { time, .. } => time.clone(),
+        };
+        Some(format!("(not (and {} (<= {} {y})))", tl.k, tl.t))
     }
 
     fn last_read(&self, inst: &Instance, t: TensorId) -> Option<usize> {

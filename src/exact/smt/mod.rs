@@ -17,6 +17,7 @@ mod encode;
 
 use crate::exact::{ExactError, Limits, Method, Outcome, Status};
 use crate::model::Instance;
+use crate::schedule::Schedule;
 use crate::units::Ticks;
 use encode::Encoding;
 use std::path::Path;
@@ -52,12 +53,11 @@ pub fn solve(inst: &Instance, limits: &Limits) -> Result<Outcome, ExactError> {
     if solver.get_assertions().is_empty() {
         return Err(backend("z3 did not accept the generated SMT-LIB2 text"));
     }
-    let c = Int::new_const(&ctx, "C");
     let consts = enc.constants();
 
     // One-shot: a checked earliest-start schedule is the first incumbent, so an
     // interrupt always has a schedule to return and z3 starts below it.
-    let mut seed = seed_incumbent(inst);
+    let seed = seed_incumbent(inst);
     if let Some((m, _)) = &seed {
         notes.push(format!("first incumbent {m} from a checked ASAP schedule"));
         if limits.progress {
@@ -65,107 +65,21 @@ pub fn solve(inst: &Instance, limits: &Limits) -> Result<Outcome, ExactError> {
         }
     }
     let finished = AtomicBool::new(false);
-    // The bound z3 is asked about (C ≤ target), for the heartbeat; -1 = none.
-    let target = AtomicI64::new(seed.as_ref().map_or(-1, |(m, _)| m.0 - 1));
+    let run = Run {
+        inst,
+        enc: &enc,
+        limits,
+        started,
+        deadline: started + limits.time_limit,
+        // The bound z3 is asked about (C ≤ target), for the heartbeat; -1 = none.
+        target: AtomicI64::new(seed.as_ref().map_or(-1, |(m, _)| m.0 - 1)),
+    };
     let handle = ctx.handle();
-    let deadline = started + limits.time_limit;
     let result = std::thread::scope(|sc| {
         // z3's own timeout covers a check; this watcher also honours Ctrl-C and
         // reports progress while z3 works on one check.
-        sc.spawn(|| {
-            let mut last = Instant::now();
-            while !finished.load(Ordering::Relaxed) {
-                if limits.cancel.load(Ordering::Relaxed) || Instant::now() >= deadline {
-                    handle.interrupt();
-                }
-                if limits.progress && last.elapsed() >= Duration::from_secs(5) {
-                    last = Instant::now();
-                    let t = target.load(Ordering::Relaxed);
-                    eprintln!(
-                        "smt: {:>7.2}s  solving C <= {}",
-                        started.elapsed().as_secs_f64(),
-                        if t < 0 {
-                            "∞".to_string()
-                        } else {
-                            t.to_string()
-                        }
-                    );
-                }
-                std::thread::sleep(Duration::from_millis(20));
-            }
-        });
-        let r = (|| -> Result<(Status, Option<crate::schedule::Schedule>, Option<Ticks>), ExactError> {
-            let mut best: Option<(Ticks, crate::schedule::Schedule)> = seed.take();
-            loop {
-                let now = Instant::now();
-                if now >= deadline || limits.cancel.load(Ordering::Relaxed) {
-                    break;
-                }
-                if let Some((b, _)) = &best {
-                    solver.assert(&c.le(&Int::from_i64(&ctx, b.0 - 1)));
-                    target.store(b.0 - 1, Ordering::Relaxed);
-                }
-                let mut params = Params::new(&ctx);
-                let left = (deadline - now).as_millis().clamp(1, u32::MAX as u128) as u32;
-                params.set_u32("timeout", left);
-                solver.set_params(&params);
-                match solver.check() {
-                    SatResult::Sat => {
-                        let model = solver.get_model().ok_or_else(|| backend("sat without a model"))?;
-                        let ints = |name: &str| {
-                            if !consts.iter().any(|(n, b)| n == name && !b) {
-                                return None;
-                            }
-                            model.eval(&Int::new_const(&ctx, name), true)?.as_i64()
-                        };
-                        let bools = |name: &str| model.eval(&Bool::new_const(&ctx, name), true)?.as_bool();
-                        let sched = enc
-                            .decode(&(ints, bools))
-                            .ok_or_else(|| backend("model lacks a value for a decision constant"))?;
-                        let report = crate::check::check(inst, &sched);
-                        if !report.valid {
-                            return Err(ExactError::CheckerRejected {
-                                method: Method::Smt,
-                                violations: report.violations.iter().map(|v| format!("{v:?}")).collect(),
-                            });
-                        }
-                        let ms = report.makespan;
-                        if best.as_ref().is_some_and(|(b, _)| ms >= *b) {
-                            return Err(backend(format!(
-                                "tightening did not decrease the makespan ({ms} after {})",
-                                best.as_ref().map(|b| b.0 .0).unwrap_or(0)
-                            )));
-                        }
-                        if limits.progress {
-                            eprintln!(
-                                "smt: {:>7.2}s  incumbent {}  (checker-validated)",
-                                started.elapsed().as_secs_f64(),
-                                ms
-                            );
-                        }
-                        best = Some((ms, sched));
-                    }
-                    SatResult::Unsat => {
-                        if limits.progress {
-                            eprintln!(
-                                "smt: {:>7.2}s  refuted C <= {}",
-                                started.elapsed().as_secs_f64(),
-                                best.as_ref().map(|b| b.0 .0 - 1).map_or("∞".into(), |x| x.to_string())
-                            );
-                        }
-                        return Ok(match best {
-                            Some((b, s)) => (Status::Optimal, Some(s), Some(b)),
-                            None => (Status::Infeasible, None, None),
-                        });
-                    }
-                    SatResult::Unknown => break,
-                }
-            }
-            Ok(match best {
-                Some((_, s)) => (Status::Feasible, Some(s), None),
-                None => (Status::Unknown, None, None),
-            })
-        })();
+        sc.spawn(|| run.watch(&finished, &handle));
+        let r = run.tighten(&ctx, &solver, &consts, seed);
         finished.store(true, Ordering::Relaxed);
         r
     });
@@ -189,6 +103,143 @@ pub fn solve(inst: &Instance, limits: &Limits) -> Result<Outcome, ExactError> {
         elapsed: started.elapsed(),
         notes,
     })
+}
+
+/// One minimisation: the instance, its encoding, the limits and the bound z3
+/// is currently asked about.
+struct Run<'a> {
+    inst: &'a Instance,
+    enc: &'a Encoding,
+    limits: &'a Limits,
+    started: Instant,
+    deadline: Instant,
+    target: AtomicI64,
+}
+
+/// What the tightening loop established.
+type Found = (Status, Option<Schedule>, Option<Ticks>);
+
+impl Run<'_> {
+    /// Interrupt z3 on Ctrl-C or at the deadline; a heartbeat every 5 s.
+    fn watch(&self, finished: &AtomicBool, handle: &z3::ContextHandle) {
+        let mut last = Instant::now();
+        while !finished.load(Ordering::Relaxed) {
+            if self.limits.cancel.load(Ordering::Relaxed) || Instant::now() >= self.deadline {
+                handle.interrupt();
+            }
+            if self.limits.progress && last.elapsed() >= Duration::from_secs(5) {
+                last = Instant::now();
+                let t = self.target.load(Ordering::Relaxed);
+                eprintln!(
+                    "smt: {:>7.2}s  solving C <= {}",
+                    self.started.elapsed().as_secs_f64(),
+                    if t < 0 {
+                        "∞".to_string()
+                    } else {
+                        t.to_string()
+                    }
+                );
+            }
+            std::thread::sleep(Duration::from_millis(20));
+        }
+    }
+
+    /// Ask for C ≤ best − 1 until z3 refutes it (optimal, or infeasible
+    /// without any schedule), stops, or the limits end the run.
+    fn tighten(
+        &self,
+        ctx: &Context,
+        solver: &Solver,
+        consts: &[(String, bool)],
+        seed: Option<(Ticks, Schedule)>,
+    ) -> Result<Found, ExactError> {
+        let c = Int::new_const(ctx, "C");
+        let mut best: Option<(Ticks, Schedule)> = seed;
+        loop {
+            let now = Instant::now();
+            if now >= self.deadline || self.limits.cancel.load(Ordering::Relaxed) {
+                break;
+            }
+            if let Some((b, _)) = &best {
+                solver.assert(&c.le(&Int::from_i64(ctx, b.0 - 1)));
+                self.target.store(b.0 - 1, Ordering::Relaxed);
+            }
+            let mut params = Params::new(ctx);
+            let left = (self.deadline - now).as_millis().clamp(1, u32::MAX as u128) as u32;
+            params.set_u32("timeout", left);
+            solver.set_params(&params);
+            match solver.check() {
+                SatResult::Sat => {
+                    let model = solver
+                        .get_model()
+                        .ok_or_else(|| backend("sat without a model"))?;
+                    let (ms, sched) = self.checked_model(ctx, consts, &model)?;
+                    if best.as_ref().is_some_and(|(b, _)| ms >= *b) {
+                        return Err(backend(format!(
+                            "tightening did not decrease the makespan ({ms} after {})",
+                            best.as_ref().map(|b| b.0 .0).unwrap_or(0)
+                        )));
+                    }
+                    if self.limits.progress {
+                        eprintln!(
+                            "smt: {:>7.2}s  incumbent {}  (checker-validated)",
+                            self.started.elapsed().as_secs_f64(),
+                            ms
+                        );
+                    }
+                    best = Some((ms, sched));
+                }
+                SatResult::Unsat => {
+                    if self.limits.progress {
+                        eprintln!(
+                            "smt: {:>7.2}s  refuted C <= {}",
+                            self.started.elapsed().as_secs_f64(),
+                            best.as_ref()
+                                .map(|b| b.0 .0 - 1)
+                                .map_or("∞".into(), |x| x.to_string())
+                        );
+                    }
+                    return Ok(match best {
+                        Some((b, s)) => (Status::Optimal, Some(s), Some(b)),
+                        None => (Status::Infeasible, None, None),
+                    });
+                }
+                SatResult::Unknown => break,
+            }
+        }
+        Ok(match best {
+            Some((_, s)) => (Status::Feasible, Some(s), None),
+            None => (Status::Unknown, None, None),
+        })
+    }
+
+    /// The schedule of a z3 model, replayed by the checker; its makespan.
+    fn checked_model(
+        &self,
+        ctx: &Context,
+        consts: &[(String, bool)],
+        model: &z3::Model,
+    ) -> Result<(Ticks, Schedule), ExactError> {
+        let ints = |name: &str| {
+            if !consts.iter().any(|(n, b)| n == name && !b) {
+                return None;
+            }
+            model.eval(&Int::new_const(ctx, name), true)?.as_i64()
+        };
+        let bools = |name: &str| model.eval(&Bool::new_const(ctx, name), true)?.as_bool();
+        let sched = self
+            .enc
+            .decode(&(ints, bools))
+            .ok_or_else(|| backend("model lacks a value for a decision constant"))?;
+        let report = crate::check::check(self.inst, &sched);
+        if !report.valid {
+            return Err(ExactError::CheckerRejected {
+                method: Method::Smt,
+                violations: super::Rejected(report.violations),
+            });
+        }
+        Ok((report.makespan, sched))
+    }
 }
 
 /// The better checked schedule of the earliest-start simulator over two plans

@@ -24,9 +24,9 @@
 //! rounded |x_i| that is below, but closest to, its true value is increased by
 //! one slot and the program is run again.
 
-use super::{candidates, chain, no_schedule, simulate_plan};
-use crate::family::{ActivationChain, InstanceFile};
-use crate::heuristic::{Heuristic, HeuristicError};
+use super::{candidates, no_schedule, simulate_plan, ChainHeuristic};
+use crate::family::ActivationChain;
+use crate::heuristic::HeuristicError;
 use crate::model::Instance;
 use crate::schedule::Schedule;
 use crate::simulate::SimError;
@@ -159,13 +159,11 @@ pub struct Decision {
 /// `None` when no schedule of the relaxation fits.
 pub fn solve(d: &Discrete, allowed: &[bool]) -> Option<Decision> {
     let n_layers = d.ex_f.len();
-    let l = n_layers - 1;
-    let s = d.s;
     let sum_x: i64 = d.x.iter().sum();
     let y_max = d.y.iter().copied().max().unwrap_or(0);
     let ex_max = d.ex_f.iter().chain(&d.ex_b).copied().max().unwrap_or(0);
     // Negative Δ (idle link) only matters in ε_G, and only up to this much.
-    let clamp = -(2 * sum_x + 2 * y_max + ex_max + s + 2);
+    let clamp = -(2 * sum_x + 2 * y_max + ex_max + d.s + 2);
     let mut layers: Vec<Vec<Node>> = Vec::with_capacity(n_layers + 1);
     layers.push(vec![Node {
         n: d.x[0],
@@ -177,78 +175,99 @@ pub fn solve(d: &Discrete, allowed: &[bool]) -> Option<Decision> {
     }]);
     let mut total_states = 1usize;
     for i in 0..n_layers {
-        let x_next = d.x[i + 1];
-        let y_out = if i == l { d.y[i + 1] } else { 0 };
-        let f_fixed = d.ex_f[i] + x_next + y_out;
-        let b_fixed = d.ex_b[i] + x_next + d.y[i + 1];
-        let mut map: FxMap<(i64, i64, i64), u32> = FxMap::default();
-        let mut next: Vec<Node> = Vec::new();
-        let prev = &layers[i];
-        for (pi, st) in prev.iter().enumerate() {
-            // Validity (Algorithm 1, with Δ⁺): the op fits once all pending
-            // offloads are done / before any pending prefetch.
-            if st.n + f_fixed > s || d.y[i] + st.n + b_fixed > s {
-                continue;
-            }
-            let mf = st.n + st.df.max(0);
-            let mb = d.y[i] + st.n + st.db.max(0);
-            let ef = (mf + f_fixed - s).max(0);
-            let eb = (mb + b_fixed - s).max(0);
-            let idle = st.idle + ef + eb;
-            let spent_f = ef + d.uf[i];
-            let spent_b = eb + d.ub[i];
-            let mut push = |n: i64, df: i64, db: i64, offload: bool| {
-                let key = (n, df.max(clamp), db.max(clamp));
-                let node = Node {
-                    n,
-                    df: key.1,
-                    db: key.2,
-                    idle,
-                    parent: pi as u32,
-                    offload,
-                };
-                match map.get(&key) {
-                    Some(&k) => {
-                        if idle < next[k as usize].idle {
-                            next[k as usize] = node;
-                        }
-                    }
-                    None => {
-                        map.insert(key, next.len() as u32);
-                        next.push(node);
-                    }
-                }
-            };
-            // x_i kept (equations (4), (5), (8)).
-            push(st.n + x_next, st.df - spent_f, st.db - spent_b, false);
-            // x_i offloaded (equations (2), (3), (7)).
-            if allowed.get(i).copied().unwrap_or(false) {
-                push(
-                    st.n + x_next - d.x[i],
-                    st.df.max(0) + d.x[i] - spent_f,
-                    d.x[i] + (st.db - spent_b).max(0),
-                    true,
-                );
-            }
-        }
-        let next = prune(next);
+        let may_offload = allowed.get(i).copied().unwrap_or(false);
+        let next = prune(transitions(d, i, &layers[i], may_offload, clamp));
         total_states += next.len();
         if next.is_empty() {
             return None;
         }
         layers.push(next);
     }
-    // ε_G, equations (9) and (10), in one formula:
-    //   ε_G = max(0, Δ_F + Δ_B,
-    //             [Δ_F > 0] max_j (R^B_j + n + Δ_F − S − U^B_j),
-    //             [Δ_B > 0] max_j (R^F_j + |y_{L+1}| + n + Δ_B − S − U^F_j))
-    // with U^B_j = Σ_{i=j+1..L} ub_i (U^F_j likewise), R^B_j = ex^B_j + y_j +
-    // y_{j+1} − Σ_{i>j+1} x_i, R^F_j = ex^F_j − Σ_{i>j+1} x_i. The paper takes the
-    // max over the ops that run before the first prefetch (U_j < Av) only; we take
-    // it over all j: a pending offload constrains every op until it completes, the
-    // extra terms never bind once it has (validity gives R_j + n ≤ S), and the
-    // formula becomes monotone in Δ_F and Δ_B, which the pruning below relies on.
-    // In the four cases of the text it gives: 0; (9); (10); Δ_F + Δ_B.
+    let (idle, k) = best_final(d, layers.last().unwrap())?;
+    Some(Decision {
+        offload: backtrack(&layers, k),
+        idle,
+        states: total_states,
+    })
+}
+
+/// The states after layer `i` reached from `prev` (equations (2)–(8)), one per
+/// key (n, df, db) with the least idle time; Δ below `clamp` is cut to it.
+fn transitions(d: &Discrete, i: usize, prev: &[Node], may_offload: bool, clamp: i64) -> Vec<Node> {
+    let s = d.s;
+    let l = d.ex_f.len() - 1;
+    let x_next = d.x[i + 1];
+    let y_out = if i == l { d.y[i + 1] } else { 0 };
+    let f_fixed = d.ex_f[i] + x_next + y_out;
+    let b_fixed = d.ex_b[i] + x_next + d.y[i + 1];
+    let mut map: FxMap<(i64, i64, i64), u32> = FxMap::default();
+    let mut next: Vec<Node> = Vec::new();
+    for (pi, st) in prev.iter().enumerate() {
+        // Validity (Algorithm 1, with Δ⁺): the op fits once all pending
+        // offloads are done / before any pending prefetch.
+        if st.n + f_fixed > s || d.y[i] + st.n + b_fixed > s {
+            continue;
+        }
+        let mf = st.n + st.df.max(0);
+        let mb = d.y[i] + st.n + st.db.max(0);
+        let ef = (mf + f_fixed - s).max(0);
+        let eb = (mb + b_fixed - s).max(0);
+        let idle = st.idle + ef + eb;
+        let spent_f = ef + d.uf[i];
+        let spent_b = eb + d.ub[i];
+        let mut push = |n: i64, df: i64, db: i64, offload: bool| {
+            let key = (n, df.max(clamp), db.max(clamp));
+            let node = Node {
+                n,
+                df: key.1,
+                db: key.2,
+                idle,
+                parent: pi as u32,
+                offload,
+            };
+            match map.get(&key) {
+                Some(&k) => {
+                    if idle < next[k as usize].idle {
+                        next[k as usize] = node;
+                    }
+                }
+                None => {
+                    map.insert(key, next.len() as u32);
+                    next.push(node);
+                }
+            }
+        };
+        // x_i kept (equations (4), (5), (8)).
+        push(st.n + x_next, st.df - spent_f, st.db - spent_b, false);
+        // x_i offloaded (equations (2), (3), (7)).
+        if may_offload {
+            push(
+                st.n + x_next - d.x[i],
+                st.df.max(0) + d.x[i] - spent_f,
+                d.x[i] + (st.db - spent_b).max(0),
+                true,
+            );
+        }
+    }
+    next
+}
+
+/// The final state of least total idle time (its own plus ε_G) and that time.
+///
+/// ε_G, equations (9) and (10), in one formula:
+///   ε_G = max(0, Δ_F + Δ_B,
+///             [Δ_F > 0] max_j (R^B_j + n + Δ_F − S − U^B_j),
+///             [Δ_B > 0] max_j (R^F_j + |y_{L+1}| + n + Δ_B − S − U^F_j))
+/// with U^B_j = Σ_{i=j+1..L} ub_i (U^F_j likewise), R^B_j = ex^B_j + y_j +
+/// y_{j+1} − Σ_{i>j+1} x_i, R^F_j = ex^F_j − Σ_{i>j+1} x_i. The paper takes the
+/// max over the ops that run before the first prefetch (U_j < Av) only; we take
+/// it over all j: a pending offload constrains every op until it completes, the
+/// extra terms never bind once it has (validity gives R_j + n ≤ S), and the
+/// formula becomes monotone in Δ_F and Δ_B, which the pruning relies on.
+/// In the four cases of the text it gives: 0; (9); (10); Δ_F + Δ_B.
+fn best_final(d: &Discrete, last: &[Node]) -> Option<(i64, usize)> {
+    let s = d.s;
+    let n_layers = d.ex_f.len();
     let mut suffix_x = vec![0i64; n_layers + 2]; // Σ_{i≥k} x_i
     for k in (0..=n_layers).rev() {
         suffix_x[k] = suffix_x[k + 1] + d.x[k];
@@ -264,7 +283,6 @@ pub fn solve(d: &Discrete, allowed: &[bool]) -> Option<Decision> {
         uf_u += d.uf[j];
     }
     let y_last = d.y[n_layers];
-    let last = layers.last().unwrap();
     let mut best: Option<(i64, usize)> = None;
     for (k, st) in last.iter().enumerate() {
         let mut eg = (st.df + st.db).max(0);
@@ -281,7 +299,11 @@ pub fn solve(d: &Discrete, allowed: &[bool]) -> Option<Decision> {
             best = Some((total, k));
         }
     }
-    let (idle, mut k) = best?;
+    best
+}
+
+/// The offloaded layers on the path to final state `k`, in increasing order.
+fn backtrack(layers: &[Vec<Node>], mut k: usize) -> Vec<usize> {
     let mut offload = Vec::new();
     for i in (1..layers.len()).rev() {
         let node = layers[i][k];
@@ -291,11 +313,7 @@ pub fn solve(d: &Discrete, allowed: &[bool]) -> Option<Decision> {
         k = node.parent as usize;
     }
     offload.reverse();
-    Some(Decision {
-        offload,
-        idle,
-        states: total_states,
-    })
+    offload
 }
 
 /// Drop dominated states: with the same `n`, a state with `df`, `db` and idle
@@ -389,15 +407,13 @@ pub fn dynprog(
     })
 }
 
-impl Heuristic for DynProg {
-    fn name(&self) -> &'static str {
-        NAME
-    }
-    fn applies(&self, file: &InstanceFile) -> bool {
-        matches!(file, InstanceFile::ActivationChain(_))
-    }
-    fn schedule(&self, file: &InstanceFile, inst: &Instance) -> Result<Schedule, HeuristicError> {
-        let c = chain(NAME, file)?;
+impl ChainHeuristic for DynProg {
+    const NAME: &'static str = NAME;
+    fn schedule_chain(
+        &self,
+        c: &ActivationChain,
+        inst: &Instance,
+    ) -> Result<Schedule, HeuristicError> {
         dynprog(c, inst, self.slots).map(|(_, s)| s)
     }
 }

@@ -2,9 +2,9 @@
 //! (x₀ … x_{L−1}), prefetched as early as memory allows. The baseline of
 //! vDNN's "offload all" mode.
 
-use super::{candidates, chain, no_schedule, simulate_plan};
-use crate::family::InstanceFile;
-use crate::heuristic::{Heuristic, HeuristicError};
+use super::{candidates, no_schedule, simulate_plan, ChainHeuristic};
+use crate::family::ActivationChain;
+use crate::heuristic::HeuristicError;
 use crate::model::Instance;
 use crate::schedule::Schedule;
 
@@ -12,15 +12,13 @@ pub struct OffloadEverything;
 
 pub const NAME: &str = "offload-all";
 
-impl Heuristic for OffloadEverything {
-    fn name(&self) -> &'static str {
-        NAME
-    }
-    fn applies(&self, file: &InstanceFile) -> bool {
-        matches!(file, InstanceFile::ActivationChain(_))
-    }
-    fn schedule(&self, file: &InstanceFile, inst: &Instance) -> Result<Schedule, HeuristicError> {
-        let c = chain(NAME, file)?;
+impl ChainHeuristic for OffloadEverything {
+    const NAME: &'static str = NAME;
+    fn schedule_chain(
+        &self,
+        c: &ActivationChain,
+        inst: &Instance,
+    ) -> Result<Schedule, HeuristicError> {
         simulate_plan(c, inst, &candidates(c), None).map_err(|e| no_schedule(NAME, e))
     }
 }

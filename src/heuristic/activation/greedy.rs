@@ -2,10 +2,10 @@
 //! whole activations: offload x₀ … x_k entirely, k the smallest index with
 //! Σ_{i≤k} |x_i| ≥ M_peak − M_GPU, in the no-wait ordered schedule.
 
-use super::{chain, no_schedule, simulate_plan};
+use super::{no_schedule, simulate_plan, ChainHeuristic};
 use crate::bound::activation::ChainProfile;
-use crate::family::{ActivationChain, InstanceFile};
-use crate::heuristic::{Heuristic, HeuristicError};
+use crate::family::ActivationChain;
+use crate::heuristic::HeuristicError;
 use crate::model::Instance;
 use crate::schedule::Schedule;
 
@@ -30,15 +30,13 @@ pub fn selection(c: &ActivationChain) -> Vec<usize> {
     out
 }
 
-impl Heuristic for Greedy {
-    fn name(&self) -> &'static str {
-        NAME
-    }
-    fn applies(&self, file: &InstanceFile) -> bool {
-        matches!(file, InstanceFile::ActivationChain(_))
-    }
-    fn schedule(&self, file: &InstanceFile, inst: &Instance) -> Result<Schedule, HeuristicError> {
-        let c = chain(NAME, file)?;
+impl ChainHeuristic for Greedy {
+    const NAME: &'static str = NAME;
+    fn schedule_chain(
+        &self,
+        c: &ActivationChain,
+        inst: &Instance,
+    ) -> Result<Schedule, HeuristicError> {
         simulate_plan(c, inst, &selection(c), None).map_err(|e| no_schedule(NAME, e))
     }
 }

@@ -5,7 +5,8 @@
 //! ([`crate::simulate::asap`]: whole, non-interruptible transfers), and
 //! [`crate::heuristic::run`] passes it through the checker.
 //!
-//! Owns: the registry of activation heuristics and [`simulate_plan`].
+//! Owns: the registry of activation heuristics, [`ChainHeuristic`] (which makes
+//! each of them a [`Heuristic`] for `activation_chain` files) and [`simulate_plan`].
 //! Must not import: exact solvers, the checker (the caller checks).
 
 pub mod dynprog;
@@ -36,8 +37,32 @@ pub fn heuristics() -> Vec<Box<dyn Heuristic>> {
     ]
 }
 
+/// An activation heuristic: a schedule for one [`ActivationChain`]. Every such
+/// type is a [`Heuristic`] named [`ChainHeuristic::NAME`] that applies to
+/// `activation_chain` files and no others.
+pub trait ChainHeuristic: Send + Sync {
+    const NAME: &'static str;
+    fn schedule_chain(
+        &self,
+        c: &ActivationChain,
+        inst: &Instance,
+    ) -> Result<Schedule, HeuristicError>;
+}
+
+impl<T: ChainHeuristic> Heuristic for T {
+    fn name(&self) -> &'static str {
+        T::NAME
+    }
+    fn applies(&self, file: &InstanceFile) -> bool {
+        matches!(file, InstanceFile::ActivationChain(_))
+    }
+    fn schedule(&self, file: &InstanceFile, inst: &Instance) -> Result<Schedule, HeuristicError> {
+        self.schedule_chain(chain(T::NAME, file)?, inst)
+    }
+}
+
 /// The chain of an activation instance, or the heuristic's NotApplicable error.
-pub(crate) fn chain<'a>(
+fn chain<'a>(
     name: &'static str,
     file: &'a InstanceFile,
 ) -> Result<&'a ActivationChain, HeuristicError> {

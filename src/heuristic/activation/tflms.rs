@@ -10,9 +10,9 @@
 //!
 //! Look-aheads tried: 1 … 8, then powers of two up to the number of ops.
 
-use super::{best_of, candidates, chain};
-use crate::family::InstanceFile;
-use crate::heuristic::{Heuristic, HeuristicError};
+use super::{best_of, candidates, ChainHeuristic};
+use crate::family::ActivationChain;
+use crate::heuristic::HeuristicError;
 use crate::model::Instance;
 use crate::schedule::{Event, Schedule};
 use crate::units::Ticks;
@@ -35,15 +35,13 @@ pub fn lookaheads(ops: usize) -> Vec<usize> {
     v
 }
 
-impl Heuristic for Tflms {
-    fn name(&self) -> &'static str {
-        NAME
-    }
-    fn applies(&self, file: &InstanceFile) -> bool {
-        matches!(file, InstanceFile::ActivationChain(_))
-    }
-    fn schedule(&self, file: &InstanceFile, inst: &Instance) -> Result<Schedule, HeuristicError> {
-        let c = chain(NAME, file)?;
+impl ChainHeuristic for Tflms {
+    const NAME: &'static str = NAME;
+    fn schedule_chain(
+        &self,
+        c: &ActivationChain,
+        inst: &Instance,
+    ) -> Result<Schedule, HeuristicError> {
         let cands = candidates(c);
         let n_layers = c.layers.len();
         let forward: Vec<crate::model::OpId> = (0..n_layers).map(|i| c.f_id(i)).collect();

@@ -3,9 +3,9 @@
 //! every threshold, try offloading all activations whose ratio is at least the
 //! threshold, and every other one of them; keep the best no-wait schedule.
 
-use super::{best_of, candidates, chain};
-use crate::family::InstanceFile;
-use crate::heuristic::{Heuristic, HeuristicError};
+use super::{best_of, candidates, ChainHeuristic};
+use crate::family::ActivationChain;
+use crate::heuristic::HeuristicError;
 use crate::model::Instance;
 use crate::schedule::Schedule;
 use std::cmp::Ordering;
@@ -14,15 +14,13 @@ pub struct Vdnn;
 
 pub const NAME: &str = "vdnn";
 
-impl Heuristic for Vdnn {
-    fn name(&self) -> &'static str {
-        NAME
-    }
-    fn applies(&self, file: &InstanceFile) -> bool {
-        matches!(file, InstanceFile::ActivationChain(_))
-    }
-    fn schedule(&self, file: &InstanceFile, inst: &Instance) -> Result<Schedule, HeuristicError> {
-        let c = chain(NAME, file)?;
+impl ChainHeuristic for Vdnn {
+    const NAME: &'static str = NAME;
+    fn schedule_chain(
+        &self,
+        c: &ActivationChain,
+        inst: &Instance,
+    ) -> Result<Schedule, HeuristicError> {
         let cands = candidates(c);
         // Ratios compared exactly: u_a/x_a vs u_b/x_b as u_a·x_b vs u_b·x_a.
         let ratio_cmp = |a: usize, b: usize| -> Ordering {

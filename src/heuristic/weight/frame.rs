@@ -72,10 +72,20 @@ struct Flight {
     upload: bool,
 }
 
+/// The simulation's state. Weights are indexed by layer `k - 1`, ops by step
+/// (`selection::step`).
 struct Sim<'a> {
+    chain: &'a WeightChain,
+    plan: &'a Plan<'a>,
     l: usize,
+    /// Number of ops, 2L.
+    n: usize,
     cap: i128,
     w: Vec<i128>,
+    /// Transfer time of each weight.
+    dur: Vec<i64>,
+    /// Duration of each op.
+    op_dur: Vec<i64>,
     mem: &'a [u64],
     plan_mem: Vec<i128>,
     extra: Vec<i128>,
@@ -93,87 +103,28 @@ struct Sim<'a> {
     off_flight: Option<Flight>,
     horizon: i64,
     max_start: i64,
+    /// The next op to start, and the op running (with its end).
+    next: usize,
+    running: Option<(usize, i64)>,
+    f_started: Vec<bool>,
+    /// A zero-length B_1 must end strictly before F_1 starts: the period is turned
+    /// to start at F_1, and the checker orders zero-length ops first at an instant.
+    wake: Option<i64>,
+    last_zero_start: Option<(usize, i64)>,
+    /// F_1's start and the state then: the period's S₀.
+    boundary: Option<(i64, CyclicState)>,
+    /// Prefetches in the order the data is needed: (layer, consumer step; n = end of frame).
+    pre_queue: Vec<(usize, usize)>,
+    pre_ptr: usize,
+    pre_flight: Option<Flight>,
 }
 
-impl Sim<'_> {
-    fn release(&mut self, k: usize) {
-        if self.held[k] {
-            self.held[k] = false;
-            self.held_total -= self.w[k];
-        }
-        self.present[k] = false;
-        self.releasing[k] = false;
-    }
-    /// Delete w_k at `t`; in the allocation phase of `t` the checker would run
-    /// the delete before the op that triggered it, so it moves to `t + 1`.
-    fn delete(&mut self, chain: &WeightChain, k: usize, t: i64, alloc_phase: bool) {
-        if alloc_phase {
-            self.releasing[k] = true;
-            self.deferred.push((k, t + 1));
-        } else {
-            self.events.push(Event::Delete {
-                tensor: chain.w_id(k + 1),
-                at: Ticks(t),
-            });
-            self.max_start = self.max_start.max(t);
-            self.release(k);
-        }
-    }
-    fn op_end(&mut self, chain: &WeightChain, plan: &Plan, idx: usize, t: i64, alloc_phase: bool) {
-        let sel = plan.sel;
-        match step(self.l, idx) {
-            Step::B(i) => {
-                let k = i - 1;
-                self.cpu_cur[k] = false;
-                if sel.off0[k] {
-                    self.releasing[k] = true;
-                    self.off_queue.push_back((k, true));
-                } else if sel.off1[k] && plan.policy.uploads {
-                    self.wl.push(k);
-                }
-            }
-            Step::F(i) => {
-                let k = i - 1;
-                if sel.off1[k] {
-                    if plan.policy.discount && self.cpu_cur[k] {
-                        self.delete(chain, k, t, alloc_phase);
-                    } else if plan.policy.discount
-                        && self.off_flight.is_some_and(|f| f.upload && f.k == k)
-                    {
-                        self.delete_after_upload = Some(k);
-                        self.releasing[k] = true;
-                    } else {
-                        self.releasing[k] = true;
-                        self.off_queue.push_back((k, true));
-                    }
-                }
-            }
-        }
-    }
-}
-
-/// Simulate one period; `None` if the plan gets stuck (memory too small for it).
-pub fn simulate(
-    chain: &WeightChain,
-    inst: &Instance,
-    mem: &[u64],
-    plan: &Plan,
-) -> Option<Schedule> {
+/// The plan's memory of every op: `M_o` plus the other weights the plan keeps on
+/// the GPU during it; `None` if one exceeds the GPU memory.
+fn plan_memory(chain: &WeightChain, mem: &[u64], plan: &Plan, w: &[i128]) -> Option<Vec<i128>> {
     let l = chain.l();
-    let n = 2 * l;
     let sel = plan.sel;
-    let w: Vec<i128> = chain.layers.iter().map(|ly| ly.w as i128).collect();
-    let dur: Vec<i64> = (1..=l)
-        .map(|k| transfer_ticks(inst, chain.w_id(k)).0)
-        .collect();
-    let op_dur: Vec<i64> = (0..n)
-        .map(|idx| match step(l, idx) {
-            Step::F(i) => chain.layers[i - 1].u_f,
-            Step::B(i) => chain.layers[i - 1].u_b,
-        })
-        .collect();
     let cap = chain.gpu_memory as i128;
-
     // The plan's residency: is w_j (0-based) on the GPU during step idx?
     let on = |j: usize, idx: usize| -> bool {
         let k = j + 1;
@@ -192,7 +143,7 @@ pub fn simulate(
         }
         true
     };
-    let mut plan_mem = vec![0i128; n];
+    let mut plan_mem = vec![0i128; 2 * l];
     for (idx, pm) in plan_mem.iter_mut().enumerate() {
         let own = layer(l, idx) - 1;
         *pm = mem[idx] as i128
@@ -204,22 +155,13 @@ pub fn simulate(
             return None;
         }
     }
+    Some(plan_mem)
+}
 
-    let held: Vec<bool> = (0..l).map(|j| !sel.off1[j] || plan.cut[j]).collect();
-    let cpu_cur: Vec<bool> = (0..l).map(|j| sel.off0[j] || sel.off1[j]).collect();
-    let initial = CyclicState {
-        gpu: (0..=l)
-            .map(|i| chain.a_id(i))
-            .chain((0..l).filter(|&j| held[j]).map(|j| chain.w_id(j + 1)))
-            .collect(),
-        cpu: (0..l)
-            .filter(|&j| cpu_cur[j])
-            .map(|j| chain.w_id(j + 1))
-            .collect(),
-    };
-    let held_total = (0..l).filter(|&j| held[j]).map(|j| w[j]).sum();
-
-    // Prefetches in the order the data is needed: (layer, consumer step; n = end of frame).
+/// Prefetches in the order the data is needed: the (k, 1) weights for B_L … B_1,
+/// the (k, 0) weights for F_1 … F_L, then the cut's weights for the next period.
+fn prefetch_order(l: usize, plan: &Plan) -> Vec<(usize, usize)> {
+    let sel = plan.sel;
     let mut pre_queue: Vec<(usize, usize)> = Vec::new();
     for k in (1..=l).rev() {
         if sel.off1[k - 1] && !plan.cut[k - 1] {
@@ -233,268 +175,400 @@ pub fn simulate(
     }
     for k in (1..=l).rev() {
         if plan.cut[k - 1] {
-            pre_queue.push((k - 1, n));
+            pre_queue.push((k - 1, 2 * l));
+        }
+    }
+    pre_queue
+}
+
+impl<'a> Sim<'a> {
+    /// The state at the start of the frame (B_L at 0); `None` if the plan's
+    /// memory exceeds the GPU's.
+    fn new(
+        chain: &'a WeightChain,
+        inst: &Instance,
+        mem: &'a [u64],
+        plan: &'a Plan<'a>,
+    ) -> Option<Self> {
+        let l = chain.l();
+        let n = 2 * l;
+        let sel = plan.sel;
+        let w: Vec<i128> = chain.layers.iter().map(|ly| ly.w as i128).collect();
+        let dur = (1..=l)
+            .map(|k| transfer_ticks(inst, chain.w_id(k)).0)
+            .collect();
+        let op_dur = (0..n)
+            .map(|idx| match step(l, idx) {
+                Step::F(i) => chain.layers[i - 1].u_f,
+                Step::B(i) => chain.layers[i - 1].u_b,
+            })
+            .collect();
+        let plan_mem = plan_memory(chain, mem, plan, &w)?;
+        let held: Vec<bool> = (0..l).map(|j| !sel.off1[j] || plan.cut[j]).collect();
+        let cpu_cur = (0..l).map(|j| sel.off0[j] || sel.off1[j]).collect();
+        let held_total = (0..l).filter(|&j| held[j]).map(|j| w[j]).sum();
+        Some(Sim {
+            chain,
+            plan,
+            l,
+            n,
+            cap: chain.gpu_memory as i128,
+            w,
+            dur,
+            op_dur,
+            mem,
+            plan_mem,
+            extra: vec![0; n],
+            present: held.clone(),
+            releasing: vec![false; l],
+            held,
+            cpu_cur,
+            held_total,
+            events: Vec::with_capacity(4 * n),
+            deferred: Vec::new(),
+            off_queue: VecDeque::new(),
+            wl: Vec::new(),
+            delete_after_upload: None,
+            off_flight: None,
+            horizon: 0,
+            max_start: 0,
+            next: 0,
+            running: None,
+            f_started: vec![false; l],
+            wake: None,
+            last_zero_start: None,
+            boundary: None,
+            pre_queue: prefetch_order(l, plan),
+            pre_ptr: 0,
+            pre_flight: None,
+        })
+    }
+
+    fn release(&mut self, k: usize) {
+        if self.held[k] {
+            self.held[k] = false;
+            self.held_total -= self.w[k];
+        }
+        self.present[k] = false;
+        self.releasing[k] = false;
+    }
+    /// Delete w_k at `t`; in the allocation phase of `t` the checker would run
+    /// the delete before the op that triggered it, so it moves to `t + 1`.
+    fn delete(&mut self, k: usize, t: i64, alloc_phase: bool) {
+        if alloc_phase {
+            self.releasing[k] = true;
+            self.deferred.push((k, t + 1));
+        } else {
+            self.events.push(Event::Delete {
+                tensor: self.chain.w_id(k + 1),
+                at: Ticks(t),
+            });
+            self.max_start = self.max_start.max(t);
+            self.release(k);
+        }
+    }
+    fn op_end(&mut self, idx: usize, t: i64, alloc_phase: bool) {
+        let sel = self.plan.sel;
+        let policy = self.plan.policy;
+        match step(self.l, idx) {
+            Step::B(i) => {
+                let k = i - 1;
+                self.cpu_cur[k] = false;
+                if sel.off0[k] {
+                    self.releasing[k] = true;
+                    self.off_queue.push_back((k, true));
+                } else if sel.off1[k] && policy.uploads {
+                    self.wl.push(k);
+                }
+            }
+            Step::F(i) => {
+                let k = i - 1;
+                if sel.off1[k] {
+                    if policy.discount && self.cpu_cur[k] {
+                        self.delete(k, t, alloc_phase);
+                    } else if policy.discount
+                        && self.off_flight.is_some_and(|f| f.upload && f.k == k)
+                    {
+                        self.delete_after_upload = Some(k);
+                        self.releasing[k] = true;
+                    } else {
+                        self.releasing[k] = true;
+                        self.off_queue.push_back((k, true));
+                    }
+                }
+            }
         }
     }
 
-    let mut s = Sim {
-        l,
-        cap,
-        w: w.clone(),
-        mem,
-        plan_mem,
-        extra: vec![0; n],
-        present: held.clone(),
-        releasing: vec![false; l],
-        held,
-        cpu_cur,
-        held_total,
-        events: Vec::with_capacity(4 * n),
-        deferred: Vec::new(),
-        off_queue: VecDeque::new(),
-        wl: Vec::new(),
-        delete_after_upload: None,
-        off_flight: None,
-        horizon: 0,
-        max_start: 0,
-    };
-
-    let mut t: i64 = 0;
-    let mut next = 0usize;
-    let mut running: Option<(usize, i64)> = None;
-    let mut pre_ptr = 0usize;
-    let mut pre_flight: Option<Flight> = None;
-    let mut f_started = vec![false; l];
-    // A zero-length B_1 must end strictly before F_1 starts: the period is turned
-    // to start at F_1, and the checker orders zero-length ops first at an instant.
-    let mut wake: Option<i64> = None;
-    let mut last_zero_start: Option<(usize, i64)> = None;
-    let mut boundary: Option<(i64, CyclicState)> = None;
-
-    loop {
-        // ---- releases at t: transfer ends, op end, deletes -------------------
-        if let Some(f) = pre_flight {
+    /// Releases at `t`: transfer ends, the op's end, due deletes.
+    fn releases(&mut self, t: i64) {
+        if let Some(f) = self.pre_flight {
             if f.effective <= t {
-                s.present[f.k] = true;
-                pre_flight = None;
+                self.present[f.k] = true;
+                self.pre_flight = None;
             }
         }
-        if let Some(f) = s.off_flight {
+        if let Some(f) = self.off_flight {
             if f.effective <= t {
-                s.cpu_cur[f.k] = true;
+                self.cpu_cur[f.k] = true;
                 if f.delete {
-                    s.release(f.k);
+                    self.release(f.k);
                 }
-                s.off_flight = None;
-                if f.upload && s.delete_after_upload == Some(f.k) {
-                    s.delete_after_upload = None;
+                self.off_flight = None;
+                if f.upload && self.delete_after_upload == Some(f.k) {
+                    self.delete_after_upload = None;
                     // A zero-length upload ended in an allocation phase.
                     let alloc = f.effective != f.end;
-                    s.delete(chain, f.k, t, alloc);
+                    self.delete(f.k, t, alloc);
                 }
             }
         }
-        if let Some((idx, end)) = running {
+        if let Some((idx, end)) = self.running {
             if end <= t {
-                running = None;
-                s.op_end(chain, plan, idx, t, false);
+                self.running = None;
+                self.op_end(idx, t, false);
             }
         }
-        let due: Vec<(usize, i64)> = s.deferred.iter().copied().filter(|d| d.1 <= t).collect();
-        s.deferred.retain(|d| d.1 > t);
+        let due: Vec<(usize, i64)> = self.deferred.iter().copied().filter(|d| d.1 <= t).collect();
+        self.deferred.retain(|d| d.1 > t);
         for (k, at) in due {
-            s.delete(chain, k, at, false);
+            self.delete(k, at, false);
         }
+        if self.wake.is_some_and(|x| x <= t) {
+            self.wake = None;
+        }
+    }
 
-        if wake.is_some_and(|x| x <= t) {
-            wake = None;
+    /// The state at F_1's start, after this instant's releases: the period's S₀.
+    fn take_boundary(&mut self, t: i64) {
+        let (l, chain) = (self.l, self.chain);
+        if self.running.is_none()
+            && self.next == idx_f(l, 1)
+            && self.boundary.as_ref().is_none_or(|b| b.0 < t)
+        {
+            let state = CyclicState {
+                gpu: std::iter::once(chain.a_id(0))
+                    .chain(
+                        (0..l)
+                            .filter(|&j| self.present[j])
+                            .map(|j| chain.w_id(j + 1)),
+                    )
+                    .collect(),
+                cpu: (0..l)
+                    .filter(|&j| self.cpu_cur[j])
+                    .map(|j| chain.w_id(j + 1))
+                    .collect(),
+            };
+            self.boundary = Some((t, state));
         }
+    }
 
-        // ---- allocations at t: op starts first, then transfer starts ----------
-        if running.is_none() && next == idx_f(l, 1) && boundary.as_ref().is_none_or(|b| b.0 < t) {
-            // The state at F_1's start, after this instant's releases: the period's S₀.
-            boundary = Some((
-                t,
-                CyclicState {
-                    gpu: std::iter::once(chain.a_id(0))
-                        .chain((0..l).filter(|&j| s.present[j]).map(|j| chain.w_id(j + 1)))
-                        .collect(),
-                    cpu: (0..l)
-                        .filter(|&j| s.cpu_cur[j])
-                        .map(|j| chain.w_id(j + 1))
-                        .collect(),
-                },
-            ));
-        }
-        while running.is_none() && next < n {
-            let k = layer(l, next) - 1;
-            if next == idx_f(l, 1) && last_zero_start == Some((next - 1, t)) {
-                wake = Some(t + 1);
+    /// Op starts at `t`, in the fixed order, while each one's weight is present
+    /// and memory holds it.
+    fn start_ops(&mut self, t: i64) {
+        while self.running.is_none() && self.next < self.n {
+            let idx = self.next;
+            let k = layer(self.l, idx) - 1;
+            if idx == idx_f(self.l, 1) && self.last_zero_start == Some((idx - 1, t)) {
+                self.wake = Some(t + 1);
                 break;
             }
-            if !s.present[k]
-                || s.releasing[k]
-                || s.mem[next] as i128 + s.held_total - s.w[k] > s.cap
+            if !self.present[k]
+                || self.releasing[k]
+                || self.mem[idx] as i128 + self.held_total - self.w[k] > self.cap
             {
                 break;
             }
-            let idx = next;
-            let end = t + op_dur[idx];
-            let op = match step(l, idx) {
-                Step::F(i) => chain.f_id(i),
-                Step::B(i) => chain.b_id(i),
-            };
-            s.events.push(Event::Compute {
-                op,
-                start: Ticks(t),
-                end: Ticks(end),
+            self.start_op(idx, t);
+        }
+    }
+
+    fn start_op(&mut self, idx: usize, t: i64) {
+        let end = t + self.op_dur[idx];
+        let op = match step(self.l, idx) {
+            Step::F(i) => self.chain.f_id(i),
+            Step::B(i) => self.chain.b_id(i),
+        };
+        self.events.push(Event::Compute {
+            op,
+            start: Ticks(t),
+            end: Ticks(end),
+        });
+        self.max_start = self.max_start.max(t);
+        self.horizon = self.horizon.max(end);
+        if let Step::F(i) = step(self.l, idx) {
+            self.f_started[i - 1] = true;
+            self.wl.retain(|&x| x != i - 1);
+        }
+        self.next += 1;
+        if self.op_dur[idx] == 0 {
+            self.last_zero_start = Some((idx, t));
+            self.op_end(idx, t, true);
+        } else {
+            self.running = Some((idx, end));
+        }
+    }
+
+    /// Put a transfer of w_k starting at `t` in the schedule; its end.
+    fn push_transfer(&mut self, dir: Direction, k: usize, t: i64, delete: bool) -> i64 {
+        let end = t + self.dur[k];
+        self.events.push(Event::Transfer {
+            dir,
+            tensor: self.chain.w_id(k + 1),
+            start: Ticks(t),
+            end: Ticks(end),
+            delete,
+        });
+        self.max_start = self.max_start.max(t);
+        self.horizon = self.horizon.max(end);
+        end
+    }
+
+    /// The link's offload side at `t`: the FIFO of offloads, else (waiting list)
+    /// the smallest weight whose upload ends before the running op.
+    fn start_offload(&mut self, t: i64) {
+        if self.off_flight.is_some() {
+            return;
+        }
+        if let Some((k, delete)) = self.off_queue.pop_front() {
+            let end = self.push_transfer(Direction::Offload, k, t, delete);
+            self.off_flight = Some(Flight {
+                k,
+                end,
+                effective: end.max(t + 1),
+                delete,
+                upload: false,
             });
-            s.max_start = s.max_start.max(t);
-            s.horizon = s.horizon.max(end);
-            if let Step::F(i) = step(l, idx) {
-                f_started[i - 1] = true;
-                s.wl.retain(|&x| x != i - 1);
-            }
-            next += 1;
-            if op_dur[idx] == 0 {
-                last_zero_start = Some((idx, t));
-                s.op_end(chain, plan, idx, t, true);
-            } else {
-                running = Some((idx, end));
-            }
-        }
-
-        if s.off_flight.is_none() {
-            if let Some((k, delete)) = s.off_queue.pop_front() {
-                let end = t + dur[k];
-                s.events.push(Event::Transfer {
-                    dir: Direction::Offload,
-                    tensor: chain.w_id(k + 1),
-                    start: Ticks(t),
-                    end: Ticks(end),
-                    delete,
-                });
-                s.max_start = s.max_start.max(t);
-                s.horizon = s.horizon.max(end);
-                s.off_flight = Some(Flight {
+        } else if let (true, Some((_, op_end))) = (self.plan.policy.uploads, self.running) {
+            let pick = self
+                .wl
+                .iter()
+                .copied()
+                .filter(|&k| {
+                    !self.cpu_cur[k]
+                        && self.present[k]
+                        && !self.f_started[k]
+                        && self.dur[k] > 0
+                        && t + self.dur[k] <= op_end
+                })
+                .min_by_key(|&k| (self.w[k], k));
+            if let Some(k) = pick {
+                self.wl.retain(|&x| x != k);
+                let end = self.push_transfer(Direction::Offload, k, t, false);
+                self.off_flight = Some(Flight {
                     k,
                     end,
-                    effective: end.max(t + 1),
-                    delete,
-                    upload: false,
-                });
-            } else if let (true, Some((_, op_end))) = (plan.policy.uploads, running) {
-                // Waiting list: the smallest weight whose upload ends before the running op.
-                let pick =
-                    s.wl.iter()
-                        .copied()
-                        .filter(|&k| {
-                            !s.cpu_cur[k]
-                                && s.present[k]
-                                && !f_started[k]
-                                && dur[k] > 0
-                                && t + dur[k] <= op_end
-                        })
-                        .min_by_key(|&k| (s.w[k], k));
-                if let Some(k) = pick {
-                    s.wl.retain(|&x| x != k);
-                    let end = t + dur[k];
-                    s.events.push(Event::Transfer {
-                        dir: Direction::Offload,
-                        tensor: chain.w_id(k + 1),
-                        start: Ticks(t),
-                        end: Ticks(end),
-                        delete: false,
-                    });
-                    s.max_start = s.max_start.max(t);
-                    s.horizon = s.horizon.max(end);
-                    s.off_flight = Some(Flight {
-                        k,
-                        end,
-                        effective: end,
-                        delete: false,
-                        upload: true,
-                    });
-                }
-            }
-        }
-
-        if pre_flight.is_none() && pre_ptr < pre_queue.len() {
-            let (k, consumer) = pre_queue[pre_ptr];
-            let mut ok = !s.held[k] && s.cpu_cur[k];
-            if ok && plan.policy.just_in_time {
-                ok = running.is_none() && next == consumer.min(n);
-            }
-            if ok {
-                // Memory now: the running op (or, idle, the next one) plus what is held.
-                let base = match running {
-                    Some((idx, _)) => s.mem[idx] as i128 - s.w[layer(l, idx) - 1],
-                    None => {
-                        let idx = if next < n { next } else { 0 };
-                        s.mem[idx] as i128 - s.w[layer(l, idx) - 1]
-                    }
-                };
-                ok = base + s.held_total + s.w[k] <= s.cap
-                    && (next..consumer.min(n))
-                        .all(|o| s.plan_mem[o] + s.extra[o] + s.w[k] <= s.cap);
-            }
-            if ok {
-                for o in next..consumer.min(n) {
-                    s.extra[o] += s.w[k];
-                }
-                let end = t + dur[k];
-                s.events.push(Event::Transfer {
-                    dir: Direction::Prefetch,
-                    tensor: chain.w_id(k + 1),
-                    start: Ticks(t),
-                    end: Ticks(end),
+                    effective: end,
                     delete: false,
+                    upload: true,
                 });
-                s.max_start = s.max_start.max(t);
-                s.horizon = s.horizon.max(end);
-                s.held[k] = true;
-                s.held_total += s.w[k];
-                pre_flight = Some(Flight {
-                    k,
-                    end,
-                    effective: end.max(t + 1),
-                    delete: false,
-                    upload: false,
-                });
-                pre_ptr += 1;
             }
         }
+    }
 
-        // ---- done, or the next instant -----------------------------------------
-        let done = next == n
-            && running.is_none()
-            && pre_ptr == pre_queue.len()
-            && pre_flight.is_none()
-            && s.off_flight.is_none()
-            && s.off_queue.is_empty()
-            && s.deferred.is_empty()
-            && s.delete_after_upload.is_none();
-        if done {
-            break;
+    /// May the prefetch of w_k for op `consumer` start now? Memory must hold it
+    /// now and at every op still to start before its consumer.
+    fn prefetch_fits(&self, k: usize, consumer: usize) -> bool {
+        let n = self.n;
+        let mut ok = !self.held[k] && self.cpu_cur[k];
+        if ok && self.plan.policy.just_in_time {
+            ok = self.running.is_none() && self.next == consumer.min(n);
         }
+        if !ok {
+            return false;
+        }
+        // Memory now: the running op (or, idle, the next one) plus what is held.
+        let idx = match self.running {
+            Some((idx, _)) => idx,
+            None if self.next < n => self.next,
+            None => 0,
+        };
+        let base = self.mem[idx] as i128 - self.w[layer(self.l, idx) - 1];
+        base + self.held_total + self.w[k] <= self.cap
+            && (self.next..consumer.min(n))
+                .all(|o| self.plan_mem[o] + self.extra[o] + self.w[k] <= self.cap)
+    }
+
+    /// The link's prefetch side at `t`: the next prefetch in order, if it fits.
+    fn start_prefetch(&mut self, t: i64) {
+        if self.pre_flight.is_some() || self.pre_ptr >= self.pre_queue.len() {
+            return;
+        }
+        let (k, consumer) = self.pre_queue[self.pre_ptr];
+        if !self.prefetch_fits(k, consumer) {
+            return;
+        }
+        for o in self.next..consumer.min(self.n) {
+            self.extra[o] += self.w[k];
+        }
+        let end = self.push_transfer(Direction::Prefetch, k, t, false);
+        self.held[k] = true;
+        self.held_total += self.w[k];
+        self.pre_flight = Some(Flight {
+            k,
+            end,
+            effective: end.max(t + 1),
+            delete: false,
+            upload: false,
+        });
+        self.pre_ptr += 1;
+    }
+
+    fn done(&self) -> bool {
+        self.next == self.n
+            && self.running.is_none()
+            && self.pre_ptr == self.pre_queue.len()
+            && self.pre_flight.is_none()
+            && self.off_flight.is_none()
+            && self.off_queue.is_empty()
+            && self.deferred.is_empty()
+            && self.delete_after_upload.is_none()
+    }
+
+    /// The next instant something happens; `None` if nothing will any more.
+    fn next_instant(&self, t: i64) -> Option<i64> {
         let candidates = [
-            running.map(|r| r.1),
-            pre_flight.map(|f| f.effective),
-            s.off_flight.map(|f| f.effective),
-            s.deferred.iter().map(|d| d.1).min(),
-            wake,
+            self.running.map(|r| r.1),
+            self.pre_flight.map(|f| f.effective),
+            self.off_flight.map(|f| f.effective),
+            self.deferred.iter().map(|d| d.1).min(),
+            self.wake,
         ];
-        // Nothing will happen any more: the plan is stuck (memory too small for it).
-        t = candidates
+        candidates
             .iter()
             .flatten()
             .copied()
             .filter(|&x| x > t)
-            .min()?;
+            .min()
+    }
+}
+
+/// Simulate one period; `None` if the plan gets stuck (memory too small for it).
+pub fn simulate(
+    chain: &WeightChain,
+    inst: &Instance,
+    mem: &[u64],
+    plan: &Plan,
+) -> Option<Schedule> {
+    let mut s = Sim::new(chain, inst, mem, plan)?;
+    let mut t: i64 = 0;
+    loop {
+        // Releases at t, then allocations: op starts first, then transfer starts.
+        s.releases(t);
+        s.take_boundary(t);
+        s.start_ops(t);
+        s.start_offload(t);
+        s.start_prefetch(t);
+        if s.done() {
+            break;
+        }
+        // Nothing will happen any more: the plan is stuck (memory too small for it).
+        t = s.next_instant(t)?;
     }
     let period = s.horizon.max(s.max_start + 1).max(1);
-    let _ = initial;
-    let (shift, initial) = boundary.expect("F_1 started, so its boundary state was taken");
+    let (shift, initial) = s
+        .boundary
+        .expect("F_1 started, so its boundary state was taken");
     Some(rotate(chain, s.events, shift, period, initial))
 }
 

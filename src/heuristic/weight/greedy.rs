@@ -73,7 +73,7 @@ impl Heuristic for Greedy {
         }
     }
     fn applies(&self, file: &InstanceFile) -> bool {
-        matches!(file, InstanceFile::WeightChain(_))
+        file.weight_chain().is_some()
     }
     fn schedule(&self, file: &InstanceFile, inst: &Instance) -> Result<Schedule, HeuristicError> {
         let name = self.name();

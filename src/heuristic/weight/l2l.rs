@@ -20,7 +20,7 @@ impl Heuristic for L2l {
         "l2l"
     }
     fn applies(&self, file: &InstanceFile) -> bool {
-        matches!(file, InstanceFile::WeightChain(_))
+        file.weight_chain().is_some()
     }
     fn schedule(&self, file: &InstanceFile, inst: &Instance) -> Result<Schedule, HeuristicError> {
         let c = chain(self.name(), file)?;

@@ -31,18 +31,16 @@ fn chain<'a>(
     name: &'static str,
     file: &'a InstanceFile,
 ) -> Result<&'a WeightChain, HeuristicError> {
-    match file {
-        InstanceFile::WeightChain(c) => Ok(c),
-        other => Err(HeuristicError::NotApplicable {
+    file.weight_chain()
+        .ok_or_else(|| HeuristicError::NotApplicable {
             heuristic: name,
-            family: other.family().into(),
-        }),
-    }
+            family: file.family().into(),
+        })
 }
 
 /// The op whose memory alone exceeds the GPU (then no schedule exists).
 fn too_big(name: &'static str, c: &WeightChain) -> Result<Vec<u64>, HeuristicError> {
-    let mem = selection::op_memory(c).ok_or_else(|| HeuristicError::NoSchedule {
+    let mem = c.op_memory().ok_or_else(|| HeuristicError::NoSchedule {
         heuristic: name,
         reason: "memory sizes overflow 64 bits".into(),
     })?;

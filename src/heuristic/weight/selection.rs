@@ -56,17 +56,6 @@ pub fn idx_f(l: usize, i: usize) -> usize {
     l - 1 + i
 }
 
-/// M_o of eq. (1) for every op, in step order.
-pub fn op_memory(chain: &WeightChain) -> Option<Vec<u64>> {
-    let l = chain.l();
-    (0..2 * l)
-        .map(|idx| match step(l, idx) {
-            Step::F(i) => chain.mf(i),
-            Step::B(i) => chain.mb(i),
-        })
-        .collect()
-}
-
 /// The steps covered by choice (k, d) (paper: the ops run while w_k is away).
 pub fn covered(l: usize, k: usize, d: u8) -> Vec<usize> {
     if d == 1 {
@@ -110,7 +99,7 @@ pub fn select_within(
     discount: bool,
 ) -> Result<Selection, NoSelection> {
     let l = chain.l();
-    let mem = op_memory(chain).ok_or(NoSelection {
+    let mem = chain.op_memory().ok_or(NoSelection {
         step: 0,
         excess: i128::MAX,
     })?;

@@ -14,10 +14,12 @@
 //! instantaneous need of a zero-duration op counts too.
 
 mod digest;
+mod profile;
 mod violation;
 
 pub use digest::{instance_digest, schedule_digest};
 
+pub use profile::MemoryProfile;
 pub use violation::{Violation, Warning};
 
 use crate::model::{Channel, Device, Direction, Instance, Mode, OpId, ReleaseRule, TensorId};
@@ -171,6 +173,21 @@ impl Lookahead for Uses {
 
 /// Replay `s` against `inst` and report every violation.
 pub fn check(inst: &Instance, s: &Schedule) -> Report {
+    check_observed(inst, s, None)
+}
+
+/// [`check`], also recording the replay's GPU-memory profile.
+pub fn check_with_profile(inst: &Instance, s: &Schedule) -> (Report, MemoryProfile) {
+    let mut p = MemoryProfile::default();
+    let r = check_observed(inst, s, Some(&mut p));
+    (r, p)
+}
+
+fn check_observed(
+    inst: &Instance,
+    s: &Schedule,
+    mut profile: Option<&mut MemoryProfile>,
+) -> Report {
     let cyclic = inst.mode == Mode::Cyclic;
     let period = s.period.unwrap_or(Ticks::ZERO);
     let mut violations = Vec::new();
@@ -393,6 +410,9 @@ pub fn check(inst: &Instance, s: &Schedule) -> Report {
         (Ticks(i64::MIN), Ticks(i64::MAX))
     };
     let mut peak = (state.gpu_bytes(), Ticks::ZERO);
+    if let Some(p) = profile.as_mut() {
+        p.push(Ticks::ZERO, state.gpu_used);
+    }
     let cap = inst.machine.gpu_capacity.0 as i128;
     let cpu_cap = inst.machine.cpu_capacity.map(|c| c.0 as i128);
     let rel = |t: Ticks| if cyclic { Ticks(t.0 - period.0) } else { t };
@@ -510,6 +530,9 @@ pub fn check(inst: &Instance, s: &Schedule) -> Report {
             // event's own release), once the instant's releases are done.
             if allocated && now >= win_lo && now < win_hi {
                 let used = state.gpu_used;
+                if let Some(p) = profile.as_mut() {
+                    p.push(rel(now), used);
+                }
                 if used > peak.0 .0 as i128 {
                     peak = (Bytes(used as u64), rel(now));
                 }
@@ -578,6 +601,11 @@ pub fn check(inst: &Instance, s: &Schedule) -> Report {
                         ));
                     }
                     Event::Delete { .. } => {}
+                }
+            }
+            if let Some(p) = profile.as_mut() {
+                if (!allocated || a.positive == 0) && now >= win_lo && now < win_hi {
+                    p.push(rel(now), state.gpu_used);
                 }
             }
             if report {
@@ -769,7 +797,7 @@ fn to_violation(
             at,
             tensor,
             holder,
-            holder_event: locate_holder(s, holder, tensor, rel(from)),
+            holder_event: locate_holder(s, holder, tensor, rel(from), rel(until)),
             from: rel(from),
             until: rel(until),
         },
@@ -779,24 +807,36 @@ fn to_violation(
 /// The schedule event that holds `tensor` from `from` (a time in the period for
 /// cyclic schedules, possibly negative for a transfer crossing in from the
 /// period before): for the witness of rule R10.
-fn locate_holder(s: &Schedule, holder: Holder, tensor: TensorId, from: Ticks) -> Option<EventId> {
-    let same = |a: Ticks| match s.period {
-        Some(p) if p.0 > 0 => (a.0 - from.0).rem_euclid(p.0) == 0,
-        _ => a == from,
+fn locate_holder(
+    s: &Schedule,
+    holder: Holder,
+    tensor: TensorId,
+    from: Ticks,
+    until: Ticks,
+) -> Option<EventId> {
+    // The same start (up to whole periods) and the same length: two runs of one
+    // op that start together are told apart by their ends.
+    let same = |a: Ticks, b: Ticks| {
+        b - a == until - from
+            && match s.period {
+                Some(p) if p.0 > 0 => (a.0 - from.0).rem_euclid(p.0) == 0,
+                _ => a == from,
+            }
     };
     s.events
         .iter()
         .position(|e| match (*e, holder) {
-            (Event::Compute { op, start, .. }, Holder::Op(h)) => op == h && same(start),
+            (Event::Compute { op, start, end }, Holder::Op(h)) => op == h && same(start, end),
             (
                 Event::Transfer {
                     tensor: t,
                     dir,
                     start,
+                    end,
                     ..
                 },
                 Holder::Transfer(d),
-            ) => t == tensor && dir == d && same(start),
+            ) => t == tensor && dir == d && same(start, end),
             _ => false,
         })
         .map(|i| EventId(i as u32))

@@ -405,8 +405,8 @@ impl Violation {
                             && (o.reads.contains(tensor)
                                 || o.produces.contains(tensor)
                                 || o.modifies.contains(tensor))
-                            && start == from
-                            && end == until
+                            && same_time(*start, *from)
+                            && end.0 - start.0 == until.0 - from.0
                     }
                     (
                         Some(Event::Transfer {
@@ -417,7 +417,14 @@ impl Violation {
                             ..
                         }),
                         Holder::Transfer(d),
-                    ) => t == tensor && dir == d && start == from && end == until,
+                    ) => {
+                        t == tensor
+                            && dir == d
+                            // A transfer crossing in from the period before
+                            // starts at `from` + P in the file.
+                            && same_time(*start, *from)
+                            && end.0 - start.0 == until.0 - from.0
+                    }
                     _ => false,
                 };
                 // Strictly inside, directly or one period on (a crossing transfer).

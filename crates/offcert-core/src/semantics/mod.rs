@@ -326,7 +326,13 @@ impl State {
     /// After a pin on `t` ends at `at`: a deferred release happens once no pin
     /// covers the instant any more.
     fn settle(&mut self, t: TensorId, at: Ticks, look: &dyn Lookahead, out: &mut Vec<Breach>) {
-        if self.tensors[t.ix()].release_deferred && self.pin_covering(t, at).is_none() {
+        // Users ending at this very instant but not yet processed still hold it:
+        // the release comes after the last of them.
+        let held = self
+            .pins
+            .iter()
+            .any(|p| p.tensor == t && p.from < at && at <= p.until);
+        if self.tensors[t.ix()].release_deferred && !held {
             self.drop_gpu(t, at, look, out);
         }
     }

@@ -1,0 +1,107 @@
+//! `offcert heuristic` (issue 4): run the papers' heuristics on one instance
+//! and print the checker's figures, a thin handler over [`crate::heuristic`].
+
+use crate::heuristic;
+use crate::schedule::ScheduleFile;
+use anyhow::Context;
+use std::path::PathBuf;
+use std::process::ExitCode;
+
+#[derive(clap::Args, Debug)]
+pub struct HeuristicArgs {
+    /// Instance file (JSON, tagged by `family`).
+    pub instance: PathBuf,
+    /// Heuristic(s) to run (default: every one that applies). Repeatable.
+    #[arg(long = "name", short = 'n')]
+    pub names: Vec<String>,
+    /// GPU memory to use instead of the file's (bytes, K/M/G suffixes, `min`, `peak` or `P%`).
+    #[arg(long)]
+    pub memory: Option<String>,
+    /// Write the (checked) schedule to this file; needs exactly one heuristic.
+    #[arg(long)]
+    pub out: Option<PathBuf>,
+    /// Print JSON.
+    #[arg(long)]
+    pub json: bool,
+    #[command(flatten)]
+    pub release: super::ReleaseOpt,
+}
+
+pub fn run(a: HeuristicArgs) -> anyhow::Result<ExitCode> {
+    let (file, inst) = super::load_at_memory(&a.instance, a.release, a.memory.as_deref())?;
+    let all = heuristic::all();
+    let known: Vec<&str> = all.iter().map(|h| h.name()).collect();
+    for n in &a.names {
+        if !known.contains(&n.as_str()) {
+            anyhow::bail!("unknown heuristic `{n}` (known: {})", known.join(", "));
+        }
+    }
+    let chosen: Vec<_> = all
+        .iter()
+        .filter(|h| h.applies(&file))
+        .filter(|h| a.names.is_empty() || a.names.iter().any(|n| n == h.name()))
+        .collect();
+    if chosen.is_empty() {
+        anyhow::bail!("no chosen heuristic applies to family {}", file.family());
+    }
+    if a.out.is_some() && chosen.len() != 1 {
+        anyhow::bail!("--out needs exactly one heuristic (use --name)");
+    }
+    let mut ok = true;
+    let mut out = Vec::new();
+    for h in chosen {
+        let t = std::time::Instant::now();
+        let r = heuristic::run(h.as_ref(), &file, &inst);
+        let secs = t.elapsed().as_secs_f64();
+        match r {
+            Ok(run) => {
+                if let Some(path) = &a.out {
+                    let sf = ScheduleFile::from_schedule(&run.schedule, &inst);
+                    std::fs::write(path, serde_json::to_string_pretty(&sf)? + "\n")
+                        .with_context(|| path.display().to_string())?;
+                }
+                out.push(serde_json::json!({
+                    "heuristic": run.name, "verdict": "valid",
+                    "release": run.report.release.as_str(),
+                    "makespan": run.report.makespan.0,
+                    "peak_memory": run.report.peak_memory.0,
+                    "compute_idle": run.report.compute_idle.0,
+                    "schedule_sha256": run.report.schedule_sha256,
+                    "seconds": secs,
+                }));
+            }
+            Err(e) => {
+                if matches!(e, heuristic::HeuristicError::Invalid { .. }) {
+                    ok = false;
+                }
+                out.push(serde_json::json!({
+                    "heuristic": h.name(),
+                    "verdict": if matches!(e, heuristic::HeuristicError::Invalid { .. }) { "invalid" } else { "no schedule" },
+                    "error": e.to_string(), "seconds": secs,
+                }));
+            }
+        }
+    }
+    if a.json {
+        println!("{}", serde_json::to_string_pretty(&out)?);
+    } else {
+        println!("{}", super::instance_line(&a.instance, &file, &inst));
+        for o in &out {
+            match o.get("makespan") {
+                Some(m) => println!(
+                    "  {:<12} valid (checked)  makespan {:>12}  peak memory {} B  ({:.3} s)",
+                    o["heuristic"].as_str().unwrap_or(""),
+                    m,
+                    o["peak_memory"],
+                    o["seconds"].as_f64().unwrap_or(0.0)
+                ),
+                None => println!(
+                    "  {:<12} {}",
+                    o["heuristic"].as_str().unwrap_or(""),
+                    o["error"].as_str().unwrap_or("")
+                ),
+            }
+        }
+    }
+    Ok(super::verdict_code(ok))
+}

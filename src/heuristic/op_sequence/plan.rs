@@ -1,0 +1,215 @@
+//! Action lists at two points per function (FAMILIES.md §4.5) and the realiser
+//! that turns them into timed events.
+//!
+//! Owns: [`Action`], [`ActionPlan`], [`realise`] and a memory sweep
+//! ([`peak_memory`]) the threshold baseline uses to discard candidates.
+//! Must not import: the checker (the caller checks every realised schedule).
+//!
+//! Realiser policy (default issue point):
+//! - function f starts at the latest of: the end of f−1, the end of every
+//!   offload WAITed in begin(f), and the end of the last prefetch of each
+//!   variable it needs;
+//! - SWAP_IN(v) in begin(f) is a prefetch on h2d, FIFO, issued once f−1 has
+//!   ended, every earlier WAIT of the same list has finished, and the last
+//!   offload of v (if any) has ended; it lasts ⌈b/β⌉ ticks (at least 1);
+//! - SWAP_OUT(v) in end(f) is an offload with `delete: true` on d2h, FIFO,
+//!   from the end of f;
+//! - DROP(v) in end(f) is a delete at the end of f;
+//! - the period is the last end of any event (end-of-iteration wait for all:
+//!   no transfer crosses the boundary), one tick more when a drop falls on
+//!   that instant (events start in [0, P), R8).
+
+use crate::family::op_sequence::Uses;
+use crate::model::{Direction, Instance, OpId, TensorId};
+use crate::schedule::{CyclicState, Event, Schedule};
+use crate::semantics::transfer_ticks;
+use crate::units::Ticks;
+
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum Action {
+    /// Host waits for the last offload of the variable.
+    Wait(usize),
+    SwapIn(usize),
+    SwapOut(usize),
+    Drop(usize),
+}
+
+/// What a heuristic decided, before times.
+#[derive(Clone, Debug, Default)]
+pub struct ActionPlan {
+    pub begin: Vec<Vec<Action>>,
+    /// Entries set to `None` were cancelled (swap-out cancel).
+    pub end: Vec<Vec<Option<Action>>>,
+    /// Variables on the GPU at time 0 (and at the period's end).
+    pub gpu0: Vec<usize>,
+    /// Variables whose CPU copy is current at time 0 (and at the end).
+    pub cpu0: Vec<usize>,
+}
+
+impl ActionPlan {
+    pub fn new(n: usize) -> ActionPlan {
+        ActionPlan {
+            begin: vec![Vec::new(); n],
+            end: vec![Vec::new(); n],
+            gpu0: vec![],
+            cpu0: vec![],
+        }
+    }
+    /// Transfers (swap-ins, live swap-outs) in the plan.
+    pub fn transfers(&self) -> (usize, usize) {
+        let ins = self
+            .begin
+            .iter()
+            .flatten()
+            .filter(|a| matches!(a, Action::SwapIn(_)))
+            .count();
+        let outs = self
+            .end
+            .iter()
+            .flatten()
+            .filter(|a| matches!(a, Some(Action::SwapOut(_))))
+            .count();
+        (ins, outs)
+    }
+}
+
+fn dt(inst: &Instance, v: usize) -> i64 {
+    transfer_ticks(inst, TensorId(v as u32)).0.max(1)
+}
+
+/// Timed events for a plan (policy in the module docs).
+pub fn realise(inst: &Instance, u: &Uses, plan: &ActionPlan) -> Schedule {
+    let n = u.n();
+    let nv = u.bytes.len();
+    let mut events = Vec::new();
+    let mut off_end = vec![0i64; nv];
+    let mut ready = vec![0i64; nv];
+    let (mut h2d, mut d2h, mut prev_end, mut last) = (0i64, 0i64, 0i64, 0i64);
+    for f in 0..n {
+        let mut gate = prev_end;
+        let mut op_gate = prev_end;
+        for a in &plan.begin[f] {
+            match *a {
+                Action::Wait(v) => {
+                    gate = gate.max(off_end[v]);
+                    op_gate = op_gate.max(off_end[v]);
+                }
+                Action::SwapIn(v) => {
+                    let s = gate.max(h2d).max(off_end[v]);
+                    let e = s + dt(inst, v);
+                    h2d = e;
+                    ready[v] = e;
+                    last = last.max(e);
+                    events.push(Event::Transfer {
+                        dir: Direction::Prefetch,
+                        tensor: TensorId(v as u32),
+                        start: Ticks(s),
+                        end: Ticks(e),
+                        delete: false,
+                    });
+                }
+                _ => {}
+            }
+        }
+        let start = u.uses[f]
+            .iter()
+            .filter(|(_, a)| a.needs_data())
+            .map(|(v, _)| ready[*v])
+            .fold(op_gate, i64::max);
+        let end = start + u.durations[f];
+        events.push(Event::Compute {
+            op: OpId(f as u32),
+            start: Ticks(start),
+            end: Ticks(end),
+        });
+        prev_end = end;
+        last = last.max(end);
+        for a in plan.end[f].iter().flatten() {
+            match *a {
+                Action::SwapOut(v) => {
+                    let s = end.max(d2h);
+                    let e = s + dt(inst, v);
+                    d2h = e;
+                    off_end[v] = e;
+                    last = last.max(e);
+                    events.push(Event::Transfer {
+                        dir: Direction::Offload,
+                        tensor: TensorId(v as u32),
+                        start: Ticks(s),
+                        end: Ticks(e),
+                        delete: true,
+                    });
+                }
+                Action::Drop(v) => {
+                    // Events start in [0, P): a drop at the last end needs one more tick.
+                    last = last.max(end + 1);
+                    events.push(Event::Delete {
+                        tensor: TensorId(v as u32),
+                        at: Ticks(end),
+                    })
+                }
+                _ => {}
+            }
+        }
+    }
+    let ids = |v: &[usize]| {
+        let mut t: Vec<TensorId> = v.iter().map(|&x| TensorId(x as u32)).collect();
+        t.sort();
+        t
+    };
+    Schedule::cyclic(
+        Ticks(last.max(1)),
+        CyclicState {
+            gpu: ids(&plan.gpu0),
+            cpu: ids(&plan.cpu0),
+        },
+        events,
+    )
+}
+
+/// Peak GPU memory of a realised plan (releases before allocations at an
+/// instant; allocations at starts, offloads release at their end, deletes at
+/// their instant). Used to discard candidates; the checker has the last word.
+pub fn peak_memory(u: &Uses, plan: &ActionPlan, s: &Schedule) -> u64 {
+    let mut pts: Vec<(i64, i128)> = Vec::new();
+    let mut held_from = vec![None::<i64>; u.bytes.len()];
+    for &v in &plan.gpu0 {
+        held_from[v] = Some(0);
+    }
+    let mut evs: Vec<&Event> = s.events.iter().collect();
+    evs.sort_by_key(|e| (e.start(), e.end()));
+    let _ = &mut held_from;
+    for e in evs {
+        match *e {
+            Event::Compute { op, start, .. } => {
+                for (v, a) in &u.uses[op.ix()] {
+                    if !a.needs_data() {
+                        pts.push((start.0, u.bytes[*v] as i128));
+                    }
+                }
+            }
+            Event::Transfer {
+                dir,
+                tensor,
+                start,
+                end,
+                ..
+            } => {
+                let b = u.bytes[tensor.ix()] as i128;
+                match dir {
+                    Direction::Prefetch => pts.push((start.0, b)),
+                    Direction::Offload => pts.push((end.0, -b)),
+                }
+            }
+            Event::Delete { tensor, at } => pts.push((at.0, -(u.bytes[tensor.ix()] as i128))),
+        }
+    }
+    pts.sort();
+    let mut cur: i128 = plan.gpu0.iter().map(|&v| u.bytes[v] as i128).sum();
+    let mut peak = cur;
+    for (_, d) in pts {
+        cur += d;
+        peak = peak.max(cur);
+    }
+    peak.max(0) as u64
+}

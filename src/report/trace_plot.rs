@@ -1,0 +1,293 @@
+//! The picture of an audited trace: for one GPU, a lane of kernels per stream,
+//! one lane per copy channel (HtoD and DtoH at full duplex, `link` at half),
+//! the device-memory timeline ([`crate::trace::audit::memory_timeline`], the
+//! very samples the memory-budget rule measured) with the budget line and the
+//! peak, and every trace-only finding as a numbered red marker. Large traces
+//! are aggregated to pixel columns by [`super::svg`] (lane coverage, min/max
+//! memory envelope), so the SVG stays small whatever the trace's size.
+//!
+//! Owns: [`trace_picture`], [`trace_svg`]. Judges nothing: findings come from
+//! [`crate::trace::audit::audit_trace`]. Must not import: the CLI, solvers.
+
+use super::svg::{self, Bar, Kind, Lane, Marker, Memory, Picture, Place};
+use crate::model::Duplex;
+use crate::trace::audit::{
+    memory_timeline, Finding, MemorySummary, MemoryTimeline, Options, TraceAudit,
+};
+use crate::trace::{CopyKind, GpuEvent, GpuKind, Nanos, Trace};
+use std::collections::BTreeMap;
+
+/// Nanoseconds from `origin` as milliseconds (display only).
+fn ms(t: Nanos, origin: Nanos) -> f64 {
+    (t.0 as f64 - origin.0 as f64) / 1e6
+}
+
+fn copy_lane_name(k: CopyKind, duplex: Duplex) -> String {
+    match (k.on_link(), duplex) {
+        (true, Duplex::HalfDuplex) => "link".into(),
+        (true, Duplex::FullDuplex) => k.label().into(),
+        (false, _) => format!("{} copies", k.label()),
+    }
+}
+
+/// The picture of GPU `device` (default: the first GPU with a finding, else the
+/// first GPU) of `trace` as audited into `ta` with `opts`.
+pub fn trace_picture(
+    trace: &Trace,
+    ta: &TraceAudit,
+    opts: &Options,
+    device: Option<i64>,
+) -> Picture {
+    let dev = device
+        .or_else(|| {
+            ta.findings.iter().find_map(|f| match f {
+                Finding::MemoryOverBudget { device, .. }
+                | Finding::CopyFasterThanLink { device, .. }
+                | Finding::CopyOverlap { device, .. } => Some(*device),
+                #[allow(unreachable_patterns)]
+                _ => None,
+            })
+        })
+        .or_else(|| ta.devices.first().map(|d| d.device))
+        .unwrap_or(0);
+    let origin = trace.gpu.first().map(|g| g.start).unwrap_or(Nanos(0));
+    let gpu: Vec<&GpuEvent> = trace.gpu.iter().filter(|g| g.device == dev).collect();
+    let few = gpu.len() <= svg::AGGREGATE_BARS;
+    let (lanes, (mut t0, mut t1)) = lanes(trace, &gpu, opts.duplex, origin, few);
+    let timeline = memory_timeline(trace, dev);
+    if let Some(tl) = &timeline {
+        for (t, _) in &tl.samples {
+            t0 = t0.min(ms(*t, origin));
+            t1 = t1.max(ms(*t, origin));
+        }
+    }
+    let summary = ta.devices.iter().find(|d| d.device == dev);
+    let memory = timeline.as_ref().map(|tl| {
+        memory_panel(
+            tl,
+            summary.and_then(|d| d.memory.as_ref()),
+            opts,
+            dev,
+            origin,
+        )
+    });
+    let markers = markers(ta, timeline.as_ref(), &lanes, opts.duplex, dev, origin);
+    let heading = vec![
+        format!("trace {} ({:?}), GPU {dev}", trace.file, trace.format),
+        format!(
+            "{} events; verdict: {}; {} GPU activities drawn{}",
+            trace.total_events,
+            if ta.violations() == 0 {
+                "clean (trace-only rules)".to_string()
+            } else {
+                format!("{} violation(s)", ta.violations())
+            },
+            gpu.len(),
+            if few {
+                ""
+            } else {
+                ", aggregated to pixel columns"
+            }
+        ),
+        "kernels blue; DtoH orange; HtoD green; other copies grey; memory: min/max per pixel column; red: findings".into(),
+    ];
+    Picture {
+        heading,
+        t0,
+        t1: if t1 > t0 { t1 } else { t0 + 1e-3 },
+        axis: format!("time (ms since the first GPU event, at {} ns)", origin.0),
+        period: None,
+        lanes,
+        memory,
+        markers,
+        footer: footer(ta, dev),
+    }
+}
+
+/// The lanes of one GPU's activities: kernel streams, then copy channels (bars
+/// named and titled when `few`), and the time span of every activity, memsets
+/// included.
+fn lanes(
+    trace: &Trace,
+    gpu: &[&GpuEvent],
+    duplex: Duplex,
+    origin: Nanos,
+    few: bool,
+) -> (Vec<Lane>, (f64, f64)) {
+    let mut names: Vec<String> = Vec::new();
+    let mut by_name: BTreeMap<String, Vec<Bar>> = BTreeMap::new();
+    let streams: std::collections::BTreeSet<i64> = gpu
+        .iter()
+        .filter(|g| g.kind == GpuKind::Kernel)
+        .map(|g| g.stream)
+        .collect();
+    for st in &streams {
+        names.push(format!("stream {st}"));
+    }
+    let (mut t0, mut t1) = (0.0f64, 0.0f64);
+    for g in gpu {
+        let (a, b) = (ms(g.start, origin), ms(g.end, origin));
+        t0 = t0.min(a);
+        t1 = t1.max(b);
+        let (lane, kind) = match g.kind {
+            GpuKind::Kernel => (format!("stream {}", g.stream), Kind::Compute),
+            GpuKind::Memcpy(k) => (
+                copy_lane_name(k, duplex),
+                match k {
+                    CopyKind::DtoH => Kind::Offload,
+                    CopyKind::HtoD => Kind::Prefetch,
+                    _ => Kind::Copy,
+                },
+            ),
+            GpuKind::Memset => continue,
+        };
+        if !names.contains(&lane) {
+            names.push(lane.clone());
+        }
+        let (label, title) = if few {
+            let n = trace.name(g.name).to_string();
+            let t = format!(
+                "{n} [{}, {}) ns{}",
+                g.start.0,
+                g.end.0,
+                g.bytes.map_or(String::new(), |b| format!(", {b} B"))
+            );
+            (n, t)
+        } else {
+            (String::new(), String::new())
+        };
+        by_name.entry(lane).or_default().push(Bar {
+            start: a,
+            end: b,
+            kind,
+            label,
+            title,
+            wrapped: false,
+        });
+    }
+    let lanes = names
+        .iter()
+        .map(|n| Lane {
+            name: n.clone(),
+            bars: by_name.remove(n).unwrap_or_default(),
+            marks: Vec::new(),
+        })
+        .collect();
+    (lanes, (t0, t1))
+}
+
+/// The memory panel: the timeline's samples, the budget and the audit's peak.
+fn memory_panel(
+    tl: &MemoryTimeline,
+    m: Option<&MemorySummary>,
+    opts: &Options,
+    dev: i64,
+    origin: Nanos,
+) -> Memory {
+    Memory {
+        title: format!(
+            "device memory of GPU {dev} (allocator events; baseline {})",
+            if tl.baseline_known {
+                "from Total Allocated"
+            } else {
+                "inferred, a lower bound"
+            }
+        ),
+        samples: tl
+            .samples
+            .iter()
+            .map(|(t, b)| (ms(*t, origin), (*b).clamp(0, u64::MAX as i128) as u64))
+            .collect(),
+        capacity: opts.budget.map(|b| (b.0, format!("budget {b} B"))),
+        peak: m.map(|m| {
+            (
+                m.peak.0,
+                ms(m.peak_at, origin),
+                format!(
+                    "peak {} B at {} ns (+{:.6} ms)",
+                    m.peak,
+                    m.peak_at.0,
+                    ms(m.peak_at, origin)
+                ),
+            )
+        }),
+    }
+}
+
+/// GPU `dev`'s findings as numbered markers, each with the audit's own text
+/// line: on the memory curve, or on the lane of the copy.
+fn markers(
+    ta: &TraceAudit,
+    timeline: Option<&MemoryTimeline>,
+    lanes: &[Lane],
+    duplex: Duplex,
+    dev: i64,
+    origin: Nanos,
+) -> Vec<Marker> {
+    let lane_of = |k: CopyKind| {
+        let n = copy_lane_name(k, duplex);
+        lanes.iter().position(|x| x.name == n).unwrap_or(0)
+    };
+    let value_at = |t: Nanos| -> u64 {
+        timeline.map_or(0, |tl| {
+            let i = tl.samples.partition_point(|(a, _)| *a <= t);
+            tl.samples[i.saturating_sub(1)].1.clamp(0, u64::MAX as i128) as u64
+        })
+    };
+    let mut markers = Vec::new();
+    for f in &ta.findings {
+        let place = match f {
+            Finding::MemoryOverBudget {
+                device,
+                first_over_at,
+                ..
+            } if *device == dev => {
+                Place::Curve(ms(*first_over_at, origin), value_at(*first_over_at))
+            }
+            Finding::CopyFasterThanLink { device, copy, .. } if *device == dev => {
+                Place::Lane(lane_of(copy.kind), ms(copy.start, origin))
+            }
+            Finding::CopyOverlap { device, second, .. } if *device == dev => {
+                Place::Lane(lane_of(second.kind), ms(second.start, origin))
+            }
+            _ => continue,
+        };
+        markers.push(Marker {
+            place,
+            text: serde_json::to_string(f).unwrap_or_default(),
+        });
+    }
+    markers
+}
+
+/// Counts per rule and the other GPUs of the trace.
+fn footer(ta: &TraceAudit, dev: i64) -> Vec<String> {
+    let mut footer: Vec<String> = ta
+        .finding_counts
+        .iter()
+        .map(|(rule, n)| {
+            format!(
+                "trace-only rule {rule}: {n} violation(s) (the first {} of each rule are marked)",
+                crate::trace::audit::MAX_WITNESSES
+            )
+        })
+        .collect();
+    let others: Vec<String> = ta
+        .devices
+        .iter()
+        .filter(|d| d.device != dev)
+        .map(|d| d.device.to_string())
+        .collect();
+    if !others.is_empty() {
+        footer.push(format!(
+            "other GPUs in the trace: {} (draw one with --device)",
+            others.join(", ")
+        ));
+    }
+    footer
+}
+
+/// The SVG text of [`trace_picture`].
+pub fn trace_svg(trace: &Trace, ta: &TraceAudit, opts: &Options, device: Option<i64>) -> String {
+    svg::render(&trace_picture(trace, ta, opts, device))
+}

@@ -1,0 +1,740 @@
+//! Every random instance generator of the integration tests, each with its
+//! ranges in its doc comment. Two kinds:
+//!
+//! - functions of raw quickcheck values (`u8` tuples and the like), so that
+//!   quickcheck's own shrinking of vectors and integers shrinks the instance:
+//!   [`activation_chain`], [`activation_schedule`], [`weight_chain`],
+//!   [`either_schedule`],
+//!   [`activation_chain_4`], [`activation_chain_5`];
+//! - `Arbitrary` types, drawn with [`pick`]: [`TinyActivation`], [`TinyWeight`],
+//!   [`Small`], [`SmallChain`], [`RoomyWeight`], [`TightWeight`],
+//!   [`RandomWeights`].
+//!
+//! "Tight" memory (where transfers and the release rule matter most) is hit on
+//! purpose by every generator that draws a memory: see each one's doc.
+
+use offcert::bound::activation::ChainProfile;
+use offcert::family::activation_chain::{ActivationChain, ActivationLayer};
+use offcert::family::weight_chain::{WeightChain, WeightLayer};
+use offcert::family::{BandwidthFile, InstanceFile};
+use offcert::model::{Duplex, Instance, ReleaseRule, TensorId};
+use offcert::schedule::Schedule;
+use offcert::simulate::{asap, Plan};
+use quickcheck::{Arbitrary, Gen};
+
+use super::cyclic::{weight_schedule, Keep};
+
+/// A value in `lo..=hi`: `lo + x % (hi - lo + 1)` for a fresh random `u64` x.
+pub fn pick(g: &mut Gen, lo: u64, hi: u64) -> u64 {
+    lo + u64::arbitrary(g) % (hi - lo + 1)
+}
+
+/// Either release rule, with equal odds.
+fn rule(g: &mut Gen) -> ReleaseRule {
+    *g.choose(&[ReleaseRule::AfterEnd, ReleaseRule::AfterStart])
+        .unwrap()
+}
+
+// ---------------------------------------------------------------------------
+// From raw quickcheck values.
+
+/// An activation chain with 1..=7 layers (the first 7 of `spec`), each drawn
+/// from `(uf, ub, x, ex)`: u_F 0..=4, u_B 0..=6, |x| 0..=8, |y| 0..=2, ex_F
+/// 0..=2, ex_B 0..=3. |x_L| 1..=4, |y_L| 0..=1; β = (1..=4) bytes per (1..=3)
+/// ticks from `bw`. Memory: M_peak minus 0..=9 bytes (`slack % 10`), saturating
+/// at 0: from everything resident down to tight.
+pub fn activation_chain(spec: &[(u8, u8, u8, u8)], bw: u8, slack: u8) -> ActivationChain {
+    let layers: Vec<ActivationLayer> = spec
+        .iter()
+        .take(7)
+        .map(|&(uf, ub, x, ex)| ActivationLayer {
+            u_f: (uf % 5) as i64,
+            u_b: (ub % 7) as i64,
+            x: (x % 9) as u64,
+            y: (x / 9 % 3) as u64,
+            ex_f: (ex % 3) as u64,
+            ex_b: (ex / 3 % 4) as u64,
+        })
+        .collect();
+    let mut c = ActivationChain {
+        name: "random-activation".into(),
+        note: None,
+        layers,
+        x_last: 1 + (bw / 16 % 4) as u64,
+        y_last: (bw / 64 % 2) as u64,
+        gpu_memory: 0,
+        bandwidth: BandwidthFile::Ratio {
+            bytes: 1 + (bw % 4) as u64,
+            ticks: 1 + (bw / 4 % 3) as u64,
+        },
+        release: Default::default(),
+    };
+    c.gpu_memory = c.m_peak().unwrap().saturating_sub((slack % 10) as u64);
+    c
+}
+
+/// An ASAP schedule of a random plan on `c` (None if the plan gets stuck): the
+/// activations x_i with bit i of `mask` set are offloaded; `la % 4` is the
+/// prefetch lookahead (0: none).
+pub fn activation_schedule(c: &ActivationChain, mask: u16, la: u8) -> Option<(Instance, Schedule)> {
+    let inst = c.compile().unwrap();
+    let offload: Vec<TensorId> = (0..=c.layers.len())
+        .filter(|i| mask >> i & 1 == 1)
+        .map(|i| c.x_id(i))
+        .collect();
+    let plan = Plan {
+        offload,
+        lookahead: (la % 4 != 0).then_some((la % 4) as usize),
+    };
+    asap(&inst, &plan).ok().map(|s| (inst, s))
+}
+
+/// A valid-by-construction schedule of either family from the same raw values
+/// (None: `spec` is empty, or the simulator's plan did not fit in memory).
+/// `family` true: [`activation_chain`]`(spec, bw, slack)` scheduled by
+/// [`activation_schedule`] with offload mask `mask` and lookahead `slack / 16`;
+/// false: [`weight_chain`]`(spec, bw)` scheduled by the cyclic builder, weight i
+/// kept by bits 2i..2i+1 of `mask` ([`Keep::from_bits`]).
+pub fn either_schedule(
+    family: bool,
+    spec: &[(u8, u8, u8, u8)],
+    bw: u8,
+    slack: u8,
+    mask: u16,
+) -> Option<(Instance, Schedule)> {
+    if spec.is_empty() {
+        return None;
+    }
+    if family {
+        let c = activation_chain(spec, bw, slack);
+        activation_schedule(&c, mask, slack / 16)
+    } else {
+        let c = weight_chain(spec, bw);
+        let keep: Vec<Keep> = (0..spec.len())
+            .map(|i| Keep::from_bits((mask.checked_shr(2 * i as u32).unwrap_or(0) & 3) as u8))
+            .collect();
+        Some(weight_schedule(&c, &keep))
+    }
+}
+
+/// A weight chain with 1..=6 layers (the first 6 of `spec`), each drawn from
+/// `(uf, ub, w, a)`: u_F 0..=4, u_B 0..=6, |w| 0..=8, |a| 0..=5; |a_0| 0..=3,
+/// β = (1..=4) bytes per (1..=3) ticks from `bw`. Its memory is the sum of
+/// every tensor plus the largest scratch: no schedule can exceed it, so the
+/// cyclic builder needs no memory check; the `lower_capacity` mutations of the
+/// property tests make it tight.
+pub fn weight_chain(spec: &[(u8, u8, u8, u8)], bw: u8) -> WeightChain {
+    let layers: Vec<WeightLayer> = spec
+        .iter()
+        .take(6)
+        .map(|&(uf, ub, w, a)| WeightLayer {
+            u_f: (uf % 5) as i64,
+            u_b: (ub % 7) as i64,
+            w: (w % 9) as u64,
+            a: (a % 6) as u64,
+        })
+        .collect();
+    let mut c = WeightChain {
+        name: "random-weight".into(),
+        note: None,
+        layers,
+        a0: (bw / 16 % 4) as u64,
+        gpu_memory: 0,
+        bandwidth: BandwidthFile::Ratio {
+            bytes: 1 + (bw % 4) as u64,
+            ticks: 1 + (bw / 4 % 3) as u64,
+        },
+        release: Default::default(),
+    };
+    let inst = c.compile().unwrap();
+    let all: u64 = inst.tensors.iter().map(|t| t.size.0).sum();
+    let temp = inst.ops.iter().map(|o| o.temp.0).max().unwrap_or(0);
+    c.gpu_memory = all + temp;
+    c
+}
+
+/// Memory `mem`/255 of the way from the least feasible memory of `c`
+/// (`ChainProfile::min_memory`; `mem` = 0, where the release rule matters
+/// most) to its peak (`mem` = 255).
+fn between_least_and_peak(c: &mut ActivationChain, mem: u8) {
+    let p = ChainProfile::new(c);
+    let (lo, hi) = (p.min_memory() as u64, p.m_peak() as u64);
+    c.gpu_memory = lo + (hi - lo) * mem as u64 / 255;
+}
+
+/// An activation chain with one layer per entry of `spec` (non-empty), each
+/// drawn from `(uf, ub, x, ex)`: u_F 0..=3, u_B 0..=4, |x| 0..=6, |y| 0..=1,
+/// ex_F 0..=1, ex_B 0..=2. |x_L| 0..=3 (from the first layer's x), |y_L| 0;
+/// β = (1..=4) bytes per (1..=2) ticks from `bw`. Memory: `mem`/255 of the way
+/// from the least feasible memory to the peak.
+pub fn activation_chain_4(spec: &[(u8, u8, u8, u8)], mem: u8, bw: u8) -> ActivationChain {
+    let layers: Vec<ActivationLayer> = spec
+        .iter()
+        .map(|&(uf, ub, x, ex)| ActivationLayer {
+            u_f: (uf % 4) as i64,
+            u_b: (ub % 5) as i64,
+            x: (x % 7) as u64,
+            y: (x / 7 % 2) as u64,
+            ex_f: (ex % 2) as u64,
+            ex_b: (ex / 2 % 3) as u64,
+        })
+        .collect();
+    let mut c = ActivationChain {
+        name: "q".into(),
+        note: None,
+        layers,
+        x_last: (spec[0].2 % 4) as u64,
+        y_last: 0,
+        gpu_memory: 0,
+        bandwidth: BandwidthFile::Ratio {
+            bytes: 1 + (bw % 4) as u64,
+            ticks: 1 + (bw / 4 % 2) as u64,
+        },
+        release: Default::default(),
+    };
+    between_least_and_peak(&mut c, mem);
+    c
+}
+
+/// An activation chain with one layer per entry of `spec` (non-empty), each
+/// drawn from `(uf, ub, x, y, ex)`: u_F 0..=5, u_B 0..=7, |x| 0..=9, |y| 0..=2,
+/// ex_F 0..=2, ex_B 0..=3. |x_L| 0..=4 and |y_L| 0..=1 (from the first layer);
+/// β = (1..=5) bytes per (1..=3) ticks from `bw`. Memory: `mem`/255 of the way
+/// from the least feasible memory to the peak.
+pub fn activation_chain_5(spec: &[(u8, u8, u8, u8, u8)], mem: u8, bw: u8) -> ActivationChain {
+    let layers: Vec<ActivationLayer> = spec
+        .iter()
+        .map(|&(uf, ub, x, y, ex)| ActivationLayer {
+            u_f: (uf % 6) as i64,
+            u_b: (ub % 8) as i64,
+            x: (x % 10) as u64,
+            y: (y % 3) as u64,
+            ex_f: (ex % 3) as u64,
+            ex_b: (ex / 3 % 4) as u64,
+        })
+        .collect();
+    let mut c = ActivationChain {
+        name: "q".into(),
+        note: None,
+        layers,
+        x_last: (spec[0].2 % 5) as u64,
+        y_last: (spec[0].3 % 2) as u64,
+        gpu_memory: 0,
+        bandwidth: BandwidthFile::Ratio {
+            bytes: 1 + (bw % 5) as u64,
+            ticks: 1 + (bw / 5 % 3) as u64,
+        },
+        release: Default::default(),
+    };
+    between_least_and_peak(&mut c, mem);
+    c
+}
+
+// ---------------------------------------------------------------------------
+// Arbitrary types.
+
+/// A random tiny activation chain, compiled: 2..=3 layers with u_F 0..=3, u_B
+/// 0..=4, |x| 0..=4, |y| 0..=2, ex_F 0..=1, ex_B 0..=1; |x_L| 0..=4, |y_L|
+/// 0..=1; β one of 1, 2, 3 B/tick or 3 B per 2 ticks (zero durations,
+/// gradients and scratch memory included: the search's earlier misses all
+/// involved zero-duration ops). Memory: half the cases at the least feasible
+/// memory or a byte or two above it (where transfers and the release rule
+/// matter most), the rest anywhere from half the peak to one above it. The
+/// release rule drawn with equal odds.
+#[derive(Clone, Debug)]
+pub struct TinyActivation(pub Instance);
+
+impl Arbitrary for TinyActivation {
+    fn arbitrary(g: &mut Gen) -> TinyActivation {
+        let n = 2 + usize::arbitrary(g) % 2;
+        let layers: Vec<ActivationLayer> = (0..n)
+            .map(|_| ActivationLayer {
+                u_f: pick(g, 0, 3) as i64,
+                u_b: pick(g, 0, 4) as i64,
+                x: pick(g, 0, 4),
+                y: pick(g, 0, 2),
+                ex_f: pick(g, 0, 1),
+                ex_b: pick(g, 0, 1),
+            })
+            .collect();
+        let mut a = ActivationChain {
+            name: "tiny".into(),
+            note: None,
+            layers,
+            x_last: pick(g, 0, 4),
+            y_last: pick(g, 0, 1),
+            gpu_memory: 0,
+            bandwidth: *g
+                .choose(&[
+                    BandwidthFile::PerTick(1),
+                    BandwidthFile::PerTick(2),
+                    BandwidthFile::PerTick(3),
+                    BandwidthFile::Ratio { bytes: 3, ticks: 2 },
+                ])
+                .unwrap(),
+            release: Default::default(),
+        };
+        let peak = a.m_peak().unwrap_or(0);
+        let least = ChainProfile::new(&a).min_memory() as u64;
+        a.gpu_memory = if bool::arbitrary(g) {
+            pick(g, least, (least + 2).min(peak.max(least)))
+        } else {
+            pick(g, peak / 2, peak + 1)
+        };
+        a.release = rule(g);
+        TinyActivation(a.compile().unwrap())
+    }
+}
+
+/// A random tiny weight chain: 1..=3 layers with u_F 0..=2, u_B 0..=3 (zero
+/// durations forward and backward), |w| 0..=3, |a| 0..=2; |a_0| 0..=1; β one of
+/// 1, 2 B/tick, 1 or 3 B per 2 ticks (transfers of up to 6 ticks). Memory,
+/// from the largest eq. (1) need to room for everything at once (pure
+/// compute): one case in six a byte short of that need (infeasible), two in six
+/// within two bytes of it (transfers on the critical path), the rest anywhere.
+/// The release rule drawn with equal odds; one case in four is made half
+/// duplex after compiling (the `bool`: a `core`-style cyclic instance whose
+/// offloads and prefetches share one link). Shrinks layer by layer, value by
+/// value and byte by byte within these ranges.
+#[derive(Clone, Debug)]
+pub struct TinyWeight(pub WeightChain, pub bool);
+
+impl TinyWeight {
+    /// The compiled instance, half duplex if drawn so (None if it does not compile).
+    pub fn instance(&self) -> Option<Instance> {
+        let mut inst = self.0.compile().ok()?;
+        if self.1 {
+            inst.machine.duplex = Duplex::HalfDuplex;
+        }
+        Some(inst)
+    }
+}
+
+impl Arbitrary for TinyWeight {
+    fn arbitrary(g: &mut Gen) -> TinyWeight {
+        let n = pick(g, 1, 3) as usize;
+        let layers: Vec<WeightLayer> = (0..n)
+            .map(|_| WeightLayer {
+                u_f: pick(g, 0, 2) as i64,
+                u_b: pick(g, 0, 3) as i64,
+                w: pick(g, 0, 3),
+                a: pick(g, 0, 2),
+            })
+            .collect();
+        let mut w = WeightChain {
+            name: "random-weight".into(),
+            note: None,
+            layers,
+            a0: pick(g, 0, 1),
+            gpu_memory: 0,
+            bandwidth: *g
+                .choose(&[
+                    BandwidthFile::PerTick(1),
+                    BandwidthFile::PerTick(2),
+                    BandwidthFile::Ratio { bytes: 1, ticks: 2 },
+                    BandwidthFile::Ratio { bytes: 3, ticks: 2 },
+                ])
+                .unwrap(),
+            release: Default::default(),
+        };
+        let all: u64 = w.layers.iter().map(|l| l.w + l.a).sum::<u64>() + w.a0;
+        let top = all + w.layers.iter().map(|l| l.w).max().unwrap();
+        let need = (1..=n).map(|i| w.mb(i).unwrap()).max().unwrap();
+        w.gpu_memory = match pick(g, 0, 5) {
+            0 => need.saturating_sub(1),
+            1 | 2 => pick(g, need, (need + 2).min(top.max(need))),
+            _ => pick(g, need, top.max(need)),
+        };
+        w.release = rule(g);
+        TinyWeight(w, pick(g, 0, 3) == 0)
+    }
+
+    fn shrink(&self) -> Box<dyn Iterator<Item = TinyWeight>> {
+        let w = self.0.clone();
+        let mut out = vec![];
+        if self.1 {
+            out.push(TinyWeight(w.clone(), false));
+        }
+        if w.layers.len() > 1 {
+            for i in 0..w.layers.len() {
+                let mut v = w.clone();
+                v.layers.remove(i);
+                out.push(TinyWeight(v, self.1));
+            }
+        }
+        for i in 0..w.layers.len() {
+            let l = &w.layers[i];
+            for (f, b, ww, a) in [
+                (l.u_f - 1, l.u_b, l.w, l.a),
+                (l.u_f, l.u_b - 1, l.w, l.a),
+                (l.u_f, l.u_b, l.w.wrapping_sub(1), l.a),
+                (l.u_f, l.u_b, l.w, l.a.wrapping_sub(1)),
+            ] {
+                if f >= 0 && b >= 0 && ww <= 3 && a <= 2 {
+                    let mut v = w.clone();
+                    v.layers[i] = WeightLayer {
+                        u_f: f,
+                        u_b: b,
+                        w: ww,
+                        a,
+                    };
+                    out.push(TinyWeight(v, self.1));
+                }
+            }
+        }
+        if w.gpu_memory > 0 {
+            let mut v = w.clone();
+            v.gpu_memory -= 1;
+            out.push(TinyWeight(v, self.1));
+        }
+        Box::new(out.into_iter())
+    }
+}
+
+/// A random small instance of either family (equal odds), under either release
+/// rule (equal odds); 1..=5 layers, mostly fewer (1, 2, 2, 3, 3, 4, 5).
+///
+/// - activation chain: u_F 0..=2, u_B 1..=3, |x| and |x_L| a size (below),
+///   |y| 0..=1, ex_F 0, ex_B 0..=1, |y_L| 0. Memory anywhere from one byte
+///   below the largest single-op footprint (under which nothing fits) to the
+///   peak with everything resident.
+/// - weight chain: u_F 0..=2, u_B 0..=2 (a zero-duration B_1 may sit at P,
+///   R8), |w| a size, |a| 0..=1, |a_0| 0..=1. Memory from one byte below the
+///   activations plus the largest B_i footprint 2|w_i| up to everything
+///   resident plus the largest gradient.
+///
+/// A size is 0..=4, or 0..=16 one draw in four. β: one of 2, 4, 8 B/tick or 5
+/// B per 2 ticks when some tensor is larger than 6 B (transfer times and the
+/// MILP's horizon stay small), else one of 1, 2 B/tick, 1 or 3 B per 2 ticks.
+#[derive(Clone, Debug)]
+pub struct Small(pub InstanceFile);
+
+/// A tensor size up to 16, mostly small (every fourth draw over the full range).
+fn size(g: &mut Gen, lo: u64) -> u64 {
+    if u64::arbitrary(g) % 4 == 0 {
+        pick(g, lo, 16)
+    } else {
+        pick(g, lo, 4)
+    }
+}
+
+/// β; faster links when some tensor is large, so that transfer times (and the
+/// MILP's horizon) stay small.
+fn bandwidth(g: &mut Gen, largest: u64) -> BandwidthFile {
+    if largest > 6 {
+        *g.choose(&[
+            BandwidthFile::PerTick(2),
+            BandwidthFile::PerTick(4),
+            BandwidthFile::PerTick(8),
+            BandwidthFile::Ratio { bytes: 5, ticks: 2 },
+        ])
+        .unwrap()
+    } else {
+        *g.choose(&[
+            BandwidthFile::PerTick(1),
+            BandwidthFile::PerTick(2),
+            BandwidthFile::Ratio { bytes: 1, ticks: 2 },
+            BandwidthFile::Ratio { bytes: 3, ticks: 2 },
+        ])
+        .unwrap()
+    }
+}
+
+/// Up to 5 layers, mostly fewer.
+fn layers(g: &mut Gen) -> usize {
+    *g.choose(&[1, 2, 2, 3, 3, 4, 5]).unwrap()
+}
+
+impl Small {
+    /// The same instance under rule `r`.
+    pub fn with_release(mut self, r: ReleaseRule) -> Small {
+        self.0.set_release(r);
+        self
+    }
+    /// The instance file as JSON (for failure messages).
+    pub fn json(&self) -> String {
+        serde_json::to_string(&self.0).unwrap()
+    }
+}
+
+impl Arbitrary for Small {
+    fn arbitrary(g: &mut Gen) -> Small {
+        let rule = if bool::arbitrary(g) {
+            ReleaseRule::AfterEnd
+        } else {
+            ReleaseRule::AfterStart
+        };
+        let file = if bool::arbitrary(g) {
+            let n = layers(g);
+            let layers: Vec<ActivationLayer> = (0..n)
+                .map(|_| ActivationLayer {
+                    u_f: pick(g, 0, 2) as i64,
+                    u_b: pick(g, 1, 3) as i64,
+                    x: size(g, 0),
+                    y: pick(g, 0, 1),
+                    ex_f: 0,
+                    ex_b: pick(g, 0, 1),
+                })
+                .collect();
+            let x_last = size(g, 0);
+            let largest = layers.iter().map(|l| l.x).max().unwrap().max(x_last);
+            let mut a = ActivationChain {
+                name: "random-act".into(),
+                note: None,
+                layers,
+                x_last,
+                y_last: 0,
+                gpu_memory: 0,
+                bandwidth: bandwidth(g, largest),
+                release: rule,
+            };
+            // Tight or loose: between (one below) the largest single-op
+            // footprint, under which nothing fits, and the peak with everything
+            // resident.
+            let peak = a.m_peak().unwrap();
+            let x = |i: usize| {
+                if i < n {
+                    a.layers[i].x
+                } else {
+                    a.x_last
+                }
+            };
+            let y = |i: usize| if i < n { a.layers[i].y } else { a.y_last };
+            let least = (0..n)
+                .map(|i| {
+                    x(i) + x(i + 1) + (a.layers[i].ex_b + y(i) + y(i + 1)).max(a.layers[i].ex_f)
+                })
+                .max()
+                .unwrap();
+            a.gpu_memory = pick(g, least.saturating_sub(1).min(peak), peak);
+            InstanceFile::ActivationChain(a)
+        } else {
+            let n = layers(g);
+            let layers: Vec<WeightLayer> = (0..n)
+                .map(|_| WeightLayer {
+                    u_f: pick(g, 0, 2) as i64,
+                    // u_b = 0 now and then: a zero-duration B_1 may sit at P (R8).
+                    u_b: pick(g, 0, 2) as i64,
+                    w: size(g, 0),
+                    a: pick(g, 0, 1),
+                })
+                .collect();
+            let largest = layers.iter().map(|l| l.w).max().unwrap();
+            let mut w = WeightChain {
+                name: "random-weight".into(),
+                note: None,
+                layers,
+                a0: pick(g, 0, 1),
+                gpu_memory: 0,
+                bandwidth: bandwidth(g, largest),
+                release: rule,
+            };
+            // Tight or loose: from (one below) the activations plus the largest
+            // B_i footprint 2|w_i| (weight and its gradient) up to everything
+            // resident plus the largest gradient.
+            let acts: u64 = w.layers.iter().map(|l| l.a).sum::<u64>() + w.a0;
+            let all: u64 = w.layers.iter().map(|l| l.w + l.a).sum::<u64>() + w.a0;
+            let top = all + largest;
+            let least = acts + 2 * largest;
+            w.gpu_memory = pick(g, least.saturating_sub(1).min(top), top);
+            InstanceFile::WeightChain(w)
+        };
+        Small(file)
+    }
+}
+
+/// A feasible weight chain: every op fits on its own (M_o ≤ M_GPU). 1..=5
+/// layers; with equal odds all durations and sizes positive (u_F 1..=6, u_B
+/// 1..=9, |w| 1..=10) or zeros allowed (u_F 0..=3, u_B 0..=5, |w| 0..=7); |a|
+/// 0..=3, |a_0| 0..=2; β = (1..=4) bytes per (1..=3) ticks. Memory: the largest
+/// op footprint max(M_F, M_B) plus 0..=Σ|w| (tight to everything resident).
+/// Shrinks by dropping a layer or a byte of memory, keeping every M_B ≤ M_GPU.
+#[derive(Clone, Debug)]
+pub struct SmallChain(pub WeightChain);
+
+impl Arbitrary for SmallChain {
+    fn arbitrary(g: &mut Gen) -> SmallChain {
+        let l = 1 + pick(g, 0, 4) as usize;
+        let zeros = bool::arbitrary(g);
+        let layers: Vec<WeightLayer> = (0..l)
+            .map(|_| WeightLayer {
+                u_f: if zeros {
+                    pick(g, 0, 3) as i64
+                } else {
+                    1 + pick(g, 0, 5) as i64
+                },
+                u_b: if zeros {
+                    pick(g, 0, 5) as i64
+                } else {
+                    1 + pick(g, 0, 8) as i64
+                },
+                w: if zeros {
+                    pick(g, 0, 7)
+                } else {
+                    1 + pick(g, 0, 9)
+                },
+                a: pick(g, 0, 3),
+            })
+            .collect();
+        let mut c = WeightChain {
+            name: "random".into(),
+            note: None,
+            layers,
+            a0: pick(g, 0, 2),
+            gpu_memory: 0,
+            bandwidth: BandwidthFile::Ratio {
+                bytes: 1 + pick(g, 0, 3),
+                ticks: 1 + pick(g, 0, 2),
+            },
+            release: Default::default(),
+        };
+        let peak = (1..=l)
+            .map(|i| c.mb(i).unwrap().max(c.mf(i).unwrap()))
+            .max()
+            .unwrap();
+        let total: u64 = c.layers.iter().map(|x| x.w).sum();
+        c.gpu_memory = peak + pick(g, 0, total);
+        SmallChain(c)
+    }
+    fn shrink(&self) -> Box<dyn Iterator<Item = SmallChain>> {
+        let c = self.0.clone();
+        let mut out = Vec::new();
+        if c.l() > 1 {
+            for drop in 0..c.l() {
+                let mut d = c.clone();
+                d.layers.remove(drop);
+                out.push(d);
+            }
+        }
+        if c.gpu_memory > 0 {
+            let mut d = c.clone();
+            d.gpu_memory -= 1;
+            out.push(d);
+        }
+        let out: Vec<SmallChain> = out
+            .into_iter()
+            .filter(|d| (1..=d.l()).all(|i| d.mb(i).unwrap() <= d.gpu_memory))
+            .map(SmallChain)
+            .collect();
+        Box::new(out.into_iter())
+    }
+}
+
+impl SmallChain {
+    /// The chain as an instance file.
+    pub fn file(&self) -> InstanceFile {
+        InstanceFile::WeightChain(self.0.clone())
+    }
+}
+
+/// A tiny weight chain with room to spare: 1..=3 layers with u_F 1..=3, u_B
+/// 1..=3, |w| 1..=3, |a| 0..=1; |a_0| 0; β 1 B/tick. Memory: the largest M_B
+/// plus 0..Σ|w| (from tight to one byte short of everything resident).
+#[derive(Clone, Debug)]
+pub struct RoomyWeight(pub WeightChain);
+
+impl Arbitrary for RoomyWeight {
+    fn arbitrary(g: &mut Gen) -> RoomyWeight {
+        let l = 1 + pick(g, 0, 2) as usize;
+        let layers: Vec<WeightLayer> = (0..l)
+            .map(|_| WeightLayer {
+                u_f: 1 + pick(g, 0, 2) as i64,
+                u_b: 1 + pick(g, 0, 2) as i64,
+                w: 1 + pick(g, 0, 2),
+                a: pick(g, 0, 1),
+            })
+            .collect();
+        let mut c = WeightChain {
+            name: "tiny".into(),
+            note: None,
+            layers,
+            a0: 0,
+            gpu_memory: 0,
+            bandwidth: BandwidthFile::PerTick(1),
+            release: Default::default(),
+        };
+        let peak = (1..=l).map(|i| c.mb(i).unwrap()).max().unwrap();
+        let total: u64 = c.layers.iter().map(|x| x.w).sum();
+        c.gpu_memory = peak + pick(g, 0, total - 1);
+        RoomyWeight(c)
+    }
+}
+
+/// A weight chain with tight memory: 1..=3 layers with u_F 0..=2, u_B 0..=3
+/// (zero durations included), |w| 1..=3, |a| 0..=2; |a_0| 0..=1; β one of 1, 2
+/// B/tick or 1 B per 2 ticks; either release rule (equal odds). Memory: from
+/// the largest eq. (1) need max(M_F, M_B) to two bytes above it.
+#[derive(Clone, Debug)]
+pub struct TightWeight(pub WeightChain);
+
+impl Arbitrary for TightWeight {
+    fn arbitrary(g: &mut Gen) -> TightWeight {
+        let l = pick(g, 1, 3) as usize;
+        let layers: Vec<WeightLayer> = (0..l)
+            .map(|_| WeightLayer {
+                u_f: pick(g, 0, 2) as i64,
+                u_b: pick(g, 0, 3) as i64,
+                w: pick(g, 1, 3),
+                a: pick(g, 0, 2),
+            })
+            .collect();
+        let mut c = WeightChain {
+            name: "tight".into(),
+            note: None,
+            layers,
+            a0: pick(g, 0, 1),
+            gpu_memory: 0,
+            bandwidth: *g
+                .choose(&[
+                    BandwidthFile::PerTick(1),
+                    BandwidthFile::PerTick(2),
+                    BandwidthFile::Ratio { bytes: 1, ticks: 2 },
+                ])
+                .unwrap(),
+            release: rule(g),
+        };
+        let need = (1..=l)
+            .map(|i| c.mb(i).unwrap().max(c.mf(i).unwrap()))
+            .max()
+            .unwrap();
+        c.gpu_memory = pick(g, need, need + 2);
+        TightWeight(c)
+    }
+}
+
+/// The raw figures of a random weight chain for [`super::build::weights`]:
+/// 1..=3 layers `(u_F, u_B, |w|, |a|)` with u_F 1..=3, u_B 1..=3, |w| 1..=4,
+/// |a| 1..=2; |a_0| 1..=2; β 1..=2 B/tick. Memory from half of T to T + 2,
+/// where T = Σ(|w| + |a|) + |a_0| + 4 (infeasible through roomy).
+#[derive(Clone, Debug)]
+pub struct RandomWeights {
+    pub layers: Vec<(i64, i64, u64, u64)>,
+    pub a0: u64,
+    pub mem: u64,
+    pub beta: u64,
+}
+
+impl Arbitrary for RandomWeights {
+    fn arbitrary(g: &mut Gen) -> RandomWeights {
+        let n = pick(g, 1, 3) as usize;
+        let layers: Vec<(i64, i64, u64, u64)> = (0..n)
+            .map(|_| {
+                (
+                    pick(g, 1, 3) as i64,
+                    pick(g, 1, 3) as i64,
+                    pick(g, 1, 4),
+                    pick(g, 1, 2),
+                )
+            })
+            .collect();
+        let a0 = pick(g, 1, 2);
+        let total: u64 = layers.iter().map(|l| l.2 + l.3).sum::<u64>() + a0 + 4;
+        let mem = pick(g, total / 2, total + 2);
+        RandomWeights {
+            layers,
+            a0,
+            mem,
+            beta: pick(g, 1, 2),
+        }
+    }
+}

@@ -1,0 +1,322 @@
+//! Pictures of schedules and traces (`offcert plot`, `check --plot`, `audit
+//! --plot`): the SVG is well-formed XML, has one red marker per violation whose
+//! legend line is the checker's own text, its memory curve peaks exactly at the
+//! checker's reported peak, and it renders with `rsvg-convert`.
+
+mod common;
+
+use common::*;
+use offcert::check::{check, check_with_profile, Report};
+use offcert::model::Instance;
+use offcert::report::schedule_plot::schedule_svg;
+use offcert::schedule::Schedule;
+use offcert::trace::audit::{audit_trace, Finding, Options};
+use offcert::trace::kineto;
+use offcert::units::Bytes;
+use quickcheck::TestResult;
+use std::path::Path;
+use std::process::Command;
+use std::sync::atomic::{AtomicUsize, Ordering::Relaxed};
+
+/// What a test reads back from a picture.
+struct Drawn {
+    markers: usize,
+    legend: Vec<String>,
+    curve_max: Option<u64>,
+    /// The drawn curve's topmost point and the y the max maps to.
+    curve_top_y: f64,
+    y_of_max: f64,
+}
+
+fn class_is(n: &roxmltree::Node, c: &str) -> bool {
+    n.attribute("class")
+        .is_some_and(|a| a.split_whitespace().any(|x| x == c))
+}
+
+/// Parse strictly (panics on malformed XML) and read the markers, legend and curve.
+fn read(svg: &str) -> Drawn {
+    let doc = roxmltree::Document::parse(svg)
+        .unwrap_or_else(|e| panic!("not well-formed XML: {e}\n{svg}"));
+    assert_eq!(doc.root_element().tag_name().name(), "svg");
+    let markers = doc
+        .descendants()
+        .filter(|n| class_is(n, "violation"))
+        .count();
+    let legend = doc
+        .descendants()
+        .filter(|n| class_is(n, "legend-item"))
+        .map(|n| {
+            n.children()
+                .filter(|c| c.is_element())
+                .nth(1)
+                .and_then(|c| c.text())
+                .unwrap_or("")
+                .to_string()
+        })
+        .collect();
+    let curve = doc.descendants().find(|n| class_is(n, "memory-curve"));
+    let (mut curve_max, mut top, mut ymax) = (None, f64::INFINITY, f64::NAN);
+    if let Some(c) = curve {
+        curve_max = c.attribute("data-max-bytes").map(|v| v.parse().unwrap());
+        ymax = c.attribute("data-y-of-max").unwrap().parse().unwrap();
+        for p in c.attribute("points").unwrap().split_whitespace() {
+            let y: f64 = p.split(',').nth(1).unwrap().parse().unwrap();
+            top = top.min(y);
+        }
+    }
+    Drawn {
+        markers,
+        legend,
+        curve_max,
+        curve_top_y: top,
+        y_of_max: ymax,
+    }
+}
+
+/// The picture agrees with the report: one marker and one legend line (the
+/// checker's text) per violation; the curve's maximum is the reported peak.
+fn assert_picture(inst: &Instance, s: &Schedule, what: &str) -> (Report, String) {
+    let (r, profile) = check_with_profile(inst, s);
+    assert_eq!(r, check(inst, s), "{what}: recording changed the verdict");
+    let (max, at) = profile.max().expect("a profile has the start sample");
+    assert_eq!((max, at), (r.peak_memory, r.peak_at), "{what}: profile max");
+    let svg = schedule_svg(inst, s, &r, &profile, what);
+    let d = read(&svg);
+    assert_eq!(d.markers, r.violations.len(), "{what}: markers");
+    let want: Vec<String> = r
+        .violations
+        .iter()
+        .map(|v| format!("[{}:{}] {}", v.rule(), v.kind(), v.describe(inst)))
+        .collect();
+    assert_eq!(d.legend, want, "{what}: legend");
+    assert_eq!(d.curve_max, Some(r.peak_memory.0), "{what}: curve max");
+    assert!(
+        (d.curve_top_y - d.y_of_max).abs() < 0.02,
+        "{what}: the drawn curve's top {} is not the peak's y {}",
+        d.curve_top_y,
+        d.y_of_max
+    );
+    (r, svg)
+}
+
+#[test]
+fn every_bundled_example_and_rule_fixture_is_drawn_with_its_violations() {
+    let mut invalid = 0;
+    for dir in ["instances/examples", "instances/fixtures"] {
+        for (i, sf) in pairs(&repo().join(dir)) {
+            let (inst, s) = load(&i, &sf);
+            let (r, _) = assert_picture(&inst, &s, &sf.display().to_string());
+            invalid += usize::from(!r.valid);
+        }
+    }
+    assert!(invalid >= 10, "only {invalid} invalid examples drawn");
+}
+
+static MARKERS: AtomicUsize = AtomicUsize::new(0);
+
+type Spec = Vec<(u8, u8, u8, u8)>;
+
+/// Randomly broken schedules of both families, at tight memory: the picture
+/// agrees with the report.
+#[test]
+fn randomly_broken_schedules_are_drawn_with_their_violations() {
+    fn prop(
+        family: bool,
+        spec: Spec,
+        bw: u8,
+        slack: u8,
+        mask: u16,
+        muts: Vec<(u8, usize, i8)>,
+    ) -> TestResult {
+        let Some((mut inst, s)) = either_schedule(family, &spec, bw, slack, mask) else {
+            return TestResult::discard();
+        };
+        let m = mutate_up_to_three(s, muts, |_| {});
+        // Tight memory: one byte below the peak half of the time.
+        let peak = check(&inst, &m).peak_memory;
+        if mask & 1 == 1 && peak.0 > 0 {
+            inst.machine.gpu_capacity = Bytes(peak.0 - 1);
+        }
+        let (r, _) = assert_picture(&inst, &m, "random");
+        MARKERS.fetch_add(r.violations.len(), Relaxed);
+        TestResult::passed()
+    }
+    qc(60, 30)
+        .max_tests(cases(2000))
+        .quickcheck(prop as fn(bool, Spec, u8, u8, u16, Vec<(u8, usize, i8)>) -> TestResult);
+    assert!(MARKERS.load(Relaxed) >= 30, "too few violations drawn");
+}
+
+fn rsvg() -> &'static str {
+    let ok = Command::new("rsvg-convert")
+        .arg("--version")
+        .output()
+        .is_ok_and(|o| o.status.success());
+    assert!(
+        ok,
+        "rsvg-convert not found: run scripts/setup.sh (it installs the Debian package librsvg2-bin)"
+    );
+    "rsvg-convert"
+}
+
+fn tmp(name: &str) -> std::path::PathBuf {
+    let d = std::env::temp_dir().join(format!("offcert-plot-{}", std::process::id()));
+    std::fs::create_dir_all(&d).unwrap();
+    d.join(name)
+}
+
+fn render_png(svg: &Path) {
+    let png = svg.with_extension("png");
+    let o = Command::new(rsvg())
+        .arg("-o")
+        .arg(&png)
+        .arg(svg)
+        .output()
+        .unwrap();
+    assert!(
+        o.status.success(),
+        "rsvg-convert {}: {}",
+        svg.display(),
+        String::from_utf8_lossy(&o.stderr)
+    );
+    let bytes = std::fs::read(&png).unwrap();
+    assert!(bytes.starts_with(b"\x89PNG") && bytes.len() > 1000);
+}
+
+fn offcert(args: &[&str]) -> (i32, String) {
+    let o = Command::new(env!("CARGO_BIN_EXE_offcert"))
+        .args(args)
+        .current_dir(repo())
+        .output()
+        .unwrap();
+    (
+        o.status.code().unwrap_or(-1),
+        format!(
+            "{}{}",
+            String::from_utf8_lossy(&o.stdout),
+            String::from_utf8_lossy(&o.stderr)
+        ),
+    )
+}
+
+/// `offcert plot` and `offcert check --plot` write the same picture, keep the
+/// check's exit codes, and the picture renders.
+#[test]
+fn cli_plot_and_check_plot_render_with_rsvg() {
+    for (sched, code) in [
+        (
+            "instances/examples/w2.short-period.invalid.schedule.json",
+            1,
+        ),
+        (
+            "instances/examples/chain3m8.in-use.invalid.schedule.json",
+            1,
+        ),
+        ("instances/examples/w2.crossing.schedule.json", 0),
+    ] {
+        let stem = Path::new(sched).file_name().unwrap().to_string_lossy();
+        let inst = format!(
+            "instances/examples/{}.json",
+            stem.split('.').next().unwrap()
+        );
+        let a = tmp(&format!("{stem}.plot.svg"));
+        let b = tmp(&format!("{stem}.check.svg"));
+        let (c, out) = offcert(&["plot", &inst, sched, "-o", a.to_str().unwrap()]);
+        assert_eq!(c, code, "{out}");
+        let (c, out) = offcert(&["check", &inst, sched, "--plot", b.to_str().unwrap()]);
+        assert_eq!(c, code, "{out}");
+        let (sa, sb) = (
+            std::fs::read_to_string(&a).unwrap(),
+            std::fs::read_to_string(&b).unwrap(),
+        );
+        assert_eq!(sa, sb);
+        let (i, s) = load(&repo().join(&inst), &repo().join(sched));
+        assert_eq!(read(&sa).markers, check(&i, &s).violations.len());
+        render_png(&a);
+    }
+    // Cyclic: the period line and the crossing transfer drawn again at 0.
+    let svg = std::fs::read_to_string(tmp("w2.crossing.schedule.json.plot.svg")).unwrap();
+    assert!(svg.contains("period P = "), "no period line");
+    assert!(svg.contains("wrapped"), "no crossing transfer");
+    let (c, out) = offcert(&[
+        "plot",
+        "instances/examples/w2.json",
+        "nope.json",
+        "-o",
+        "x.svg",
+    ]);
+    assert_eq!(c, 2, "{out}");
+}
+
+/// A synthetic trace with thousands of kernels, copies and allocator events:
+/// the picture is aggregated to pixel columns (small), keeps the exact peak,
+/// and marks each finding.
+#[test]
+fn a_large_trace_gives_a_small_picture_with_its_findings_marked() {
+    use std::fmt::Write;
+    let n = 20_000;
+    let mut t = String::from(r#"{"traceEvents":["#);
+    let mut total = 0i64;
+    let mut peak = 0i64;
+    for k in 0..n {
+        let ts = k * 10;
+        let _ = write!(
+            t,
+            r#"{{"ph":"X","cat":"kernel","name":"k{}","pid":0,"tid":7,"ts":{ts},"dur":6}},"#,
+            k % 7
+        );
+        let b: i64 = if k % 3 == 2 { -2000 } else { 1000 + (k % 5) };
+        total += b;
+        peak = peak.max(total);
+        let _ = write!(
+            t,
+            r#"{{"ph":"i","name":"[memory]","pid":0,"tid":0,"ts":{ts},"args":{{"Device Type":1,"Device Id":0,"Bytes":{b},"Total Allocated":{total}}}}},"#
+        );
+        if k % 4 == 0 {
+            let _ = write!(
+                t,
+                r#"{{"ph":"X","cat":"gpu_memcpy","name":"Memcpy HtoD (Pinned -> Device)","pid":0,"tid":{},"ts":{ts},"dur":50,"args":{{"bytes":100}}}},"#,
+                20 + (k / 4) % 2
+            );
+        }
+    }
+    t.push_str(r#"{"ph":"X","cat":"kernel","name":"last","pid":0,"tid":7,"ts":0,"dur":1}]}"#);
+    let path = tmp("large.trace.json");
+    std::fs::write(&path, &t).unwrap();
+    let tr = kineto::parse_bytes("large.trace.json", t.as_bytes()).unwrap();
+    let opts = Options {
+        budget: Some(Bytes(peak as u64 - 1)),
+        ..Options::default()
+    };
+    let ta = audit_trace(&tr, &opts);
+    let over = ta
+        .findings
+        .iter()
+        .filter(|f| matches!(f, Finding::MemoryOverBudget { .. }))
+        .count();
+    assert_eq!(over, 1);
+    assert!(ta.findings.len() > 1, "copy overlaps expected");
+    let out = tmp("large.svg");
+    let (c, text) = offcert(&[
+        "audit",
+        path.to_str().unwrap(),
+        "--budget",
+        &(peak - 1).to_string(),
+        "--plot",
+        out.to_str().unwrap(),
+    ]);
+    assert_eq!(c, 1, "{text}");
+    let svg = std::fs::read_to_string(&out).unwrap();
+    assert!(svg.len() < 400_000, "{} bytes", svg.len());
+    let d = read(&svg);
+    assert_eq!(d.markers, ta.findings.len());
+    let want: Vec<String> = ta
+        .findings
+        .iter()
+        .map(|f| serde_json::to_string(f).unwrap())
+        .collect();
+    assert_eq!(d.legend, want);
+    assert_eq!(d.curve_max, Some(peak as u64));
+    assert!((d.curve_top_y - d.y_of_max).abs() < 0.02);
+    render_png(&out);
+}
