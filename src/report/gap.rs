@@ -75,6 +75,11 @@ pub struct HeuristicCell {
     pub reason: Option<String>,
     pub schedule_sha256: Option<String>,
     pub seconds: f64,
+    /// The heuristic's own objective in its paper's model (pofo's DP value,
+    /// fluid transfers): `solver-reported (paper model, fluid transfers)`,
+    /// never a makespan.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub model_value: Option<f64>,
 }
 
 #[derive(Clone, Debug, Serialize, PartialEq)]
@@ -233,6 +238,7 @@ fn heuristic_cell(
     let t = Instant::now();
     let r = heuristic::run(h, file, inst);
     let seconds = t.elapsed().as_secs_f64();
+    let model_value = h.model_value(file);
     let failed = |verdict: &str, reason: String| HeuristicCell {
         heuristic: h.name().into(),
         verdict: verdict.into(),
@@ -242,6 +248,7 @@ fn heuristic_cell(
         reason: Some(reason),
         schedule_sha256: None,
         seconds,
+        model_value,
     };
     match r {
         Ok(run) => {
@@ -255,6 +262,7 @@ fn heuristic_cell(
                 reason: None,
                 schedule_sha256: Some(run.report.schedule_sha256.clone()),
                 seconds,
+                model_value,
             }
         }
         Err(HeuristicError::Invalid { first, .. }) => {
