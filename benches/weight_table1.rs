@@ -64,7 +64,7 @@ fn main() {
             let r = run(h.as_ref(), &file, &inst);
             times.push(format!("{:.3}s", t.elapsed().as_secs_f64()));
             cells.push(match r {
-                Ok(r) => ms(r.report.makespan.0),
+                Ok(r) => ms(r.checked.report().makespan.0),
                 Err(e) => format!("error: {e}"),
             });
         }

@@ -36,7 +36,7 @@ fn exact(inst: &offcert::model::Instance) -> Option<i64> {
         eprintln!("exact methods disagree: {:?}", v.disagreements);
     }
     match v.label {
-        Label::OptimalCrossChecked => v.makespan.map(|m| m.0),
+        Label::OptimalCrossChecked => v.makespan().map(|m| m.0),
         _ => None,
     }
 }
@@ -81,10 +81,11 @@ fn bounds_below_optimum_below_heuristics() {
         }
         for h in heuristic::all().iter().filter(|h| h.applies(&file)) {
             match heuristic::run(h.as_ref(), &file, &inst) {
-                Ok(run) if run.report.makespan.0 < opt => {
+                Ok(run) if run.checked.report().makespan.0 < opt => {
                     return TestResult::error(format!(
                         "{} makespan {} below the optimum {opt} on {c:?}",
-                        run.name, run.report.makespan.0
+                        run.name,
+                        run.checked.report().makespan.0
                     ))
                 }
                 Ok(_) | Err(HeuristicError::NoSchedule { .. }) => {}
@@ -189,10 +190,11 @@ fn bounds_below_search_optimum_below_heuristics_under_both_rules() {
             }
             for h in heuristic::all().iter().filter(|h| h.applies(&file)) {
                 match heuristic::run(h.as_ref(), &file, &inst) {
-                    Ok(run) if run.report.makespan.0 < opt => {
+                    Ok(run) if run.checked.report().makespan.0 < opt => {
                         return TestResult::error(format!(
                             "{rule}: {} makespan {} below the optimum {opt} on {c:?}",
-                            run.name, run.report.makespan.0
+                            run.name,
+                            run.checked.report().makespan.0
                         ))
                     }
                     Ok(_) | Err(HeuristicError::NoSchedule { .. }) => {}

@@ -30,7 +30,7 @@ fn int(v: i64) -> BigRational {
 fn makespan(h: &dyn Heuristic, c: &ActivationChain) -> i64 {
     let f = InstanceFile::ActivationChain(c.clone());
     let inst = f.compile().unwrap();
-    run(h, &f, &inst).unwrap().report.makespan.0
+    run(h, &f, &inst).unwrap().checked.report().makespan.0
 }
 
 /// x = (10, 2, 2), |x_3| = 1, u_F = (1, 5, 5), u_B = (1, 1, 1), β = 1 B/tick,

@@ -45,7 +45,7 @@ fn bounds_never_exceed_a_checked_heuristic_makespan() {
         for h in heuristic::all().iter().filter(|h| h.applies(&file)) {
             match heuristic::run(h.as_ref(), &file, &inst) {
                 Ok(run) => {
-                    let m = run.report.makespan.0;
+                    let m = run.checked.report().makespan.0;
                     best_heur = Some(best_heur.map_or(m, |b| b.min(m)));
                     for (name, b) in &bounds {
                         if b.value > BigRational::from_integer(m.into()) {

@@ -365,7 +365,7 @@ fn fallback_bound_below_optimum(s: Small) -> TestResult {
     // label its result, as `run` does.
     let r = offcert::exact::crosscheck::run_one(&inst, Method::Smt, &cancelled);
     let v = offcert::exact::crosscheck::label(&inst, vec![r], &cancelled);
-    let (Some(b), Some(m)) = (v.bound, v.makespan) else {
+    let (Some(b), Some(m)) = (v.bound, v.makespan()) else {
         // Cyclic: no first incumbent, so no schedule and no bound to test.
         return TestResult::discard();
     };

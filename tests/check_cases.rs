@@ -2,7 +2,7 @@
 //! unit tests when the core became its own crate: `io` and the families live in
 //! the `offcert` crate, which the core may not import).
 
-use offcert::check::{check, instance_digest, schedule_digest, Report, Violation, Warning};
+use offcert::check::{check, instance_digest, schedule_digest, CheckOutcome, Violation, Warning};
 use offcert::io::{parse_instance, parse_schedule};
 use offcert::schedule::EventId;
 use offcert::units::{Bytes, Ticks};
@@ -10,7 +10,7 @@ use offcert::units::{Bytes, Ticks};
 const W2: &str = r#"{"family":"weight_chain","name":"w2","layers":[{"u_f":1,"u_b":2,"w":4,"a":2},{"u_f":1,"u_b":2,"w":4,"a":2}],"a0":2,"gpu_memory":18,"bandwidth":4}"#;
 const OPS: &str = r#"{"type":"compute","op":"F1","start":0},{"type":"compute","op":"F2","start":1},{"type":"compute","op":"B2","start":2},{"type":"compute","op":"B1","start":4}"#;
 
-fn run(initial: &str, extra: &str) -> Report {
+fn run(initial: &str, extra: &str) -> CheckOutcome {
     let (_, inst) = parse_instance("w2", W2).unwrap();
     let text = format!(r#"{{"period":6,"initial":{initial},"events":[{OPS}{extra}]}}"#);
     let s = parse_schedule("s", &text, &inst).unwrap();

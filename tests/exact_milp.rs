@@ -89,7 +89,7 @@ fn milp_refutes_one_below_the_optimum_and_not_at_it() {
         );
         match milp::refute(&inst, Ticks(t), &l).unwrap() {
             milp::Refutation::Feasible(s) => {
-                let r = check(&inst, &s);
+                let r = check(&inst, s.schedule());
                 assert!(r.valid && r.makespan <= Ticks(t), "{name}");
             }
             other => panic!("{name}: T* must be feasible, got {other:?}"),

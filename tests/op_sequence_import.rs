@@ -43,7 +43,7 @@ fn linear_et_with_kineto_durations() {
     let f = InstanceFile::OpSequence(s);
     let inst = f.compile().unwrap();
     let run = heuristic::run(&Window::nnabla(), &f, &inst).unwrap();
-    assert!(run.report.valid);
+    assert!(run.checked.report().valid);
 }
 
 #[test]

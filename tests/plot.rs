@@ -6,7 +6,7 @@
 mod common;
 
 use common::*;
-use offcert::check::{check, check_with_profile, Report};
+use offcert::check::{check, check_with_profile, CheckOutcome};
 use offcert::model::Instance;
 use offcert::report::schedule_plot::schedule_svg;
 use offcert::schedule::Schedule;
@@ -75,12 +75,12 @@ fn read(svg: &str) -> Drawn {
 
 /// The picture agrees with the report: one marker and one legend line (the
 /// checker's text) per violation; the curve's maximum is the reported peak.
-fn assert_picture(inst: &Instance, s: &Schedule, what: &str) -> (Report, String) {
+fn assert_picture(inst: &Instance, s: &Schedule, what: &str) -> (CheckOutcome, String) {
     let (r, profile) = check_with_profile(inst, s);
     assert_eq!(r, check(inst, s), "{what}: recording changed the verdict");
     let (max, at) = profile.max().expect("a profile has the start sample");
     assert_eq!((max, at), (r.peak_memory, r.peak_at), "{what}: profile max");
-    let svg = schedule_svg(inst, s, &r, &profile, what);
+    let svg = schedule_svg(inst, &r, &profile, what);
     let d = read(&svg);
     assert_eq!(d.markers, r.violations.len(), "{what}: markers");
     let want: Vec<String> = r

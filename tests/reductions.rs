@@ -46,7 +46,7 @@ fn reaches(inst: &Instance, t: i64) -> bool {
     match milp::refute(inst, Ticks(t), &limits()).unwrap() {
         milp::Refutation::Refuted => false,
         milp::Refutation::Feasible(s) => {
-            let r = check(inst, &s);
+            let r = check(inst, s.schedule());
             assert!(r.valid, "{:?}", r.violations);
             assert!(r.makespan <= Ticks(t));
             true

@@ -26,7 +26,7 @@ use std::sync::atomic::{AtomicUsize, Ordering};
 fn fixture(schedule: &str) -> (offcert::model::Instance, offcert::check::Report) {
     let dir = repo().join("instances/fixtures");
     let (inst, s) = load(&dir.join("remat2.json"), &dir.join(schedule));
-    let r = agree(&inst, &s);
+    let r = agree(&inst, &s).report().clone();
     for w in &r.violations {
         assert!(w.confirm(&inst, &s), "{schedule}: witness {w:?}");
     }
@@ -184,7 +184,7 @@ fn every_dp_schedule_is_checked_and_above_the_bounds() {
             match heuristic::run(h.as_ref(), &f, &inst) {
                 Ok(run) => {
                     any = true;
-                    let m = run.report.makespan.0;
+                    let m = run.checked.report().makespan.0;
                     if m < compute || m < lb.ceil_ticks() {
                         return TestResult::error(format!(
                             "{} makespan {m} below a bound ({compute}, {})",
@@ -193,7 +193,8 @@ fn every_dp_schedule_is_checked_and_above_the_bounds() {
                         ));
                     }
                     let computes = run
-                        .schedule
+                        .checked
+                        .schedule()
                         .events
                         .iter()
                         .filter(|e| matches!(e, Event::Compute { .. }))
@@ -202,7 +203,8 @@ fn every_dp_schedule_is_checked_and_above_the_bounds() {
                         RECOMPUTED.fetch_add(1, Ordering::Relaxed);
                     }
                     if run
-                        .schedule
+                        .checked
+                        .schedule()
                         .events
                         .iter()
                         .any(|e| matches!(e, Event::Transfer { .. }))
@@ -268,7 +270,7 @@ fn rotor_is_exact_on_the_hand_checked_chain() {
     let f = InstanceFile::RematChain(c.clone());
     let inst = f.compile().unwrap();
     let run = heuristic::run(&Pofo::default(), &f, &inst).unwrap();
-    assert_eq!(run.report.makespan, Ticks(14));
+    assert_eq!(run.checked.report().makespan, Ticks(14));
     assert!(Pofo::default().solve(&c).unwrap().model_value <= 14.0 + 1e-9);
 }
 
@@ -411,11 +413,11 @@ fn without_recomputation_a_lifted_activation_chain_is_the_same_problem() {
             for (name, b) in bound::evaluate(&fa, &act) {
                 if let Ok(b) = b {
                     if b.strength == bound::Strength::Certified
-                        && run.report.makespan.0 < b.ceil_ticks()
+                        && run.checked.report().makespan.0 < b.ceil_ticks()
                     {
                         return TestResult::error(format!(
                             "offload-only {} below activation bound {name} {}",
-                            run.report.makespan.0,
+                            run.checked.report().makespan.0,
                             b.display()
                         ));
                     }

@@ -6,14 +6,14 @@
 mod common;
 
 use common::*;
-use offcert::check::{check, Report, Violation, Warning};
+use offcert::check::{check, CheckOutcome, Violation, Warning};
 use offcert::model::{Channel, Device, Direction, OpId, ReleaseRule, TensorId};
 use offcert::recheck::{recheck, Finding};
 use offcert::schedule::EventId;
 use offcert::semantics::{Breach, GpuCopy, Holder, Lookahead, State};
 use offcert::units::{Bandwidth, Bytes, Ticks};
 
-fn run(instance: &str, schedule: &str) -> Report {
+fn run(instance: &str, schedule: &str) -> CheckOutcome {
     let dir = repo().join("instances/fixtures");
     let (inst, s) = load(&dir.join(instance), &dir.join(schedule));
     let r = check(&inst, &s);
@@ -53,7 +53,7 @@ fn finding(
     }
 }
 
-fn valid(instance: &str, schedule: &str) -> Report {
+fn valid(instance: &str, schedule: &str) -> CheckOutcome {
     let r = run(instance, schedule);
     assert!(r.valid, "{schedule}: {:?}", r.violations);
     assert!(r.violations.is_empty());
@@ -65,7 +65,7 @@ fn invalid(instance: &str, schedule: &str) -> Vec<Violation> {
     let r = run(instance, schedule);
     assert!(!r.valid, "{schedule} passed");
     assert!(r.certificate().is_none());
-    r.violations
+    r.violations.clone()
 }
 
 // act3: x_i = tensor i, y_i = tensor 4 + i; F_i = op i, B_i = op 3 + i.

@@ -453,7 +453,7 @@ fn a_rejected_schedule_is_a_disagreement_not_a_silent_abstention() {
             (Method::Search, offcert::exact::search::solve),
         ],
     );
-    assert_eq!(v.makespan.map(|m| m.0), Some(7));
+    assert_eq!(v.makespan().map(|m| m.0), Some(7));
     assert_eq!(v.label, Label::OptimalSolverReported, "{v:?}");
     assert!(
         v.disagreements

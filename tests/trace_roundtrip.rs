@@ -63,7 +63,7 @@ fn assert_round_trip(inst: &Instance, s: &Schedule, opts: ExportOptions) {
     let direct = check(inst, s);
     let (ta, m) = audit(inst, &export(inst, s, opts));
     assert_eq!(
-        sorted(&m.schedule),
+        sorted(m.schedule()),
         sorted(s),
         "the reconstructed schedule is the exported one"
     );
@@ -323,7 +323,7 @@ fn plan_against_actual() {
         }
     });
     let (_, m) = audit(&inst, &bytes);
-    let p = offcert::trace::plan::compare(&inst, &s, &m.schedule);
+    let p = offcert::trace::plan::compare(&inst, &s, m.schedule());
     assert_eq!(p.planned_makespan, Ticks(15));
     assert_eq!(p.actual_makespan, Ticks(17));
     assert!(
@@ -373,9 +373,9 @@ fn cyclic_schedules_round_trip_to_the_same_verdict() {
         // measures it.
         let peak = ta.devices[0].memory.as_ref().unwrap().peak;
         assert_eq!(peak, direct.peak_memory, "{name}");
-        assert_eq!(m.schedule.period, s.period, "{name}");
-        assert_eq!(m.schedule.initial, s.initial, "{name}");
-        assert_eq!(sorted(&m.schedule), sorted(&s), "{name}");
+        assert_eq!(m.schedule().period, s.period, "{name}");
+        assert_eq!(m.schedule().initial, s.initial, "{name}");
+        assert_eq!(sorted(m.schedule()), sorted(&s), "{name}");
         assert_eq!(m.report.valid, direct.valid, "{name}");
         assert_eq!(m.report.makespan, direct.makespan, "{name}");
         assert_eq!(m.report.peak_memory, direct.peak_memory, "{name}");

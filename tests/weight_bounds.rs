@@ -25,7 +25,8 @@ fn best_heuristic(c: &WeightChain) -> i64 {
         .map(|h| {
             run(h.as_ref(), &file, &inst)
                 .expect("valid schedule")
-                .report
+                .checked
+                .report()
                 .makespan
                 .0
         })

@@ -63,7 +63,12 @@ fn bound_optimum_heuristic(t: RoomyWeight) -> TestResult {
         mip.display()
     );
     for h in weight::heuristics() {
-        let p = run(h.as_ref(), &file, &inst).unwrap().report.makespan.0;
+        let p = run(h.as_ref(), &file, &inst)
+            .unwrap()
+            .checked
+            .report()
+            .makespan
+            .0;
         assert!(opt <= p, "{} period {p} < optimum {opt} on {c:?}", h.name());
     }
     TestResult::passed()
@@ -109,7 +114,7 @@ fn bound_search_optimum_heuristic(t: TightWeight) -> TestResult {
                         return TestResult::error(format!(
                             "{} found period {} on an instance the search proves infeasible: {c:?}",
                             h.name(),
-                            run.report.makespan
+                            run.checked.report().makespan
                         ))
                     }
                     Err(HeuristicError::NoSchedule { .. }) => {}
@@ -135,12 +140,12 @@ fn bound_search_optimum_heuristic(t: TightWeight) -> TestResult {
     }
     for h in weight::heuristics() {
         match run(h.as_ref(), &file, &inst) {
-            Ok(run) if run.report.makespan.0 < opt => {
+            Ok(run) if run.checked.report().makespan.0 < opt => {
                 return TestResult::error(format!(
                     "{}: {} period {} < optimum {opt} on {c:?}",
                     c.release,
                     h.name(),
-                    run.report.makespan.0
+                    run.checked.report().makespan.0
                 ))
             }
             Ok(_) | Err(HeuristicError::NoSchedule { .. }) => {}

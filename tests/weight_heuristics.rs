@@ -17,13 +17,15 @@ fn valid(c: SmallChain) -> bool {
     let inst = file.compile().expect("random chains compile");
     for h in weight::heuristics() {
         match run(h.as_ref(), &file, &inst) {
-            Ok(r) => assert!(r.report.valid),
-            Err(HeuristicError::Invalid { first, report, .. }) => {
+            Ok(r) => assert!(r.checked.report().valid),
+            Err(HeuristicError::Invalid {
+                first, rejected, ..
+            }) => {
                 panic!(
                     "{} on {:?}: {first}\n{:?}",
                     h.name(),
                     c.0,
-                    report.violations
+                    rejected.violations()
                 )
             }
             Err(e) => panic!(

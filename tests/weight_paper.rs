@@ -43,7 +43,7 @@ fn heuristics_valid_on(names: &[&str]) {
         for h in weight::heuristics() {
             let r = run(h.as_ref(), &file, &inst)
                 .unwrap_or_else(|e| panic!("{} on {}: {e}", h.name(), row.name()));
-            assert!(r.report.makespan.0 >= row.sum_u as i64 * 1000);
+            assert!(r.checked.report().makespan.0 >= row.sum_u as i64 * 1000);
         }
     }
 }

@@ -118,7 +118,7 @@ pub fn run(a: AuditArgs) -> anyhow::Result<ExitCode> {
     let plan = match (&a.plan, &inst, &mapped) {
         (Some(p), Some(i), Some(m)) => {
             let planned = io::load_schedule(p, i)?;
-            Some(compare(i, &planned, &m.schedule))
+            Some(compare(i, &planned, m.schedule()))
         }
         _ => None,
     };

@@ -1,6 +1,6 @@
 //! `offcert check INSTANCE SCHEDULE [--json] [--plot FILE.svg]`.
 
-use crate::check::{check_with_profile, sha256_bytes, Report};
+use crate::check::{check_with_profile, sha256_bytes, CheckOutcome};
 use crate::io;
 use crate::model::Instance;
 use serde::Serialize;
@@ -31,8 +31,9 @@ pub struct FileVerdict<'a> {
     pub instance_file_sha256: String,
     pub schedule_file_sha256: String,
     pub verdict: &'static str,
+    /// The checker's outcome, flattened to its report.
     #[serde(flatten)]
-    pub report: &'a Report,
+    pub report: &'a CheckOutcome,
     /// The violations as sentences, in the same order.
     pub explanations: Vec<String>,
 }
@@ -45,7 +46,7 @@ pub fn run(a: CheckArgs) -> anyhow::Result<ExitCode> {
     let sched = io::parse_schedule(&a.schedule.display().to_string(), &stext, &inst)?;
     let (report, profile) = check_with_profile(&inst, &sched);
     if let Some(out) = &a.plot {
-        super::plot::write_schedule_svg(out, &inst, &sched, &report, &profile, &a.schedule)?;
+        super::plot::write_schedule_svg(out, &inst, &report, &profile, &a.schedule)?;
     }
     if a.json {
         let v = FileVerdict {
@@ -76,8 +77,9 @@ pub fn run(a: CheckArgs) -> anyhow::Result<ExitCode> {
     Ok(super::verdict_code(report.valid))
 }
 
-/// The text verdict.
-pub fn render_text(inst: &Instance, r: &Report, ifile: &str, sfile: &str) -> String {
+/// The text verdict of the checker's outcome (valid or not; the figures are
+/// the checker's either way).
+pub fn render_text(inst: &Instance, r: &CheckOutcome, ifile: &str, sfile: &str) -> String {
     use std::fmt::Write;
     let mut s = String::new();
     let _ = writeln!(

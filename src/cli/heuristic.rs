@@ -56,17 +56,17 @@ pub fn run(a: HeuristicArgs) -> anyhow::Result<ExitCode> {
         match r {
             Ok(run) => {
                 if let Some(path) = &a.out {
-                    let sf = ScheduleFile::from_schedule(&run.schedule, &inst);
+                    let sf = ScheduleFile::from_schedule(run.checked.schedule(), &inst);
                     std::fs::write(path, serde_json::to_string_pretty(&sf)? + "\n")
                         .with_context(|| path.display().to_string())?;
                 }
                 out.push(serde_json::json!({
                     "heuristic": run.name, "verdict": "valid",
-                    "release": run.report.release.as_str(),
-                    "makespan": run.report.makespan.0,
-                    "peak_memory": run.report.peak_memory.0,
-                    "compute_idle": run.report.compute_idle.0,
-                    "schedule_sha256": run.report.schedule_sha256,
+                    "release": run.checked.report().release.as_str(),
+                    "makespan": run.checked.report().makespan.0,
+                    "peak_memory": run.checked.report().peak_memory.0,
+                    "compute_idle": run.checked.report().compute_idle.0,
+                    "schedule_sha256": run.checked.report().schedule_sha256,
                     "seconds": secs,
                 }));
             }

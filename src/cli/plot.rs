@@ -3,11 +3,10 @@
 //! `offcert check`: 0 valid, 1 invalid (the picture is written either way), 2
 //! bad input.
 
-use crate::check::{check_with_profile, MemoryProfile, Report};
+use crate::check::{check_with_profile, CheckOutcome, MemoryProfile};
 use crate::io;
 use crate::model::Instance;
 use crate::report::schedule_plot::schedule_svg;
-use crate::schedule::Schedule;
 use anyhow::Context;
 use std::path::{Path, PathBuf};
 use std::process::ExitCode;
@@ -32,7 +31,7 @@ pub fn run(a: PlotArgs) -> anyhow::Result<ExitCode> {
     a.release.apply(&mut inst);
     let sched = io::parse_schedule(&a.schedule.display().to_string(), &stext, &inst)?;
     let (report, profile) = check_with_profile(&inst, &sched);
-    write_schedule_svg(&a.output, &inst, &sched, &report, &profile, &a.schedule)?;
+    write_schedule_svg(&a.output, &inst, &report, &profile, &a.schedule)?;
     println!(
         "verdict: {} ({} violation(s)); picture written to {}",
         if report.valid { "valid" } else { "INVALID" },
@@ -46,17 +45,10 @@ pub fn run(a: PlotArgs) -> anyhow::Result<ExitCode> {
 pub fn write_schedule_svg(
     out: &Path,
     inst: &Instance,
-    s: &Schedule,
-    report: &Report,
+    outcome: &CheckOutcome,
     profile: &MemoryProfile,
     schedule_file: &Path,
 ) -> anyhow::Result<()> {
-    let svg = schedule_svg(
-        inst,
-        s,
-        report,
-        profile,
-        &schedule_file.display().to_string(),
-    );
+    let svg = schedule_svg(inst, outcome, profile, &schedule_file.display().to_string());
     std::fs::write(out, svg).with_context(|| format!("{}: cannot write", out.display()))
 }

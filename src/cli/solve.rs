@@ -5,7 +5,7 @@
 //! is the checker's. Ctrl-C sets `Limits::cancel`; the best schedule found so
 //! far is still printed (and written).
 
-use crate::check::sha256_bytes;
+use crate::check::{sha256_bytes, Checked};
 use crate::exact::crosscheck::{self, Verdict};
 use crate::exact::{milp, rescale, Limits, Method};
 use crate::family::{CoreFile, InstanceFile};
@@ -115,8 +115,8 @@ pub fn run(a: SolveArgs) -> anyhow::Result<ExitCode> {
     };
     let v = crosscheck::run(&inst, &methods(a.method), &limits);
     print_verdict(&a, &inst, &v, scale)?;
-    if let (Some(path), Some(s)) = (&a.schedule_out, &v.schedule) {
-        let mut f = ScheduleFile::from_schedule(s, &inst);
+    if let (Some(path), Some(c)) = (&a.schedule_out, &v.checked) {
+        let mut f = ScheduleFile::from_schedule(c.schedule(), &inst);
         if scale > 1 {
             f.note = Some(format!(
                 "in rescaled ticks: 1 tick = 1/{scale} tick of {}; check it against the rescaled instance (`solve --rescale --certificate DIR` writes it)",
@@ -152,14 +152,14 @@ fn print_verdict(a: &SolveArgs, inst: &Instance, v: &Verdict, scale: u64) -> any
             "release_rule": inst.release,
             "status": v.label.words(),
             "label": v.label,
-            what: v.makespan,
+            what: v.makespan(),
             "bound": v.bound,
             "time_scale": scale,
             "elapsed_ms": v.elapsed.as_millis(),
             "methods": v.methods,
             "evidence": v.evidence,
             "disagreements": v.disagreements,
-            "checker_valid": v.report.as_ref().map(|r| r.valid),
+            "checker_valid": v.checked.as_ref().map(|c| c.report().valid),
         });
         println!("{}", serde_json::to_string_pretty(&j)?);
         return Ok(());
@@ -178,7 +178,7 @@ fn print_verdict(a: &SolveArgs, inst: &Instance, v: &Verdict, scale: u64) -> any
     println!(
         "{what}: {}{}",
         if what == "period" { "  " } else { "" },
-        show(v.makespan)
+        show(v.makespan())
     );
     println!("bound:    {}", show(v.bound));
     println!("time:     {:.2} s", v.elapsed.as_secs_f64());
@@ -195,7 +195,7 @@ fn print_verdict(a: &SolveArgs, inst: &Instance, v: &Verdict, scale: u64) -> any
             "method:   {:<7} {:<10} {what} {:<6} bound {:<6} {:.2} s",
             format!("{:?}", m.method).to_lowercase(),
             claim,
-            m.makespan.map(|t| t.to_string()).unwrap_or("-".into()),
+            m.makespan().map(|t| t.to_string()).unwrap_or("-".into()),
             m.bound.map(|t| t.to_string()).unwrap_or("-".into()),
             m.elapsed_ms as f64 / 1000.0
         );
@@ -206,8 +206,11 @@ fn print_verdict(a: &SolveArgs, inst: &Instance, v: &Verdict, scale: u64) -> any
     for d in &v.disagreements {
         println!("DISAGREEMENT: {d}");
     }
-    if let Some(r) = &v.report {
-        println!("checker:  valid (schedule sha256 {})", r.schedule_sha256);
+    if let Some(c) = &v.checked {
+        println!(
+            "checker:  valid (schedule sha256 {})",
+            c.report().schedule_sha256
+        );
     }
     Ok(())
 }
@@ -253,14 +256,15 @@ pub fn write_certificate(
         scale,
         file_release,
     )?);
-    let Some(m) = v.makespan else {
+    let Some(checked) = &v.checked else {
         readme.push_str("no schedule was found: nothing to certify\n");
         readme.push_str(&evidence_lines(v));
         std::fs::write(dir.join("README.txt"), readme)?;
         return Ok(());
     };
+    let m = checked.makespan();
     let optimal = v.label.is_optimal();
-    write_schedule(dir, inst, v)?;
+    write_schedule(dir, inst, checked)?;
     let in_file = if scale > 1 {
         format!(" (= {m}/{scale} ticks of the original file)")
     } else {
@@ -347,17 +351,13 @@ fn write_instance(
 }
 
 /// `schedule.json` and the checker's `verdict.json` on it.
-fn write_schedule(dir: &Path, inst: &Instance, v: &Verdict) -> anyhow::Result<()> {
-    let s = v
-        .schedule
-        .as_ref()
-        .expect("a makespan comes with its schedule");
-    let f = ScheduleFile::from_schedule(s, inst);
+fn write_schedule(dir: &Path, inst: &Instance, checked: &Checked) -> anyhow::Result<()> {
+    let f = ScheduleFile::from_schedule(checked.schedule(), inst);
     std::fs::write(
         dir.join("schedule.json"),
         serde_json::to_string_pretty(&f)? + "\n",
     )?;
-    let rep = v.report.as_ref().expect("a schedule comes with its report");
+    let rep = checked.report();
     let verdict = serde_json::json!({
         "verdict": if rep.valid { "valid" } else { "invalid" },
         "release_rule": rep.release,

@@ -70,16 +70,16 @@ pub fn run(a: Table1Args) -> anyhow::Result<ExitCode> {
             let wb = num as f64 / den as f64;
             match heuristic::run(&h, &file, &inst) {
                 Ok(r) => {
-                    let p = r.report.makespan.0 as f64;
+                    let p = r.checked.report().makespan.0 as f64;
                     let ips = batch as f64 / (p * 1e-9);
                     println!(
                         "{batch:>6} {wb:>7.1} {:>14} {ips:>9.1} {:>7.3} {:>8.2}  {:>11.3} {:>11.3}  {:>9}",
-                        r.report.makespan.0,
+                        r.checked.report().makespan.0,
                         ips / 581.0,
                         paper_ips / 581.0,
                         ub(comp),
                         ub(vol.max(comp)),
-                        r.report.peak_memory.0
+                        r.checked.report().peak_memory.0
                     );
                 }
                 Err(e) => {

@@ -21,9 +21,8 @@
 //! [`MethodResult::rejected_claim`] and is reported as a disagreement.
 
 use super::{milp, ExactError, Limits, Method, Outcome, Rejected, Status};
-use crate::check::{check, Report};
+use crate::check::{check, CheckOutcome, Checked};
 use crate::model::Instance;
-use crate::schedule::Schedule;
 use crate::units::Ticks;
 use std::time::Duration;
 
@@ -86,8 +85,9 @@ pub struct MethodResult {
     pub method: Method,
     /// The method's claim; `None` if it failed (see `error`).
     pub status: Option<Status>,
-    /// The checker's makespan (period) of its schedule.
-    pub makespan: Option<Ticks>,
+    /// Its schedule once the checker accepted it (serialized as its makespan).
+    #[serde(rename = "makespan", serialize_with = "makespan_of")]
+    pub checked: Option<Checked>,
     pub bound: Option<Ticks>,
     pub elapsed_ms: u128,
     pub notes: Vec<String>,
@@ -98,26 +98,39 @@ pub struct MethodResult {
     /// claimed a schedule and returned none): out of the vote, reported as a
     /// disagreement.
     pub rejected_claim: Option<Status>,
-    #[serde(skip)]
-    pub schedule: Option<Schedule>,
+}
+
+impl MethodResult {
+    /// The checker's makespan (period) of its schedule.
+    pub fn makespan(&self) -> Option<Ticks> {
+        self.checked.as_ref().map(Checked::makespan)
+    }
+}
+
+fn makespan_of<S: serde::Serializer>(c: &Option<Checked>, s: S) -> Result<S::Ok, S::Error> {
+    serde::Serialize::serialize(&c.as_ref().map(Checked::makespan), s)
 }
 
 #[derive(Clone, Debug)]
 pub struct Verdict {
     pub label: Label,
-    /// The checker's makespan (period) of `schedule`.
-    pub makespan: Option<Ticks>,
     /// The best proven lower bound (equal to the makespan when optimal).
     pub bound: Option<Ticks>,
-    pub schedule: Option<Schedule>,
-    /// The checker's report on `schedule` (always valid when present).
-    pub report: Option<Report>,
+    /// The best schedule any method found, as the checker accepted it.
+    pub checked: Option<Checked>,
     pub methods: Vec<MethodResult>,
     /// Why the label holds: which methods agree, refutations, infeasibility witnesses.
     pub evidence: Vec<String>,
     /// Claims refuted by another method's checked schedule, or conflicting claims.
     pub disagreements: Vec<String>,
     pub elapsed: Duration,
+}
+
+impl Verdict {
+    /// The checker's makespan (period) of the best schedule.
+    pub fn makespan(&self) -> Option<Ticks> {
+        self.checked.as_ref().map(Checked::makespan)
+    }
 }
 
 /// An error as its message (the report's JSON field is text).
@@ -140,14 +153,13 @@ pub fn run_one_with(inst: &Instance, m: Method, f: SolveFn, limits: &Limits) -> 
         Err(e) => MethodResult {
             method: m,
             status: None,
-            makespan: None,
+            checked: None,
             bound: None,
             elapsed_ms: started.elapsed().as_millis(),
             notes: vec![],
             rejected_claim: matches!(e, ExactError::CheckerRejected { .. })
                 .then_some(Status::Feasible),
             error: Some(e),
-            schedule: None,
         },
     }
 }
@@ -157,25 +169,23 @@ fn replay(inst: &Instance, m: Method, o: Outcome) -> MethodResult {
     let mut r = MethodResult {
         method: m,
         status: Some(o.status),
-        makespan: None,
+        checked: None,
         bound: o.bound,
         elapsed_ms: o.elapsed.as_millis(),
         notes: o.notes,
         error: None,
         rejected_claim: None,
-        schedule: None,
     };
     if let Some(s) = o.schedule {
-        let rep = check(inst, &s);
-        if rep.valid {
-            r.makespan = Some(rep.makespan);
-            r.schedule = Some(s);
-        } else {
-            r.error = Some(ExactError::CheckerRejected {
-                method: m,
-                violations: Rejected(rep.violations),
-            });
-            r.rejected_claim = r.status.take();
+        match check(inst, &s) {
+            CheckOutcome::Valid(c) => r.checked = Some(c),
+            CheckOutcome::Invalid(rep) => {
+                r.error = Some(ExactError::CheckerRejected {
+                    method: m,
+                    violations: Rejected(rep.violations().to_vec()),
+                });
+                r.rejected_claim = r.status.take();
+            }
         }
     } else if matches!(o.status, Status::Optimal | Status::Feasible) {
         r.error = Some(ExactError::NoSchedule { method: m });
@@ -214,11 +224,10 @@ pub fn label(inst: &Instance, results: Vec<MethodResult>, limits: &Limits) -> Ve
     // The best checked schedule wins, whoever found it.
     let best = results
         .iter()
-        .filter(|r| r.makespan.is_some())
-        .min_by_key(|r| r.makespan.unwrap());
-    let best_ms = best.and_then(|r| r.makespan);
-    let schedule = best.and_then(|r| r.schedule.clone());
-    let report = schedule.as_ref().map(|s| check(inst, s));
+        .filter(|r| r.checked.is_some())
+        .min_by_key(|r| r.makespan());
+    let best_ms = best.and_then(|r| r.makespan());
+    let checked = best.and_then(|r| r.checked.clone());
     let mut disagreements = rejected_claims(&results, best_ms);
     let agree = contested_claims(&results, best_ms, &mut disagreements);
     let bound = proven_bound(inst, &results, best_ms, &mut evidence);
@@ -246,10 +255,8 @@ pub fn label(inst: &Instance, results: Vec<MethodResult>, limits: &Limits) -> Ve
     };
     Verdict {
         label,
-        makespan: best_ms,
         bound,
-        schedule,
-        report,
+        checked,
         methods: results,
         evidence,
         disagreements,
@@ -305,13 +312,13 @@ fn contested_claims(
     for r in results {
         match r.status {
             Some(Status::Optimal) => {
-                if r.makespan == best_ms {
+                if r.makespan() == best_ms {
                     agree.push(r.method);
                 } else {
                     disagreements.push(format!(
                         "{:?} claims optimum {} but a checked schedule of makespan {} exists",
                         r.method,
-                        r.makespan.map(|m| m.to_string()).unwrap_or("-".into()),
+                        r.makespan().map(|m| m.to_string()).unwrap_or("-".into()),
                         best_ms.map(|m| m.to_string()).unwrap_or("-".into())
                     ));
                 }

@@ -9,7 +9,7 @@ pub mod op_sequence;
 pub mod remat;
 pub mod weight;
 
-use crate::check::{check, Report};
+use crate::check::{check, CheckOutcome, Checked, Rejected};
 use crate::family::InstanceFile;
 use crate::model::Instance;
 use crate::schedule::Schedule;
@@ -33,7 +33,8 @@ pub enum HeuristicError {
     Invalid {
         heuristic: &'static str,
         first: String,
-        report: Box<Report>,
+        /// The schedule and every violation.
+        rejected: Box<Rejected>,
     },
 }
 
@@ -49,13 +50,11 @@ pub trait Heuristic: Send + Sync {
     }
 }
 
-/// A heuristic's checked result.
+/// A heuristic's checked result: only the checker can build the [`Checked`].
 #[derive(Clone, Debug)]
 pub struct HeuristicRun {
     pub name: &'static str,
-    pub schedule: Schedule,
-    /// The checker's report; `report.valid` is always true here.
-    pub report: Report,
+    pub checked: Checked,
 }
 
 /// Run `h` and pass its schedule through the checker.
@@ -65,23 +64,21 @@ pub fn run(
     inst: &Instance,
 ) -> Result<HeuristicRun, HeuristicError> {
     let schedule = h.schedule(file, inst)?;
-    let report = check(inst, &schedule);
-    if !report.valid {
-        return Err(HeuristicError::Invalid {
+    match check(inst, &schedule) {
+        CheckOutcome::Valid(checked) => Ok(HeuristicRun {
+            name: h.name(),
+            checked,
+        }),
+        CheckOutcome::Invalid(rejected) => Err(HeuristicError::Invalid {
             heuristic: h.name(),
-            first: report
-                .violations
+            first: rejected
+                .violations()
                 .first()
                 .map(|v| v.describe(inst))
                 .unwrap_or_default(),
-            report: Box::new(report),
-        });
+            rejected: Box::new(rejected),
+        }),
     }
-    Ok(HeuristicRun {
-        name: h.name(),
-        schedule,
-        report,
-    })
 }
 
 /// Every heuristic, every family.

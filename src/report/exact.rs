@@ -19,11 +19,11 @@ pub fn optimum(inst: &Instance, limit: Duration) -> Option<OptimumCell> {
     };
     let v = crosscheck::run(inst, &METHODS, &limits);
     match v.label {
-        Label::OptimalCrossChecked | Label::OptimalSolverReported => Some(OptimumCell {
-            makespan: v.makespan?.0,
-            claim: v.label.words(),
-            by: format!("exact: {}", v.evidence.join("; ")),
-        }),
+        Label::OptimalCrossChecked | Label::OptimalSolverReported => Some(OptimumCell::new(
+            v.checked?,
+            v.label.words(),
+            format!("exact: {}", v.evidence.join("; ")),
+        )),
         _ => None,
     }
 }

@@ -4,6 +4,7 @@
 
 use super::budget::position;
 use crate::bound::{self, BoundError, LowerBound, Strength};
+use crate::check::Checked;
 use crate::family::InstanceFile;
 use crate::heuristic::{self, HeuristicError};
 use crate::model::Instance;
@@ -52,34 +53,107 @@ pub struct BoundFailure {
     pub reason: String,
 }
 
-/// The optimum, when known, with the words for its claim strength.
+/// The optimum, when known, with the words for its claim strength. Built only
+/// from a [`Checked`] schedule that attains it ([`OptimumCell::new`]).
 #[derive(Clone, Debug, Serialize, PartialEq)]
 pub struct OptimumCell {
-    pub makespan: i64,
+    /// The checker's makespan (period) of `checked`.
+    makespan: i64,
     /// "optimal (certified)", "optimal (cross-checked)", "optimal (solver-reported)".
     pub claim: String,
     /// Who established it (e.g. "exact: milp+smt+search", "bound fractional-thm2 = greedy").
     pub by: String,
+    #[serde(skip)]
+    checked: Checked,
 }
 
-/// One heuristic at one budget.
+impl OptimumCell {
+    pub fn new(checked: Checked, claim: String, by: String) -> OptimumCell {
+        OptimumCell {
+            makespan: checked.makespan().0,
+            claim,
+            by,
+            checked,
+        }
+    }
+    /// The checker's makespan (or period) of the optimal schedule.
+    pub fn makespan(&self) -> i64 {
+        self.makespan
+    }
+    pub fn checked(&self) -> &Checked {
+        &self.checked
+    }
+}
+
+/// One heuristic at one budget. Its figures are the checker's: they are set
+/// only from a [`Checked`] run ([`HeuristicCell::valid`]).
 #[derive(Clone, Debug, Serialize, PartialEq)]
 pub struct HeuristicCell {
     pub heuristic: String,
     /// "valid" (checked), "no schedule" or "invalid" (a bug: its schedule failed the checker).
     pub verdict: String,
     /// The checker's makespan (or period).
-    pub makespan: Option<i64>,
+    makespan: Option<i64>,
     pub ratio_to_bound: Option<f64>,
     pub ratio_to_optimum: Option<f64>,
     pub reason: Option<String>,
-    pub schedule_sha256: Option<String>,
+    schedule_sha256: Option<String>,
     pub seconds: f64,
     /// The heuristic's own objective in its paper's model (pofo's DP value,
     /// fluid transfers): `solver-reported (paper model, fluid transfers)`,
     /// never a makespan.
     #[serde(skip_serializing_if = "Option::is_none")]
     pub model_value: Option<f64>,
+    #[serde(skip)]
+    checked: Option<Checked>,
+}
+
+impl HeuristicCell {
+    /// A checked run.
+    pub fn valid(run: heuristic::HeuristicRun, seconds: f64) -> HeuristicCell {
+        HeuristicCell {
+            heuristic: run.name.into(),
+            verdict: "valid".into(),
+            makespan: Some(run.checked.makespan().0),
+            ratio_to_bound: None,
+            ratio_to_optimum: None,
+            reason: None,
+            schedule_sha256: Some(run.checked.report().schedule_sha256.clone()),
+            seconds,
+            model_value: None,
+            checked: Some(run.checked),
+        }
+    }
+    /// No checked schedule: `verdict` says why ("invalid", "no schedule").
+    pub fn without_schedule(
+        heuristic: &str,
+        verdict: &str,
+        reason: String,
+        seconds: f64,
+    ) -> HeuristicCell {
+        HeuristicCell {
+            heuristic: heuristic.into(),
+            verdict: verdict.into(),
+            makespan: None,
+            ratio_to_bound: None,
+            ratio_to_optimum: None,
+            reason: Some(reason),
+            schedule_sha256: None,
+            seconds,
+            model_value: None,
+            checked: None,
+        }
+    }
+    /// The checker's makespan (or period), when the run was checked.
+    pub fn makespan(&self) -> Option<i64> {
+        self.makespan
+    }
+    pub fn schedule_sha256(&self) -> Option<&str> {
+        self.schedule_sha256.as_deref()
+    }
+    pub fn checked(&self) -> Option<&Checked> {
+        self.checked.as_ref()
+    }
 }
 
 #[derive(Clone, Debug, Serialize, PartialEq)]
@@ -146,8 +220,11 @@ pub fn gap(label: &str, file: &InstanceFile, inst: &Instance, opts: &GapOptions)
     }
     let best_heur = cells
         .iter()
-        .filter_map(|c| c.makespan.map(|m| (m, c.heuristic.clone())))
-        .min();
+        .filter_map(|c| {
+            c.checked()
+                .map(|k| (k.makespan().0, c.heuristic.clone(), k))
+        })
+        .min_by_key(|(m, who, _)| (*m, who.clone()));
     // The optimum: from an exact method, or certified when a certified bound
     // meets a checked makespan.
     let mut optimum = None;
@@ -157,23 +234,26 @@ pub fn gap(label: &str, file: &InstanceFile, inst: &Instance, opts: &GapOptions)
         }
     }
     if optimum.is_none() {
-        if let (Some((m, who)), Some(b)) = (&best_heur, &best) {
+        if let (Some((m, who, checked)), Some(b)) = (&best_heur, &best) {
             if b.certified && b.ceil == *m {
-                optimum = Some(OptimumCell {
-                    makespan: *m,
-                    claim: "optimal (certified)".into(),
-                    by: format!("{} meets bound {}", who, b.source),
-                });
+                optimum = Some(OptimumCell::new(
+                    (*checked).clone(),
+                    "optimal (certified)".into(),
+                    format!("{} meets bound {}", who, b.source),
+                ));
             }
         }
     }
+    let best_heur = best_heur.map(|(m, who, _)| (m, who));
     for c in &mut cells {
-        if let (Some(m), Some(o)) = (c.makespan, &optimum) {
-            c.ratio_to_optimum = Some(m as f64 / o.makespan as f64);
-            if m < o.makespan {
+        if let (Some(m), Some(o)) = (c.makespan(), &optimum) {
+            c.ratio_to_optimum = Some(m as f64 / o.makespan() as f64);
+            if m < o.makespan() {
                 problems.push(format!(
                     "{} has checked makespan {m} below the claimed optimum {} ({})",
-                    c.heuristic, o.makespan, o.claim
+                    c.heuristic,
+                    o.makespan(),
+                    o.claim
                 ));
             }
         }
@@ -239,31 +319,19 @@ fn heuristic_cell(
     let r = heuristic::run(h, file, inst);
     let seconds = t.elapsed().as_secs_f64();
     let model_value = h.model_value(file);
-    let failed = |verdict: &str, reason: String| HeuristicCell {
-        heuristic: h.name().into(),
-        verdict: verdict.into(),
-        makespan: None,
-        ratio_to_bound: None,
-        ratio_to_optimum: None,
-        reason: Some(reason),
-        schedule_sha256: None,
-        seconds,
-        model_value,
+    let failed = |verdict: &str, reason: String| {
+        let mut cell = HeuristicCell::without_schedule(h.name(), verdict, reason, seconds);
+        cell.model_value = model_value;
+        cell
     };
     match r {
         Ok(run) => {
-            let m = run.report.makespan.0;
-            HeuristicCell {
-                heuristic: run.name.into(),
-                verdict: "valid".into(),
-                makespan: Some(m),
-                ratio_to_bound: best.and_then(|b| ratio(m, &b.exact)),
-                ratio_to_optimum: None,
-                reason: None,
-                schedule_sha256: Some(run.report.schedule_sha256.clone()),
-                seconds,
-                model_value,
-            }
+            let mut cell = HeuristicCell::valid(run, seconds);
+            cell.model_value = model_value;
+            cell.ratio_to_bound = best
+                .zip(cell.makespan())
+                .and_then(|(b, m)| ratio(m, &b.exact));
+            cell
         }
         Err(HeuristicError::Invalid { first, .. }) => {
             problems.push(format!(
@@ -294,10 +362,13 @@ fn bound_problems(
             }
         }
         if let Some(o) = optimum {
-            if b.value > BigRational::from_integer(BigInt::from(o.makespan)) {
+            if b.value > BigRational::from_integer(BigInt::from(o.makespan())) {
                 problems.push(format!(
                     "bound {} = {} exceeds the optimum {} ({})",
-                    b.source, b.value, o.makespan, o.claim
+                    b.source,
+                    b.value,
+                    o.makespan(),
+                    o.claim
                 ));
             }
         }

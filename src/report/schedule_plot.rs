@@ -8,7 +8,7 @@
 //! reported: no rule is judged here. Must not import: the CLI, solvers.
 
 use super::svg::{self, Bar, Kind, Lane, Marker, Memory, Picture, Place};
-use crate::check::{MemoryProfile, Report, Violation};
+use crate::check::{CheckOutcome, MemoryProfile, Report, Violation};
 use crate::model::{Channel, Device, Direction, Instance};
 use crate::schedule::{Event, EventId, Schedule};
 use crate::units::Ticks;
@@ -55,15 +55,15 @@ fn device_name(d: Device) -> &'static str {
     }
 }
 
-/// The picture of `s` checked against `inst`: `report` and `profile` must come
-/// from one [`crate::check::check_with_profile`] call on them.
+/// The picture of the schedule the checker judged against `inst`: `outcome`
+/// and `profile` must come from one [`crate::check::check_with_profile`] call.
 pub fn schedule_picture(
     inst: &Instance,
-    s: &Schedule,
-    report: &Report,
+    outcome: &CheckOutcome,
     profile: &MemoryProfile,
     schedule_name: &str,
 ) -> Picture {
+    let (s, report) = (outcome.schedule(), outcome.report());
     let lanes_ix = Lanes::of(inst);
     let (lanes, t_start, events_end) = event_lanes(inst, s, &lanes_ix);
     let mut t_end = report.makespan.0.max(s.last_end().0).max(events_end);
@@ -310,10 +310,9 @@ fn place(inst: &Instance, s: &Schedule, lanes: &Lanes, v: &Violation) -> Place {
 /// The SVG text of [`schedule_picture`].
 pub fn schedule_svg(
     inst: &Instance,
-    s: &Schedule,
-    report: &Report,
+    outcome: &CheckOutcome,
     profile: &MemoryProfile,
     schedule_name: &str,
 ) -> String {
-    svg::render(&schedule_picture(inst, s, report, profile, schedule_name))
+    svg::render(&schedule_picture(inst, outcome, profile, schedule_name))
 }

@@ -38,7 +38,7 @@ pub fn rows(entries: &[GapEntry]) -> Vec<Vec<String>> {
             None => Default::default(),
         };
         let (ov, oc) = match &e.optimum {
-            Some(o) => (o.makespan.to_string(), o.claim.clone()),
+            Some(o) => (o.makespan().to_string(), o.claim.clone()),
             None => Default::default(),
         };
         if let Some(why) = &e.infeasible {
@@ -67,7 +67,7 @@ pub fn rows(entries: &[GapEntry]) -> Vec<Vec<String>> {
                 pct.clone(),
                 h.heuristic.clone(),
                 h.verdict.clone(),
-                h.makespan.map(|m| m.to_string()).unwrap_or_default(),
+                h.makespan().map(|m| m.to_string()).unwrap_or_default(),
                 f4(h.ratio_to_bound),
                 bv.clone(),
                 bs.clone(),
@@ -172,7 +172,9 @@ pub fn text(entries: &[GapEntry]) -> String {
                 let _ = writeln!(
                     s,
                     "    optimum {} ticks: {} ({})",
-                    o.makespan, o.claim, o.by
+                    o.makespan(),
+                    o.claim,
+                    o.by
                 );
             }
             None => {
@@ -190,7 +192,7 @@ pub fn text(entries: &[GapEntry]) -> String {
                 "    {:<12} {:<12} {:>14} {:>9} {:>9}{}",
                 h.heuristic,
                 h.verdict,
-                h.makespan.map(|m| m.to_string()).unwrap_or("-".into()),
+                h.makespan().map(|m| m.to_string()).unwrap_or("-".into()),
                 h.ratio_to_bound
                     .map(|r| format!("{r:.4}"))
                     .unwrap_or("-".into()),

@@ -15,7 +15,7 @@
 use super::intervals::Intervals;
 use super::mapping::{reconstruct, Mapping, Reconstruction};
 use super::{CopyKind, GpuEvent, GpuKind, Nanos, Trace, TraceError, CUDA_DEVICE_TYPE};
-use crate::check::{check, Report, Violation};
+use crate::check::{check, CheckOutcome, Violation};
 use crate::model::{Direction, Duplex, Instance, ReleaseRule};
 use crate::schedule::{Event, EventId, Schedule};
 use crate::units::{Bytes, Ticks};
@@ -751,8 +751,9 @@ pub struct MappedAudit {
     pub origin_ns: i64,
     pub matched: std::collections::BTreeMap<String, u64>,
     pub mapping_notes: Vec<super::mapping::MappingNote>,
-    /// The checker's verdict on the reconstructed schedule.
-    pub report: Report,
+    /// The checker's outcome on the reconstructed schedule (which it holds;
+    /// serialized as its report).
+    pub report: CheckOutcome,
     /// The release rule the checker and the release races follow.
     pub release_rule: ReleaseRule,
     pub races: Vec<Race>,
@@ -768,8 +769,6 @@ pub struct MappedAudit {
     pub offloads_never_prefetched: Vec<EventId>,
     /// Prefetches that no op reads before the next prefetch of the tensor.
     pub prefetches_never_used: Vec<EventId>,
-    #[serde(skip)]
-    pub schedule: Schedule,
     #[serde(skip)]
     pub reconstruction: Option<Reconstruction>,
 }
@@ -854,12 +853,16 @@ pub fn audit_mapped(
         deletes_without_cpu_copy: lost,
         offloads_never_prefetched: never_prefetched,
         prefetches_never_used: never_used,
-        schedule: s,
         reconstruction: Some(rec),
     })
 }
 
 impl MappedAudit {
+    /// The reconstructed schedule the checker judged.
+    pub fn schedule(&self) -> &Schedule {
+        self.report.schedule()
+    }
+
     /// The checker's verdict, less the violations that rounding to ticks alone
     /// made (`release_rounding_only`): the reconstructed run obeys the model when
     /// judged on the trace's own nanoseconds.

@@ -5,7 +5,7 @@
 //! judged by [`crate::check::check`]; the makespans reported are the checker's.
 //! Must not import: solvers, heuristics, bounds.
 
-use crate::check::{check, Report};
+use crate::check::{check, CheckOutcome};
 use crate::model::{Direction, Instance};
 use crate::schedule::{Event, Schedule};
 use crate::units::Ticks;
@@ -36,8 +36,9 @@ pub struct PlanComparison {
     pub deviations: Vec<Deviation>,
     /// Actual events with no planned counterpart.
     pub unplanned: u64,
-    pub planned: Report,
-    pub actual: Report,
+    /// The checker's outcome on the plan and on the run (serialized as reports).
+    pub planned: CheckOutcome,
+    pub actual: CheckOutcome,
     /// The checker's makespan (period, for cyclic) of the plan and of the run.
     pub planned_makespan: Ticks,
     pub actual_makespan: Ticks,

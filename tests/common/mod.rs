@@ -22,7 +22,7 @@ pub use cyclic::*;
 pub use gen::*;
 pub use mutate::*;
 
-use offcert::check::{check, Report, Violation};
+use offcert::check::{check, CheckOutcome, Report, Violation};
 use offcert::model::Instance;
 use offcert::recheck::recheck;
 use offcert::schedule::{EventId, Schedule};
@@ -147,7 +147,7 @@ pub fn kinds(r: &Report) -> BTreeSet<String> {
 /// Run both implementations; panic with both outputs if they disagree on the
 /// verdict, the broken rules, the kinds of violation, the peak memory or the
 /// redundant offloads.
-pub fn agree(inst: &Instance, s: &Schedule) -> Report {
+pub fn agree(inst: &Instance, s: &Schedule) -> CheckOutcome {
     let r = check(inst, s);
     let v = recheck(inst, s);
     let ck: BTreeSet<String> = v.kinds().into_iter().map(String::from).collect();

@@ -20,7 +20,7 @@ mod encode;
 mod structure;
 
 use super::{ExactError, Limits, Method, Outcome, Status};
-use crate::check::check;
+use crate::check::{check, Checked};
 use crate::lp::{self, LpResult};
 use crate::model::{Instance, TensorId};
 use crate::schedule::Schedule;
@@ -41,7 +41,7 @@ pub enum Refutation {
     /// No such schedule exists (within the structural limits of EXACTNESS §3).
     Refuted,
     /// A checked schedule with makespan (period) ≤ below.
-    Feasible(Schedule),
+    Feasible(Checked),
     /// Time limit or interrupt.
     Unknown,
 }
@@ -54,15 +54,19 @@ fn backend(m: impl Into<String>) -> ExactError {
 }
 
 /// Replay a decoded schedule; the checker's verdict is final.
-fn checked(inst: &Instance, s: Schedule) -> Result<(Schedule, Ticks), ExactError> {
-    let r = check(inst, &s);
-    if !r.valid {
-        return Err(ExactError::CheckerRejected {
+fn checked(inst: &Instance, s: Schedule) -> Result<Checked, ExactError> {
+    check(inst, &s)
+        .into_result()
+        .map_err(|r| ExactError::CheckerRejected {
             method: Method::Milp,
-            violations: super::Rejected(r.violations),
-        });
-    }
-    Ok((s, r.makespan))
+            violations: super::Rejected(r.violations().to_vec()),
+        })
+}
+
+/// A checked schedule as the search's incumbent: the schedule and the checker's makespan.
+fn incumbent(c: Checked) -> (Schedule, Ticks) {
+    let m = c.makespan();
+    (c.into_schedule(), m)
 }
 
 /// Run one HiGHS solve in a worker thread so that an interrupt (`limits.cancel`)
@@ -218,9 +222,9 @@ impl FrameSearch<'_> {
             self.start,
         )?;
         Ok(match res {
-            Some(LpResult::Optimal(x)) | Some(LpResult::Feasible(x)) => {
-                Frame::Feasible(checked(self.inst, decode::decode(self.st, &enc, &x))?)
-            }
+            Some(LpResult::Optimal(x)) | Some(LpResult::Feasible(x)) => Frame::Feasible(incumbent(
+                checked(self.inst, decode::decode(self.st, &enc, &x))?,
+            )),
             Some(LpResult::Infeasible) => Frame::Refuted,
             Some(LpResult::Unknown) | None => Frame::Stopped,
         })
@@ -393,7 +397,7 @@ pub fn refute(inst: &Instance, below: Ticks, limits: &Limits) -> Result<Refutati
         match run_lp(&enc.lp, deadline, limits, "refutation", start)? {
             Some(LpResult::Infeasible) => Refutation::Refuted,
             Some(LpResult::Optimal(x)) | Some(LpResult::Feasible(x)) => {
-                Refutation::Feasible(checked(inst, decode::decode(&st, &enc, &x))?.0)
+                Refutation::Feasible(checked(inst, decode::decode(&st, &enc, &x))?)
             }
             _ => Refutation::Unknown,
         },

@@ -577,7 +577,7 @@ fn rebuild(ctx: &Ctx, (ms, trail, root, flagged): End) -> Result<(Schedule, Tick
     if !report.valid {
         return Err(ExactError::CheckerRejected {
             method: Method::Search,
-            violations: super::Rejected(report.violations),
+            violations: super::Rejected(report.violations.clone()),
         });
     }
     if report.makespan.0 != ms {

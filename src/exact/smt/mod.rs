@@ -235,7 +235,7 @@ impl Run<'_> {
         if !report.valid {
             return Err(ExactError::CheckerRejected {
                 method: Method::Smt,
-                violations: super::Rejected(report.violations),
+                violations: super::Rejected(report.violations.clone()),
             });
         }
         Ok((report.makespan, sched))

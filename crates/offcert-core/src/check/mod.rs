@@ -1,8 +1,11 @@
 //! The certified checker: replays a schedule against the rules of
 //! [`crate::semantics`] as one event sweep (O(n log n) in the number of events)
-//! and returns a [`Report`] with every violation and its witness.
+//! and returns a [`CheckOutcome`]: a [`Checked`] schedule (only this module can
+//! build one) or the [`Rejected`] schedule with every violation and its witness;
+//! both carry the full [`Report`] of measurements.
 //!
-//! Owns: the sweep, the resource-overlap scan, the verdict, [`Certificate`].
+//! Owns: the sweep, the resource-overlap scan, the verdict, [`Checked`],
+//! [`Certificate`].
 //! Must not import: solvers (`exact`), heuristics, bounds, good_lp, z3. A test
 //! (`tests/isolation.rs`) enforces this.
 //!
@@ -29,8 +32,9 @@ use crate::units::{Bytes, Ticks};
 use serde::{Deserialize, Serialize};
 use sha2::{Digest, Sha256};
 
-/// Proof that a schedule passed the exact replay. Only [`check`] builds one, so
-/// code that takes `&Certificate` cannot show an unchecked makespan.
+/// Proof that a schedule passed the exact replay, carried by [`Checked`]. Only
+/// [`check`] builds one, so code that takes `&Certificate` cannot show an
+/// unchecked makespan.
 #[derive(Clone, Debug, PartialEq, Eq, Serialize)]
 pub struct Certificate {
     makespan: Ticks,
@@ -67,7 +71,12 @@ pub struct ChannelBusy {
 }
 
 /// The checker's verdict and measurements.
+///
+/// Only the checker builds one (`#[non_exhaustive]`: no struct literal outside
+/// this crate), and code outside reaches it through [`CheckOutcome`],
+/// [`Checked`] or [`Rejected`], each of which hands out `&Report` only.
 #[derive(Clone, Debug, PartialEq, Eq, Serialize)]
+#[non_exhaustive]
 pub struct Report {
     /// `valid`: the exact replay passed.
     pub valid: bool,
@@ -87,14 +96,174 @@ pub struct Report {
     /// schedule (models/MODEL.md §6).
     pub instance_sha256: String,
     pub schedule_sha256: String,
-    #[serde(skip)]
-    certificate: Option<Certificate>,
 }
 
-impl Report {
+/// A schedule that passed the exact replay: the schedule, the checker's
+/// measurements and its [`Certificate`].
+///
+/// Only [`check`] builds one, so code that takes a `Checked` (heuristic runs,
+/// exact-method results, verdicts, every report and CLI output) cannot show an
+/// unchecked schedule or an unchecked figure. Outside this module it cannot be
+/// constructed:
+///
+/// ```compile_fail,E0451
+/// use offcert_core::check::{Checked, Report, Certificate};
+/// use offcert_core::schedule::Schedule;
+/// fn forge(schedule: Schedule, report: Report, certificate: Certificate) -> Checked {
+///     Checked { schedule, report, certificate }
+/// }
+/// ```
+///
+/// and a `Report` cannot be forged to stand in for one either:
+///
+/// ```compile_fail,E0639
+/// use offcert_core::check::Report;
+/// use offcert_core::model::ReleaseRule;
+/// use offcert_core::units::{Bytes, Ticks};
+/// let r = Report {
+///     valid: true, cyclic: false, release: ReleaseRule::AfterEnd, makespan: Ticks(1),
+///     peak_memory: Bytes(0), peak_at: Ticks(0), channel_busy: vec![],
+///     compute_idle: Ticks(0), violations: vec![], warnings: vec![],
+///     instance_sha256: String::new(), schedule_sha256: String::new(),
+/// };
+/// ```
+///
+/// The only way in is the checker:
+///
+/// ```
+/// use offcert_core::check::{check, CheckOutcome};
+/// use offcert_core::model::Instance;
+/// use offcert_core::schedule::Schedule;
+/// # fn demo(inst: &Instance, s: &Schedule) {
+/// match check(inst, s) {
+///     CheckOutcome::Valid(c) => println!("makespan {}", c.makespan()),
+///     CheckOutcome::Invalid(r) => println!("{} violations", r.report().violations.len()),
+/// }
+/// # }
+/// ```
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct Checked {
+    schedule: Schedule,
+    report: Report,
+    certificate: Certificate,
+}
+
+impl Checked {
+    pub fn schedule(&self) -> &Schedule {
+        &self.schedule
+    }
+    /// The checker's measurements (`report().valid` is true).
+    pub fn report(&self) -> &Report {
+        &self.report
+    }
+    pub fn certificate(&self) -> &Certificate {
+        &self.certificate
+    }
+    /// The validated makespan (one-shot) or period (cyclic).
+    pub fn makespan(&self) -> Ticks {
+        self.certificate.makespan
+    }
+    /// Give up the proof and keep the schedule (e.g. to export it).
+    pub fn into_schedule(self) -> Schedule {
+        self.schedule
+    }
+}
+
+/// Serialized as its report.
+impl Serialize for Checked {
+    fn serialize<S: serde::Serializer>(&self, s: S) -> Result<S::Ok, S::Error> {
+        self.report.serialize(s)
+    }
+}
+
+/// A schedule the checker rejected, with every violation (and the same
+/// measurements a valid schedule gets).
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct Rejected {
+    schedule: Schedule,
+    report: Report,
+}
+
+impl Rejected {
+    pub fn schedule(&self) -> &Schedule {
+        &self.schedule
+    }
+    /// The checker's measurements (`report().valid` is false).
+    pub fn report(&self) -> &Report {
+        &self.report
+    }
+    pub fn violations(&self) -> &[Violation] {
+        &self.report.violations
+    }
+    pub fn into_schedule(self) -> Schedule {
+        self.schedule
+    }
+}
+
+/// What [`check`] says: a [`Checked`] schedule, or the violations.
+///
+/// It dereferences to the [`Report`] so that the measurements of either case
+/// read the same (`outcome.valid`, `outcome.violations`, `outcome.makespan`).
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub enum CheckOutcome {
+    Valid(Checked),
+    Invalid(Rejected),
+}
+
+impl CheckOutcome {
+    pub fn report(&self) -> &Report {
+        match self {
+            CheckOutcome::Valid(c) => &c.report,
+            CheckOutcome::Invalid(r) => &r.report,
+        }
+    }
+    pub fn schedule(&self) -> &Schedule {
+        match self {
+            CheckOutcome::Valid(c) => &c.schedule,
+            CheckOutcome::Invalid(r) => &r.schedule,
+        }
+    }
+    pub fn is_valid(&self) -> bool {
+        matches!(self, CheckOutcome::Valid(_))
+    }
     /// Present exactly when the schedule is valid.
     pub fn certificate(&self) -> Option<&Certificate> {
-        self.certificate.as_ref()
+        self.checked().map(Checked::certificate)
+    }
+    pub fn checked(&self) -> Option<&Checked> {
+        match self {
+            CheckOutcome::Valid(c) => Some(c),
+            CheckOutcome::Invalid(_) => None,
+        }
+    }
+    pub fn into_checked(self) -> Option<Checked> {
+        self.into_result().ok()
+    }
+    pub fn into_result(self) -> Result<Checked, Rejected> {
+        match self {
+            CheckOutcome::Valid(c) => Ok(c),
+            CheckOutcome::Invalid(r) => Err(r),
+        }
+    }
+    pub fn into_schedule(self) -> Schedule {
+        match self {
+            CheckOutcome::Valid(c) => c.schedule,
+            CheckOutcome::Invalid(r) => r.schedule,
+        }
+    }
+}
+
+impl std::ops::Deref for CheckOutcome {
+    type Target = Report;
+    fn deref(&self) -> &Report {
+        self.report()
+    }
+}
+
+/// Serialized as its report.
+impl Serialize for CheckOutcome {
+    fn serialize<S: serde::Serializer>(&self, s: S) -> Result<S::Ok, S::Error> {
+        self.report().serialize(s)
     }
 }
 
@@ -171,23 +340,50 @@ impl Lookahead for Uses {
     }
 }
 
-/// Replay `s` against `inst` and report every violation.
-pub fn check(inst: &Instance, s: &Schedule) -> Report {
-    check_observed(inst, s, None)
+/// Replay `s` against `inst`: a [`Checked`] schedule when every rule holds,
+/// else every violation with its witness ([`Rejected`]). Both carry the full
+/// measurements.
+pub fn check(inst: &Instance, s: &Schedule) -> CheckOutcome {
+    let report = replay(inst, s, None);
+    outcome(inst, s, report)
 }
 
 /// [`check`], also recording the replay's GPU-memory profile.
-pub fn check_with_profile(inst: &Instance, s: &Schedule) -> (Report, MemoryProfile) {
+pub fn check_with_profile(inst: &Instance, s: &Schedule) -> (CheckOutcome, MemoryProfile) {
     let mut p = MemoryProfile::default();
-    let r = check_observed(inst, s, Some(&mut p));
-    (r, p)
+    let report = replay(inst, s, Some(&mut p));
+    (outcome(inst, s, report), p)
 }
 
-fn check_observed(
-    inst: &Instance,
-    s: &Schedule,
-    mut profile: Option<&mut MemoryProfile>,
-) -> Report {
+/// The only place a [`Checked`] (and a [`Rejected`]) is built.
+fn outcome(inst: &Instance, s: &Schedule, report: Report) -> CheckOutcome {
+    match certify(inst, &report) {
+        Some(certificate) => CheckOutcome::Valid(Checked {
+            schedule: s.clone(),
+            report,
+            certificate,
+        }),
+        None => CheckOutcome::Invalid(Rejected {
+            schedule: s.clone(),
+            report,
+        }),
+    }
+}
+
+/// The certificate of a report without violations.
+fn certify(inst: &Instance, r: &Report) -> Option<Certificate> {
+    r.valid.then(|| Certificate {
+        makespan: r.makespan,
+        cyclic: r.cyclic,
+        release: inst.release,
+        instance_sha256: r.instance_sha256.clone(),
+        schedule_sha256: r.schedule_sha256.clone(),
+    })
+}
+
+/// The exact replay: every violation and the measurements (and, when asked,
+/// the GPU-memory profile).
+fn replay(inst: &Instance, s: &Schedule, mut profile: Option<&mut MemoryProfile>) -> Report {
     let cyclic = inst.mode == Mode::Cyclic;
     let period = s.period.unwrap_or(Ticks::ZERO);
     let mut violations = Vec::new();
@@ -695,13 +891,6 @@ fn check_observed(
     let instance_sha256 = instance_digest(inst);
     let schedule_sha256 = schedule_digest(s);
     let valid = violations.is_empty();
-    let certificate = valid.then(|| Certificate {
-        makespan,
-        cyclic,
-        release: inst.release,
-        instance_sha256: instance_sha256.clone(),
-        schedule_sha256: schedule_sha256.clone(),
-    });
     Report {
         valid,
         cyclic,
@@ -715,7 +904,6 @@ fn check_observed(
         warnings,
         instance_sha256,
         schedule_sha256,
-        certificate,
     }
 }
 
