@@ -3,7 +3,7 @@
 //!
 //! Owns: [`InputError`] and the loaders. Must not import: the checker or solvers.
 
-use crate::family::{ActivationChain, CoreFile, InstanceFile, OpSequence, WeightChain};
+use crate::family::{ActivationChain, CoreFile, InstanceFile, OpSequence, RematChain, WeightChain};
 use crate::model::{Instance, ModelError};
 use crate::schedule::{Schedule, ScheduleError, ScheduleFile};
 use serde::de::DeserializeOwned;
@@ -82,18 +82,18 @@ pub fn parse_instance_file(file: &str, text: &str) -> Result<InstanceFile, Input
                 message: "expected a string".into(),
             })
         }
-        None => {
-            return Err(InputError::Field {
-                file: file.into(),
-                field: "family".into(),
-                message: "missing (one of activation_chain, weight_chain, core, op_sequence)"
+        None => return Err(InputError::Field {
+            file: file.into(),
+            field: "family".into(),
+            message:
+                "missing (one of activation_chain, weight_chain, remat_chain, core, op_sequence)"
                     .into(),
-            })
-        }
+        }),
     };
     Ok(match fam.as_str() {
         "activation_chain" => InstanceFile::ActivationChain(typed::<ActivationChain>(file, v)?),
         "weight_chain" => InstanceFile::WeightChain(typed::<WeightChain>(file, v)?),
+        "remat_chain" => InstanceFile::RematChain(typed::<RematChain>(file, v)?),
         "core" => InstanceFile::Core(typed::<CoreFile>(file, v)?),
         "op_sequence" => InstanceFile::OpSequence(typed::<OpSequence>(file, v)?),
         other => {
@@ -101,7 +101,7 @@ pub fn parse_instance_file(file: &str, text: &str) -> Result<InstanceFile, Input
                 file: file.into(),
                 field: "family".into(),
                 message: format!(
-                    "unknown family `{other}` (expected activation_chain, weight_chain, core or op_sequence)"
+                    "unknown family `{other}` (expected activation_chain, weight_chain, remat_chain, core or op_sequence)"
                 ),
             })
         }

@@ -2,10 +2,10 @@
 //! fixed-order instance: the schedule builder that heuristics, property tests and
 //! examples share.
 //!
-//! Owns: [`Plan`], [`asap`], [`SimError`]. Memory and residency are tracked with
-//! the shared [`crate::semantics::State`], so the simulator and the checker can
-//! never disagree about what an event does; its output still goes through the
-//! checker wherever a number is reported.
+//! Owns: [`Plan`], [`SeqPlan`], [`asap`], [`asap_sequence`], [`SimError`].
+//! Memory and residency are tracked with the shared [`crate::semantics::State`],
+//! so the simulator and the checker can never disagree about what an event does;
+//! its output still goes through the checker wherever a number is reported.
 //! Must not import: the checker, solvers, heuristics.
 //!
 //! Policy (activation paper, Proposition 1: with fixed decisions, the no-wait
@@ -24,13 +24,21 @@
 //! - on a half-duplex link a prefetch needed by one of the next two ops goes
 //!   before a pending offload;
 //! - under the default release rule (MODEL.md R10) an op that would release a
-//!   tensor (consume or free it) while a transfer of it runs waits for the
-//!   transfer's end. An offload's `delete` that ends while an op reads the
-//!   tensor is released at the op's end by the shared rules themselves, so the
-//!   simulator's schedules are valid under both rules.
+//!   tensor (consume or free it, or have the plan delete it at its end) while a
+//!   transfer of it runs waits for the transfer's end. An offload's `delete` that
+//!   ends while an op reads the tensor is released at the op's end by the shared
+//!   rules themselves, so the simulator's schedules are valid under both rules.
 //!
 //! A tensor that is never read again after its first reader, or has size 0, is
 //! not transferred.
+//!
+//! [`asap_sequence`] generalises this to a given GPU sequence with repeated ops
+//! (rematerialisation): offloads are planned per position (offload after the op
+//! at that position has started, prefetch before the next op at a later position
+//! that reads the tensor), explicit deletes are applied at the end of the op at
+//! a given position, and an op also waits until what it produces has no GPU
+//! copy left. [`asap`] is the special case the fixed-order families use (no
+//! explicit deletes).
 
 use crate::model::{ComputeOrder, Device, Direction, Instance, Mode, OpId, ReleaseRule, TensorId};
 use crate::schedule::{Event, Schedule};
@@ -45,6 +53,20 @@ pub struct Plan {
     pub lookahead: Option<usize>,
 }
 
+/// A fixed GPU sequence (repeats allowed) with per-position decisions (G5 a–b).
+#[derive(Clone, Debug, Default, PartialEq, Eq)]
+pub struct SeqPlan {
+    /// The GPU ops, in order; an op may appear several times.
+    pub seq: Vec<OpId>,
+    /// `(p, t)`: delete the GPU copy of `t` at the end of the op at position `p`.
+    pub deletes_after: Vec<(usize, TensorId)>,
+    /// `(t, p)`: offload `t` (with delete) once the op at position `p` has
+    /// started; prefetch it before the next position after `p` that reads it.
+    /// In offload order.
+    pub offloads: Vec<(TensorId, usize)>,
+    pub lookahead: Option<usize>,
+}
+
 #[derive(Debug, thiserror::Error, PartialEq, Eq)]
 #[non_exhaustive]
 pub enum SimError {
@@ -54,6 +76,8 @@ pub enum SimError {
     NotTransferable(String),
     #[error("tensor {0} appears twice in the plan")]
     Duplicate(String),
+    #[error("position {0} is past the end of the sequence")]
+    Position(usize),
     /// Nothing runs and nothing can start: the memory is too small for this plan.
     #[error(
         "stuck at t={at}: op {op} cannot start (memory {used} B in use, capacity {capacity} B)"
@@ -87,6 +111,8 @@ struct Flight {
     dir: Direction,
     tensor: TensorId,
     flight: InFlight,
+    /// Index into the planned transfers.
+    planned: usize,
 }
 
 /// Build the ASAP schedule of `plan`. Every offloaded tensor's transfer lasts
@@ -100,9 +126,36 @@ pub fn asap(inst: &Instance, plan: &Plan) -> Result<Schedule, SimError> {
         }
         _ => return Err(SimError::Unsupported),
     };
-    let n = order.len();
     let planned = planned_offloads(inst, &order, plan)?;
-    let mut sim = Asap::new(inst, plan, order, planned);
+    realise(inst, order, planned, Vec::new(), plan.lookahead)
+}
+
+/// Build the ASAP schedule of a sequence with per-position decisions (see the
+/// module documentation). Every transfer lasts exactly ⌈size/β⌉ ticks.
+pub fn asap_sequence(inst: &Instance, sp: &SeqPlan) -> Result<Schedule, SimError> {
+    if inst.mode != Mode::OneShot || sp.seq.iter().any(|o| inst.op(*o).device != Device::Gpu) {
+        return Err(SimError::Unsupported);
+    }
+    let n = sp.seq.len();
+    let mut deletes: Vec<Vec<TensorId>> = vec![Vec::new(); n];
+    for &(p, t) in &sp.deletes_after {
+        deletes.get_mut(p).ok_or(SimError::Position(p))?.push(t);
+    }
+    let planned = planned_sequence_offloads(inst, sp, &deletes)?;
+    realise(inst, sp.seq.clone(), planned, deletes, sp.lookahead)
+}
+
+/// The shared ASAP loop. `deletes[p]` are released at the end of position `p`
+/// (empty: none).
+fn realise(
+    inst: &Instance,
+    order: Vec<OpId>,
+    planned: Vec<Planned>,
+    deletes: Vec<Vec<TensorId>>,
+    lookahead: Option<usize>,
+) -> Result<Schedule, SimError> {
+    let n = order.len();
+    let mut sim = Asap::new(inst, lookahead, order, planned, deletes);
     loop {
         // Releases at `now`, then allocations: ops first, then transfers.
         sim.releases();
@@ -118,6 +171,7 @@ pub fn asap(inst: &Instance, plan: &Plan) -> Result<Schedule, SimError> {
         if sim.k == n
             && sim.running.is_none()
             && sim.flights.is_empty()
+            && sim.later.is_empty()
             && sim.next_pre >= sim.prefetch_order.len()
         {
             break;
@@ -126,6 +180,7 @@ pub fn asap(inst: &Instance, plan: &Plan) -> Result<Schedule, SimError> {
             .flights
             .iter()
             .map(|f| f.end)
+            .chain(sim.later.iter().map(|l| l.0))
             .chain(sim.running.map(|r| r.1))
             .min();
         match next {
@@ -195,6 +250,47 @@ fn planned_offloads(
     Ok(planned)
 }
 
+/// A sequence plan's offloads worth transferring, in plan order: each one's
+/// position and the next position that reads it, unless the tensor is
+/// re-produced or deleted first.
+fn planned_sequence_offloads(
+    inst: &Instance,
+    sp: &SeqPlan,
+    deletes: &[Vec<TensorId>],
+) -> Result<Vec<Planned>, SimError> {
+    let n = sp.seq.len();
+    let mut planned: Vec<Planned> = Vec::new();
+    for &(t, after) in &sp.offloads {
+        if after >= n {
+            return Err(SimError::Position(after));
+        }
+        if !inst.tensor(t).transferable {
+            return Err(SimError::NotTransferable(inst.tensor(t).name.clone()));
+        }
+        let mut next_read = None;
+        for q in after + 1..n {
+            let o = inst.op(sp.seq[q]);
+            if o.reads.contains(&t) {
+                next_read = Some(q);
+                break;
+            }
+            if o.produces.contains(&t) || deletes[q].contains(&t) {
+                break;
+            }
+        }
+        if let Some(next_read) = next_read {
+            if next_read > after + 1 && inst.tensor(t).size.0 > 0 {
+                planned.push(Planned {
+                    tensor: t,
+                    after,
+                    next_read,
+                });
+            }
+        }
+    }
+    Ok(planned)
+}
+
 /// What the ops in order add to memory.
 struct Profile {
     /// What op `p` adds to memory at its start.
@@ -204,7 +300,9 @@ struct Profile {
 }
 
 impl Profile {
-    fn new(inst: &Instance, order: &[OpId], sizes: &[i128]) -> Profile {
+    /// `deletes[p]`: what the plan deletes at the end of position `p` (may be
+    /// shorter than `order`).
+    fn new(inst: &Instance, order: &[OpId], sizes: &[i128], deletes: &[Vec<TensorId>]) -> Profile {
         let n = order.len();
         let delta: Vec<i128> = order
             .iter()
@@ -222,7 +320,10 @@ impl Profile {
         for p in 0..n {
             let o = inst.op(order[p]);
             let freed: i128 = o.frees.iter().map(|t| sizes[t.ix()]).sum();
-            prefix[p + 1] = prefix[p] + delta[p] - o.temp.0 as i128 - freed;
+            let deleted: i128 = deletes
+                .get(p)
+                .map_or(0, |v| v.iter().map(|t| sizes[t.ix()]).sum());
+            prefix[p + 1] = prefix[p] + delta[p] - o.temp.0 as i128 - freed - deleted;
         }
         let peaks = RangeMax::new((0..n).map(|p| prefix[p] + delta[p]).collect());
         Profile {
@@ -246,9 +347,11 @@ impl Profile {
 /// The simulation's state.
 struct Asap<'a> {
     inst: &'a Instance,
-    plan: &'a Plan,
+    lookahead: Option<usize>,
     order: Vec<OpId>,
     planned: Vec<Planned>,
+    /// `deletes[p]`: explicit deletes at the end of position `p` (empty: none).
+    deletes: Vec<Vec<TensorId>>,
     /// Indices into `planned` in the order their prefetches are needed.
     prefetch_order: Vec<usize>,
     cap: i128,
@@ -261,6 +364,9 @@ struct Asap<'a> {
     k: usize,
     running: Option<(usize, Ticks)>,
     flights: Vec<Flight>,
+    /// Deletes after a zero-duration op: at its instant the checker applies
+    /// deletes before op starts, so they wait for the next tick.
+    later: Vec<(Ticks, TensorId)>,
     channel_free: [Ticks; 3],
     /// Index into `planned`.
     next_off: usize,
@@ -273,15 +379,21 @@ struct Asap<'a> {
 }
 
 impl<'a> Asap<'a> {
-    fn new(inst: &'a Instance, plan: &'a Plan, order: Vec<OpId>, planned: Vec<Planned>) -> Self {
+    fn new(
+        inst: &'a Instance,
+        lookahead: Option<usize>,
+        order: Vec<OpId>,
+        planned: Vec<Planned>,
+        deletes: Vec<Vec<TensorId>>,
+    ) -> Self {
         let mut prefetch_order: Vec<usize> = (0..planned.len()).collect();
         prefetch_order.sort_by_key(|&i| (planned[i].next_read, i));
         let sizes: Vec<i128> = inst.tensors.iter().map(|t| t.size.0 as i128).collect();
-        let profile = Profile::new(inst, &order, &sizes);
+        let profile = Profile::new(inst, &order, &sizes, &deletes);
         let n = order.len();
         Asap {
             inst,
-            plan,
+            lookahead,
             cap: inst.machine.gpu_capacity.0 as i128,
             sizes,
             profile,
@@ -291,6 +403,7 @@ impl<'a> Asap<'a> {
             k: 0,
             running: None,
             flights: Vec::new(),
+            later: Vec::new(),
             channel_free: [Ticks::ZERO; 3],
             next_off: 0,
             next_pre: 0,
@@ -298,6 +411,7 @@ impl<'a> Asap<'a> {
             dropped: vec![false; planned.len()],
             order,
             planned,
+            deletes,
             prefetch_order,
         }
     }
@@ -306,7 +420,13 @@ impl<'a> Asap<'a> {
         self.inst.machine.channel(d) as usize
     }
 
-    /// Releases at `now`: transfer completions, then the op's completion.
+    /// The explicit deletes at the end of position `p`.
+    fn deleted_at(&self, p: usize) -> &[TensorId] {
+        self.deletes.get(p).map_or(&[], |v| v.as_slice())
+    }
+
+    /// Releases at `now`: transfer completions, then the op's completion and its
+    /// planned deletes, then deletes postponed from a zero-duration op.
     fn releases(&mut self) {
         let now = self.now;
         self.flights.sort_by_key(|f| (f.end, f.dir));
@@ -319,42 +439,68 @@ impl<'a> Asap<'a> {
             self.state
                 .transfer_end(f.dir, f.tensor, f.flight, offload, f.end, &Blind);
             if offload {
-                if let Some(i) = self.planned.iter().position(|p| p.tensor == f.tensor) {
-                    self.offloaded[i] = true;
-                }
+                self.offloaded[f.planned] = true;
             }
         }
         if let Some((p, end)) = self.running {
             if end <= now {
                 self.state.op_end(self.inst, self.order[p], end, &Blind);
+                let ts = self.deleted_at(p).to_vec();
+                self.apply_deletes(&ts, end);
                 self.running = None;
             }
         }
+        let due: Vec<TensorId> = self
+            .later
+            .iter()
+            .filter(|(t, _)| *t <= now)
+            .map(|(_, x)| *x)
+            .collect();
+        self.later.retain(|(t, _)| *t > now);
+        self.apply_deletes(&due, now);
+    }
+
+    /// Explicit deletes at the end of an op (only of copies still on the GPU: a
+    /// planned copy already offloaded needs none).
+    fn apply_deletes(&mut self, ts: &[TensorId], at: Ticks) {
+        for &t in ts {
+            if self.state.tensor(t).on_gpu() {
+                self.state.delete(t, at, &Blind);
+                self.events.push(Event::Delete { tensor: t, at });
+            }
+        }
+    }
+
+    /// Whether the op at position `k` may start now (inputs present in their
+    /// latest version, outputs without a GPU copy, no R10 hold, memory).
+    fn may_start(&self, k: usize) -> bool {
+        let (inst, now) = (self.inst, self.now);
+        let o = inst.op(self.order[k]);
+        let ready = o.reads.iter().all(|t| {
+            let ts = self.state.tensor(*t);
+            matches!(ts.gpu, GpuCopy::Present(v) if v == ts.latest)
+        }) && o.produces.iter().all(|t| !self.state.tensor(*t).on_gpu());
+        // Under the default rule (R10) a transfer holds its GPU buffer until
+        // it ends: an op that would release a tensor (consume it at its
+        // start, free it or have it deleted at its end) while a transfer of
+        // it still runs waits for that transfer. (An offload overtaken by the
+        // tensor's last reader is useless, but it has started.)
+        let end = now + o.duration;
+        let held = inst.release == ReleaseRule::AfterEnd
+            && self.flights.iter().any(|f| {
+                (o.consumes.contains(&f.tensor) && f.end > now)
+                    || ((o.frees.contains(&f.tensor) || self.deleted_at(k).contains(&f.tensor))
+                        && f.end > end)
+            });
+        ready && !held && self.state.gpu_used + self.profile.delta[k] <= self.cap
     }
 
     /// Op starts at `now` (zero-duration ones complete at once).
     fn start_ops(&mut self) {
         let (inst, now) = (self.inst, self.now);
-        while self.running.is_none() && self.k < self.order.len() {
+        while self.running.is_none() && self.k < self.order.len() && self.may_start(self.k) {
             let o = self.order[self.k];
-            let ready = inst.op(o).reads.iter().all(|t| {
-                let ts = self.state.tensor(*t);
-                matches!(ts.gpu, GpuCopy::Present(v) if v == ts.latest)
-            });
-            // Under the default rule (R10) a transfer holds its GPU buffer until
-            // it ends: an op that would release a tensor (consume it at its
-            // start, free it at its end) while a transfer of it still runs
-            // waits for that transfer. (An offload overtaken by the tensor's
-            // last reader is useless, but it has started.)
             let end = now + inst.op(o).duration;
-            let held = inst.release == ReleaseRule::AfterEnd
-                && self.flights.iter().any(|f| {
-                    (inst.op(o).consumes.contains(&f.tensor) && f.end > now)
-                        || (inst.op(o).frees.contains(&f.tensor) && f.end > end)
-                });
-            if !ready || held || self.state.gpu_used + self.profile.delta[self.k] > self.cap {
-                break;
-            }
             self.state.op_start(inst, o, now, end, &Blind);
             self.events.push(Event::Compute {
                 op: o,
@@ -363,6 +509,12 @@ impl<'a> Asap<'a> {
             });
             if end == now {
                 self.state.op_end(inst, o, end, &Blind);
+                let later: Vec<(Ticks, TensorId)> = self
+                    .deleted_at(self.k)
+                    .iter()
+                    .map(|t| (end + Ticks(1), *t))
+                    .collect();
+                self.later.extend(later);
             } else {
                 self.running = Some((self.k, end));
             }
@@ -378,10 +530,7 @@ impl<'a> Asap<'a> {
         let ok = self.offloaded[i]
             && ts.gpu == GpuCopy::Absent
             && self.channel_free[self.ch(Direction::Prefetch)] <= self.now
-            && self
-                .plan
-                .lookahead
-                .is_none_or(|la| pl.next_read <= started + la)
+            && self.lookahead.is_none_or(|la| pl.next_read <= started + la)
             && self.state.gpu_used
                 + self.sizes[pl.tensor.ix()]
                 + self.profile.need(started, pl.next_read + 1)
@@ -443,6 +592,7 @@ impl<'a> Asap<'a> {
             dir,
             tensor: t,
             flight,
+            planned: i,
         });
         match dir {
             Direction::Offload => self.next_off += 1,

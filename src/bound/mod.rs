@@ -7,6 +7,7 @@
 
 pub mod activation;
 pub mod op_sequence;
+pub mod remat;
 pub mod weight;
 
 use crate::family::{ActivationChain, InstanceFile, WeightChain};
@@ -133,6 +134,9 @@ pub enum Failure {
     /// The instance file does not describe a well-formed instance.
     #[error(transparent)]
     Instance(#[from] crate::model::ModelError),
+    /// The instance's byte sizes overflow `u64` when added up.
+    #[error("sizes overflow")]
+    SizesOverflow,
 }
 
 /// A lower-bound method.
@@ -172,6 +176,7 @@ pub fn all() -> Vec<Box<dyn BoundMethod>> {
     let mut v = activation::bounds();
     v.extend(weight::bounds());
     v.extend(op_sequence::bounds());
+    v.extend(remat::bounds());
     v
 }
 

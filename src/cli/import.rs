@@ -1,8 +1,15 @@
-//! `offcert import et TRACE [--kineto K] -o INSTANCE`: a PyTorch execution trace
-//! as an `op_sequence` instance ([`crate::trace::et`]). Bad input exits 2 with
-//! the file and field named.
+//! `offcert import KIND …`: convert a program description into an instance file.
+//! - `import et TRACE [--kineto K] -o INSTANCE`: a PyTorch execution trace as an
+//!   `op_sequence` instance ([`crate::trace::et`]).
+//! - `import rotor|rockmate FILE -o OUT.json`: a rotor chain literal or a rockmate
+//!   `RK_Chain` JSON dump as a `remat_chain` instance
+//!   ([`crate::family::remat_import`]).
+//!
+//! Exit 0 when written, 2 on bad input (the file and the field named).
 
-use crate::family::BandwidthFile;
+use crate::family::remat_import::{import_rockmate, import_rotor, ImportError, ImportOptions};
+use crate::family::{BandwidthFile, InstanceFile};
+use crate::io;
 use crate::trace::et::{self, EtOptions};
 use anyhow::Context;
 use std::path::PathBuf;
@@ -18,6 +25,11 @@ pub struct ImportArgs {
 pub enum ImportKind {
     /// A PyTorch execution trace (schema 1.0.1 or Chakra 1.x.y-chakra.*), gzip or plain.
     Et(EtArgs),
+    /// rotor's printed `ChainStr` (a Python list of 6-tuples) or a dict of `Chain` attributes,
+    /// as a `remat_chain` instance.
+    Rotor(ChainArgs),
+    /// A JSON dump of rockmate's `RK_Chain`, as a `remat_chain` instance.
+    Rockmate(ChainArgs),
 }
 
 #[derive(clap::Args, Debug)]
@@ -41,8 +53,46 @@ pub struct EtArgs {
     pub name: Option<String>,
 }
 
+#[derive(clap::Args, Debug)]
+pub struct ChainArgs {
+    /// The chain file.
+    pub file: PathBuf,
+    /// Output `remat_chain` instance file.
+    #[arg(short = 'o', long = "output")]
+    pub out: PathBuf,
+    /// Bytes per source memory unit (chains are often discretised into slots).
+    #[arg(long, default_value_t = 1)]
+    pub mem_unit: u64,
+    /// Microseconds per tick (source times are milliseconds; durations are rounded up).
+    #[arg(long, default_value_t = 1)]
+    pub tick_us: u64,
+    /// GPU memory in bytes (default: the peak with nothing rematerialised or offloaded).
+    #[arg(long)]
+    pub gpu_memory: Option<u64>,
+    /// Link bandwidth in bytes per tick (default: 12.2 GB/s).
+    #[arg(long)]
+    pub bandwidth: Option<u64>,
+    /// Instance name (default: the file's stem).
+    #[arg(long)]
+    pub name: Option<String>,
+}
+
+/// Which chain format `run_chain` parses.
+#[derive(Clone, Copy, Debug)]
+enum ChainSource {
+    Rotor,
+    Rockmate,
+}
+
 pub fn run(a: ImportArgs) -> anyhow::Result<ExitCode> {
-    let ImportKind::Et(a) = a.what;
+    match a.what {
+        ImportKind::Et(a) => run_et(a),
+        ImportKind::Rotor(a) => run_chain(ChainSource::Rotor, a),
+        ImportKind::Rockmate(a) => run_chain(ChainSource::Rockmate, a),
+    }
+}
+
+fn run_et(a: EtArgs) -> anyhow::Result<ExitCode> {
     if a.bandwidth == 0 {
         anyhow::bail!("--bandwidth must be positive");
     }
@@ -99,6 +149,55 @@ pub fn run(a: ImportArgs) -> anyhow::Result<ExitCode> {
     println!(
         "left out: {} host tensor references, {} empty storages",
         rep.host_tensors_skipped, rep.empty_storages_skipped
+    );
+    Ok(ExitCode::SUCCESS)
+}
+
+fn run_chain(source: ChainSource, a: ChainArgs) -> anyhow::Result<ExitCode> {
+    let file = a.file.display().to_string();
+    let text = io::read_text(&a.file)?;
+    let o = ImportOptions {
+        name: a.name.clone().unwrap_or_else(|| {
+            a.file
+                .file_stem()
+                .map(|s| s.to_string_lossy().into_owned())
+                .unwrap_or_else(|| "imported".into())
+        }),
+        mem_unit: a.mem_unit,
+        tick_us: a.tick_us,
+        gpu_memory: a.gpu_memory,
+        bandwidth: a.bandwidth,
+        source: file.clone(),
+    };
+    let chain = match source {
+        ChainSource::Rotor => import_rotor(&text, &o),
+        ChainSource::Rockmate => import_rockmate(&text, &o),
+    }
+    .map_err(|e| io::InputError::Field {
+        file: file.clone(),
+        field: match &e {
+            ImportError::Field { field, .. } => field.clone(),
+            _ => "(syntax)".into(),
+        },
+        message: match &e {
+            ImportError::Field { message, .. } => message.clone(),
+            other => other.to_string(),
+        },
+    })?;
+    let f = InstanceFile::RematChain(chain);
+    let inst = f.compile().map_err(|error| io::InputError::Model {
+        file: file.clone(),
+        error,
+    })?;
+    let json = serde_json::to_string_pretty(&f)?;
+    std::fs::write(&a.out, json + "\n")
+        .with_context(|| format!("{}: cannot write", a.out.display()))?;
+    println!(
+        "wrote {}: remat_chain `{}`, {} layers + loss, M_GPU {} B",
+        a.out.display(),
+        inst.name,
+        inst.ops.iter().filter(|o| o.name.starts_with('B')).count() - 1,
+        inst.machine.gpu_capacity
     );
     Ok(ExitCode::SUCCESS)
 }

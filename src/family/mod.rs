@@ -9,6 +9,8 @@
 pub mod activation_chain;
 pub mod core_file;
 pub mod op_sequence;
+pub mod remat_chain;
+pub mod remat_import;
 pub mod resnet50;
 pub mod weight_chain;
 
@@ -19,6 +21,7 @@ use serde::{Deserialize, Serialize};
 pub use activation_chain::ActivationChain;
 pub use core_file::CoreFile;
 pub use op_sequence::OpSequence;
+pub use remat_chain::RematChain;
 pub use weight_chain::WeightChain;
 
 /// An instance file, tagged by `family`.
@@ -27,6 +30,7 @@ pub use weight_chain::WeightChain;
 pub enum InstanceFile {
     ActivationChain(ActivationChain),
     WeightChain(WeightChain),
+    RematChain(RematChain),
     Core(CoreFile),
     OpSequence(OpSequence),
 }
@@ -37,6 +41,7 @@ impl InstanceFile {
         let inst = match self {
             InstanceFile::ActivationChain(a) => a.compile()?,
             InstanceFile::WeightChain(w) => w.compile()?,
+            InstanceFile::RematChain(r) => r.compile()?,
             InstanceFile::Core(c) => c.compile()?,
             InstanceFile::OpSequence(o) => o.compile()?,
         };
@@ -49,6 +54,7 @@ impl InstanceFile {
         match self {
             InstanceFile::ActivationChain(a) => a.release,
             InstanceFile::WeightChain(w) => w.release,
+            InstanceFile::RematChain(r) => r.release,
             InstanceFile::Core(c) => c.release,
             InstanceFile::OpSequence(o) => o.release,
         }
@@ -59,6 +65,7 @@ impl InstanceFile {
         match self {
             InstanceFile::ActivationChain(a) => a.release = r,
             InstanceFile::WeightChain(w) => w.release = r,
+            InstanceFile::RematChain(c) => c.release = r,
             InstanceFile::Core(c) => c.release = r,
             InstanceFile::OpSequence(o) => o.release = r,
         }
@@ -84,6 +91,7 @@ impl InstanceFile {
         match self {
             InstanceFile::ActivationChain(_) => "activation_chain",
             InstanceFile::WeightChain(_) => "weight_chain",
+            InstanceFile::RematChain(_) => "remat_chain",
             InstanceFile::Core(_) => "core",
             InstanceFile::OpSequence(_) => "op_sequence",
         }

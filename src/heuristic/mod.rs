@@ -6,6 +6,7 @@
 
 pub mod activation;
 pub mod op_sequence;
+pub mod remat;
 pub mod weight;
 
 use crate::check::{check, CheckOutcome, Checked, Rejected};
@@ -42,6 +43,11 @@ pub trait Heuristic: Send + Sync {
     fn name(&self) -> &'static str;
     fn applies(&self, file: &InstanceFile) -> bool;
     fn schedule(&self, file: &InstanceFile, inst: &Instance) -> Result<Schedule, HeuristicError>;
+    /// The algorithm's own objective value in its paper's model, when it has one
+    /// (reported as `solver-reported`, never as a makespan).
+    fn model_value(&self, _file: &InstanceFile) -> Option<f64> {
+        None
+    }
 }
 
 /// A heuristic's checked result: only the checker can build the [`Checked`].
@@ -80,5 +86,6 @@ pub fn all() -> Vec<Box<dyn Heuristic>> {
     let mut v = activation::heuristics();
     v.extend(weight::heuristics());
     v.extend(op_sequence::heuristics());
+    v.extend(remat::heuristics());
     v
 }

@@ -161,6 +161,9 @@ impl BudgetSpec {
 /// - `weight_chain`: least = max_i MB_i (only layer i's weight and its gradient
 ///   resident, eq. (1)); peak = Σ_j |w_j| + max_i (MB_i − |w_i|) (every weight
 ///   resident).
+/// - `remat_chain`: least = the largest single op footprint of a backward or an
+///   F_all (every B_ℓ runs, and needs s_ℓ, which only F^ℓ_all produces); peak =
+///   the schedule that keeps everything.
 pub fn budget_range(file: &InstanceFile) -> Option<(u64, u64)> {
     match file {
         InstanceFile::ActivationChain(c) => {
@@ -183,6 +186,7 @@ pub fn budget_range(file: &InstanceFile) -> Option<(u64, u64)> {
             }
             Some((least, sum_w.checked_add(extra)?))
         }
+        InstanceFile::RematChain(c) => Some((c.min_memory()?, c.store_all_peak()?)),
         InstanceFile::Core(_) => None,
         InstanceFile::OpSequence(o) => {
             let u = o.uses().ok()?;
@@ -197,6 +201,7 @@ pub fn with_budget(file: &InstanceFile, bytes: u64) -> InstanceFile {
     match &mut f {
         InstanceFile::ActivationChain(c) => c.gpu_memory = bytes,
         InstanceFile::WeightChain(w) => w.gpu_memory = bytes,
+        InstanceFile::RematChain(c) => c.gpu_memory = bytes,
         InstanceFile::Core(c) => c.gpu_memory = bytes,
         InstanceFile::OpSequence(o) => o.gpu_memory = bytes,
     }
@@ -208,6 +213,7 @@ pub fn own_budget(file: &InstanceFile) -> u64 {
     match file {
         InstanceFile::ActivationChain(c) => c.gpu_memory,
         InstanceFile::WeightChain(w) => w.gpu_memory,
+        InstanceFile::RematChain(c) => c.gpu_memory,
         InstanceFile::Core(c) => c.gpu_memory,
         InstanceFile::OpSequence(o) => o.gpu_memory,
     }

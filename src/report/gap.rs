@@ -99,6 +99,11 @@ pub struct HeuristicCell {
     pub reason: Option<String>,
     schedule_sha256: Option<String>,
     pub seconds: f64,
+    /// The heuristic's own objective in its paper's model (pofo's DP value,
+    /// fluid transfers): `solver-reported (paper model, fluid transfers)`,
+    /// never a makespan.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub model_value: Option<f64>,
     #[serde(skip)]
     checked: Option<Checked>,
 }
@@ -115,6 +120,7 @@ impl HeuristicCell {
             reason: None,
             schedule_sha256: Some(run.checked.report().schedule_sha256.clone()),
             seconds,
+            model_value: None,
             checked: Some(run.checked),
         }
     }
@@ -134,6 +140,7 @@ impl HeuristicCell {
             reason: Some(reason),
             schedule_sha256: None,
             seconds,
+            model_value: None,
             checked: None,
         }
     }
@@ -311,12 +318,16 @@ fn heuristic_cell(
     let t = Instant::now();
     let r = heuristic::run(h, file, inst);
     let seconds = t.elapsed().as_secs_f64();
+    let model_value = h.model_value(file);
     let failed = |verdict: &str, reason: String| {
-        HeuristicCell::without_schedule(h.name(), verdict, reason, seconds)
+        let mut cell = HeuristicCell::without_schedule(h.name(), verdict, reason, seconds);
+        cell.model_value = model_value;
+        cell
     };
     match r {
         Ok(run) => {
             let mut cell = HeuristicCell::valid(run, seconds);
+            cell.model_value = model_value;
             cell.ratio_to_bound = best
                 .zip(cell.makespan())
                 .and_then(|(b, m)| ratio(m, &b.exact));

@@ -204,6 +204,13 @@ pub fn text(entries: &[GapEntry]) -> String {
                     .map(|r| format!("  ({r})"))
                     .unwrap_or_default()
             );
+            if let Some(v) = h.model_value {
+                let _ = writeln!(
+                    s,
+                    "      {} model value {v:.3} ticks: solver-reported (paper model, fluid transfers), not a makespan",
+                    h.heuristic
+                );
+            }
         }
         for p in &e.problems {
             let _ = writeln!(s, "    PROBLEM: {p}");

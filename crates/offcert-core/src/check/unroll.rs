@@ -147,6 +147,16 @@ impl Lookahead for Uses {
             return true;
         }
         let v = &self.per_tensor[t.ix()];
+        // A re-production starting at `at` comes after every release at `at`
+        // (releases before allocations): the released value is dead.
+        let from = v.partition_point(|(time, _)| *time < at);
+        if v[from..]
+            .iter()
+            .take_while(|(time, _)| *time == at)
+            .any(|(_, read)| !*read)
+        {
+            return false;
+        }
         let i = v.partition_point(|(time, _)| *time <= at);
         // Needed if the next use after `at` reads it (a re-production first means
         // the old value is dead).

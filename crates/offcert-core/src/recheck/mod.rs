@@ -588,6 +588,11 @@ impl Replay<'_> {
         let mut next: Option<(Ticks, bool)> = None;
         for u in &self.copies {
             if let Event::Compute { op, start, .. } = u.ev {
+                // A re-production starting at the release instant follows it
+                // (releases before allocations): the released value is dead.
+                if start == at && self.inst.op(op).produces.contains(&t) {
+                    return false;
+                }
                 if start <= at {
                     continue;
                 }

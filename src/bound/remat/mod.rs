@@ -1,0 +1,122 @@
+//! Lower bounds for `remat_chain`, proved in `proofs/REMAT-BOUNDS.md`:
+//!
+//! - `remat-compute`: Σ_ℓ (u_F + u_B) over the layers and the loss. Every B_ℓ
+//!   runs, and needs s_ℓ, which only F^ℓ_all produces: each layer runs at least
+//!   one forward and one backward on the one GPU stream.
+//! - `remat-split`: min(A, B) with B = Σ(u_F + u_B) + min_ℓ u_F (some forward runs
+//!   twice) and A = max(Σu_F, V/β) + max(Σu_B, V/β) (every forward runs once: the
+//!   bytes V that cannot stay on the GPU when the loss's backward starts are
+//!   offloaded before it and prefetched after it).
+//!
+//! Owns: [`RematCompute`], [`RematSplit`], [`split_bound`].
+//! Must not import: heuristics, exact solvers, the checker.
+
+use super::{BoundError, BoundMethod, Failure, LowerBound, Strength};
+use crate::family::remat_chain::RematChain;
+use crate::family::InstanceFile;
+use crate::model::Instance;
+use num_bigint::BigInt;
+use num_rational::BigRational;
+
+pub fn bounds() -> Vec<Box<dyn BoundMethod>> {
+    vec![Box::new(RematCompute), Box::new(RematSplit)]
+}
+
+fn chain<'a>(name: &'static str, f: &'a InstanceFile) -> Result<&'a RematChain, BoundError> {
+    match f {
+        InstanceFile::RematChain(c) => Ok(c),
+        other => Err(BoundError::NotApplicable {
+            bound: name,
+            family: other.family().into(),
+        }),
+    }
+}
+
+/// Σ u_F and Σ u_B over layers 1..=L+1.
+fn sums(c: &RematChain) -> (i128, i128) {
+    let dm = c.dims();
+    let f = dm.u_f[1..].iter().map(|x| *x as i128).sum();
+    let b = dm.u_b[1..].iter().map(|x| *x as i128).sum();
+    (f, b)
+}
+
+fn infeasible(name: &'static str, c: &RematChain) -> Result<(), BoundError> {
+    let least = c.min_memory().ok_or_else(|| BoundError::Failed {
+        bound: name,
+        cause: Failure::SizesOverflow,
+    })?;
+    if least > c.gpu_memory {
+        return Err(BoundError::Infeasible {
+            bound: name,
+            reason: format!(
+                "an op that every schedule runs needs {least} B > M_GPU = {} B",
+                c.gpu_memory
+            ),
+        });
+    }
+    Ok(())
+}
+
+pub struct RematCompute;
+
+impl BoundMethod for RematCompute {
+    fn name(&self) -> &'static str {
+        "remat-compute"
+    }
+    fn applies(&self, f: &InstanceFile) -> bool {
+        matches!(f, InstanceFile::RematChain(_))
+    }
+    fn bound(&self, f: &InstanceFile, _inst: &Instance) -> Result<LowerBound, BoundError> {
+        let c = chain(self.name(), f)?;
+        infeasible(self.name(), c)?;
+        let (sf, sb) = sums(c);
+        Ok(LowerBound::from_ticks(
+            (sf + sb) as i64,
+            self.name(),
+            Strength::Certified,
+        ))
+    }
+}
+
+pub struct RematSplit;
+
+/// The `remat-split` value, exactly.
+pub fn split_bound(c: &RematChain) -> BigRational {
+    let dm = c.dims();
+    let l = dm.l;
+    let (sf, sb) = sums(c);
+    let int = |x: i128| BigRational::from_integer(BigInt::from(x));
+    // Some forward runs twice.
+    let min_f = dm.u_f[1..].iter().copied().min().unwrap_or(0) as i128;
+    let b = int(sf + sb + min_f);
+    // Every forward runs once: V bytes are on the CPU only when B_{L+1} starts.
+    let kept: u128 = (0..l).map(|k| dm.a[k] as u128).sum::<u128>()
+        + (1..=l).map(|k| dm.s[k] as u128).sum::<u128>();
+    let fp = dm.a[l] as u128 + dm.s[l + 1] as u128 + dm.d[l] as u128 + dm.o_b[l + 1] as u128;
+    let v = (kept + fp).saturating_sub(c.gpu_memory as u128);
+    let bw = c.bandwidth.to_bandwidth();
+    let vt = BigRational::new(
+        BigInt::from(v) * BigInt::from(bw.ticks),
+        BigInt::from(bw.bytes),
+    );
+    let a = int(sf).max(vt.clone()) + int(sb).max(vt);
+    a.min(b)
+}
+
+impl BoundMethod for RematSplit {
+    fn name(&self) -> &'static str {
+        "remat-split"
+    }
+    fn applies(&self, f: &InstanceFile) -> bool {
+        matches!(f, InstanceFile::RematChain(_))
+    }
+    fn bound(&self, f: &InstanceFile, _inst: &Instance) -> Result<LowerBound, BoundError> {
+        let c = chain(self.name(), f)?;
+        infeasible(self.name(), c)?;
+        Ok(LowerBound {
+            value: split_bound(c),
+            source: self.name().into(),
+            strength: Strength::Certified,
+        })
+    }
+}

@@ -1,0 +1,629 @@
+//! `remat_chain`: the family file (validation naming the field), the checker on
+//! its schedules (fixtures with the exact violations), the three DP heuristics
+//! (every schedule checked, never below the certified bounds), the
+//! correspondence with `activation_chain` (§2.6 of the design notes), and the
+//! rotor / rockmate importers.
+
+mod common;
+
+use common::*;
+use offcert::bound::remat::split_bound;
+use offcert::bound::{self, BoundMethod};
+use offcert::check::{check, Violation};
+use offcert::family::activation_chain::ActivationChain;
+use offcert::family::remat_chain::{RematChain, RematLayer, RematLoss};
+use offcert::family::remat_import::{import_rockmate, import_rotor, ImportError, ImportOptions};
+use offcert::family::{BandwidthFile, InstanceFile};
+use offcert::heuristic::remat::pofo::Pofo;
+use offcert::heuristic::remat::rotor::Table;
+use offcert::heuristic::{self, HeuristicError};
+use offcert::model::{ModelError, TensorId};
+use offcert::schedule::{Event, Schedule};
+use offcert::units::Ticks;
+use quickcheck::{QuickCheck, TestResult};
+use std::sync::atomic::{AtomicUsize, Ordering};
+
+fn fixture(schedule: &str) -> (offcert::model::Instance, offcert::check::Report) {
+    let dir = repo().join("instances/fixtures");
+    let (inst, s) = load(&dir.join("remat2.json"), &dir.join(schedule));
+    let r = agree(&inst, &s).report().clone();
+    for w in &r.violations {
+        assert!(w.confirm(&inst, &s), "{schedule}: witness {w:?}");
+    }
+    (inst, r)
+}
+
+#[test]
+fn fixtures_valid_schedules() {
+    let (_, r) = fixture("remat2.keep.valid.schedule.json");
+    assert!(r.valid);
+    assert_eq!(r.makespan, Ticks(10));
+    assert_eq!(r.peak_memory.0, 17);
+    let (_, r) = fixture("remat2.recompute.valid.schedule.json");
+    assert!(r.valid, "{:?}", r.violations);
+    assert_eq!(r.makespan, Ticks(12));
+    assert_eq!(r.peak_memory.0, 15);
+}
+
+#[test]
+fn fixture_recompute_without_prior_delete() {
+    let (inst, r) = fixture("remat2.no-delete.invalid.schedule.json");
+    let a1 = inst.tensor_by_name("a1").unwrap();
+    assert_eq!(r.violations.len(), 1, "{:?}", r.violations);
+    assert!(matches!(
+        r.violations[0],
+        Violation::ProducesResident { tensor, at: Ticks(7), .. } if tensor == a1
+    ));
+}
+
+#[test]
+fn fixture_deleted_checkpoint_read_next() {
+    let (inst, r) = fixture("remat2.deleted-checkpoint.invalid.schedule.json");
+    let a1 = inst.tensor_by_name("a1").unwrap();
+    assert!(has(&r, |v| matches!(v,
+        Violation::DataLoss { tensor, at: Ticks(2), gpu_version: Some(0), cpu_version: None, .. } if *tensor == a1)));
+    assert!(has(&r, |v| matches!(v,
+        Violation::InputNotResident { tensor, at: Ticks(2), .. } if *tensor == a1)));
+    assert_eq!(r.violations.len(), 3, "{:?}", r.violations);
+}
+
+#[test]
+fn fixture_recompute_whose_stale_cpu_copy_is_prefetched() {
+    let (inst, r) = fixture("remat2.stale-prefetch.invalid.schedule.json");
+    let a1 = inst.tensor_by_name("a1").unwrap();
+    assert_eq!(r.violations.len(), 2, "{:?}", r.violations);
+    assert!(has(&r, |v| matches!(v,
+        Violation::InputStale { tensor, at: Ticks(14), held: Some(0), latest: 1, .. } if *tensor == a1)));
+    assert!(has(&r, |v| matches!(v,
+        Violation::DataLoss { tensor, at: Ticks(10), gpu_version: Some(1), cpu_version: Some(0), .. } if *tensor == a1)));
+}
+
+fn parse(text: &str) -> Result<(InstanceFile, offcert::model::Instance), String> {
+    offcert::io::parse_instance("t.json", text).map_err(|e| e.to_string())
+}
+
+#[test]
+fn validation_names_the_field() {
+    let base = std::fs::read_to_string(repo().join("instances/fixtures/remat2.json")).unwrap();
+    let e = parse(&base.replace("\"abar\": 6", "\"abar\": 3")).unwrap_err();
+    assert!(e.contains("layers[0].abar"), "{e}");
+    let e = parse(&base.replace("\"u_b\": 2, \"a\": 2", "\"u_b\": -2, \"a\": 2")).unwrap_err();
+    assert!(e.contains("layers[1].u_b"), "{e}");
+    let e = parse(&base.replace("\"a0\": 2,", "")).unwrap_err();
+    assert!(e.contains("a0"), "{e}");
+    let e = parse(&base.replace("\"abar\": 1}", "\"abar\": 1, \"x\": 0}")).unwrap_err();
+    assert!(e.contains("loss"), "{e}");
+    let e = parse(&base.replace("\"bandwidth\": 1", "\"bandwidth\": 0")).unwrap_err();
+    assert!(e.contains("bandwidth"), "{e}");
+    let mut c: RematChain = match parse(&base).unwrap().0 {
+        InstanceFile::RematChain(c) => c,
+        _ => unreachable!(),
+    };
+    c.layers.clear();
+    assert!(matches!(c.compile(), Err(ModelError::Invalid { field, .. }) if field == "layers"));
+}
+
+/// A random chain with 1..=`max` layers, memory between the least feasible and
+/// the keep-everything peak (skewed towards tight).
+fn chain(spec: &[(u8, u8, u8, u8, u8)], max: usize, bw: u8, slack: u8) -> RematChain {
+    let layers: Vec<RematLayer> = spec
+        .iter()
+        .take(max)
+        .map(|&(uf, ub, a, s, o)| RematLayer {
+            // Forwards last ≥ 1 tick: with a zero-duration recompute and its
+            // reader at one instant, the checker orders a read before a
+            // production (see the final report of issue 11).
+            u_f: 1 + (uf % 4) as i64,
+            u_b: (ub % 6) as i64,
+            a: 1 + (a % 6) as u64,
+            abar: 1 + (a % 6) as u64 + (s % 4) as u64,
+            o_f: (o % 2) as u64,
+            o_b: (o / 2 % 3) as u64,
+            delta: None,
+        })
+        .collect();
+    let mut c = RematChain {
+        name: "random-remat".into(),
+        note: None,
+        layers,
+        loss: RematLoss {
+            u_f: (bw / 8 % 2) as i64,
+            u_b: 1,
+            abar: (bw / 16 % 3) as u64,
+            o_f: 0,
+            o_b: 0,
+        },
+        a0: 1 + (bw / 48 % 3) as u64,
+        delta0: None,
+        gpu_memory: 0,
+        bandwidth: BandwidthFile::Ratio {
+            bytes: 1 + (bw % 3) as u64,
+            ticks: 1 + (bw / 3 % 2) as u64,
+        },
+        release: Default::default(),
+    };
+    let lo = c.min_memory().unwrap();
+    let hi = c.store_all_peak().unwrap();
+    let span = hi.saturating_sub(lo) + 1;
+    // slack 0..=255 → mostly the lower half of [lo, hi].
+    c.gpu_memory = lo + (slack as u64 * slack as u64 % (span * span)) / span;
+    c
+}
+
+type Spec = Vec<(u8, u8, u8, u8, u8)>;
+
+static RECOMPUTED: AtomicUsize = AtomicUsize::new(0);
+static MOVED: AtomicUsize = AtomicUsize::new(0);
+static SPLIT_STRONGER: AtomicUsize = AtomicUsize::new(0);
+
+fn qc(n: u64) -> QuickCheck {
+    QuickCheck::new()
+        .tests(cases(n))
+        .max_tests(cases(n * 20))
+        .min_tests_passed(cases(n / 3))
+}
+
+#[test]
+fn every_dp_schedule_is_checked_and_above_the_bounds() {
+    fn prop(spec: Spec, bw: u8, slack: u8) -> TestResult {
+        if spec.is_empty() {
+            return TestResult::discard();
+        }
+        let c = chain(&spec, 5, bw, slack);
+        let f = InstanceFile::RematChain(c.clone());
+        let inst = f.compile().unwrap();
+        let compute: i64 = (1..=c.l() + 1)
+            .map(|k| c.dims().u_f[k] + c.dims().u_b[k])
+            .sum();
+        let lb = bound::remat::RematSplit.bound(&f, &inst).unwrap();
+        if lb.ceil_ticks() > compute {
+            SPLIT_STRONGER.fetch_add(1, Ordering::Relaxed);
+        }
+        let mut any = false;
+        for h in heuristic::remat::heuristics() {
+            match heuristic::run(h.as_ref(), &f, &inst) {
+                Ok(run) => {
+                    any = true;
+                    let m = run.checked.report().makespan.0;
+                    if m < compute || m < lb.ceil_ticks() {
+                        return TestResult::error(format!(
+                            "{} makespan {m} below a bound ({compute}, {})",
+                            run.name,
+                            lb.display()
+                        ));
+                    }
+                    let computes = run
+                        .checked
+                        .schedule()
+                        .events
+                        .iter()
+                        .filter(|e| matches!(e, Event::Compute { .. }))
+                        .count();
+                    if computes > 2 * (c.l() + 1) {
+                        RECOMPUTED.fetch_add(1, Ordering::Relaxed);
+                    }
+                    if run
+                        .checked
+                        .schedule()
+                        .events
+                        .iter()
+                        .any(|e| matches!(e, Event::Transfer { .. }))
+                    {
+                        MOVED.fetch_add(1, Ordering::Relaxed);
+                    }
+                    if run.name == "rotor" {
+                        // No transfers, no idle: the makespan is the DP's value
+                        // (a delete after a zero-duration forward waits one tick:
+                        // at one instant the checker applies deletes before starts).
+                        let t = Table::build(&c, 500);
+                        let positive = c.layers.iter().all(|l| l.u_f > 0)
+                            && c.loss.u_b > 0
+                            && c.layers.iter().all(|l| l.u_b > 0);
+                        let dp = t.value().unwrap_or(i64::MAX);
+                        if (positive && dp != m) || dp > m {
+                            return TestResult::error(format!(
+                                "rotor DP {:?} != makespan {m}",
+                                t.value()
+                            ));
+                        }
+                    }
+                }
+                Err(HeuristicError::NoSchedule { .. }) => {}
+                Err(e) => return TestResult::error(e.to_string()),
+            }
+        }
+        if any {
+            TestResult::passed()
+        } else {
+            TestResult::discard()
+        }
+    }
+    qc(150).quickcheck(prop as fn(Spec, u8, u8) -> TestResult);
+    // Not vacuous: the DPs really recompute and really move data, and the split
+    // bound really beats the compute bound.
+    assert!(
+        RECOMPUTED.load(Ordering::Relaxed) >= 10,
+        "recomputed {RECOMPUTED:?}"
+    );
+    assert!(MOVED.load(Ordering::Relaxed) >= 10, "moved {MOVED:?}");
+    assert!(
+        SPLIT_STRONGER.load(Ordering::Relaxed) >= 5,
+        "split {SPLIT_STRONGER:?}"
+    );
+}
+
+#[test]
+fn rotor_is_exact_on_the_hand_checked_chain() {
+    let text = std::fs::read_to_string(repo().join("instances/fixtures/remat2.json")).unwrap();
+    let (f, _) = parse(&text).unwrap();
+    let InstanceFile::RematChain(mut c) = f else {
+        unreachable!()
+    };
+    // 17 B: keep everything, 10 ticks; 15–16 B: recompute a1 (12 = 10 + u_F1);
+    // 14 B and below: no rematerialisation sequence fits (the instance note).
+    for (m, want) in [(17, Some(10)), (16, Some(12)), (15, Some(12)), (14, None)] {
+        c.gpu_memory = m;
+        assert_eq!(Table::build(&c, 500).value(), want, "M = {m}");
+    }
+    // 14 B: pofo offloads (its schedule is checked).
+    c.gpu_memory = 14;
+    let f = InstanceFile::RematChain(c.clone());
+    let inst = f.compile().unwrap();
+    let run = heuristic::run(&Pofo::default(), &f, &inst).unwrap();
+    assert_eq!(run.checked.report().makespan, Ticks(14));
+    assert!(Pofo::default().solve(&c).unwrap().model_value <= 14.0 + 1e-9);
+}
+
+/// Lift an activation chain to `remat_chain` as §2.6 of the design notes says:
+/// activation layer i is remat layer i+1, x_i = a_i, y_i = δ_i, ā = a, and
+/// x_{L+1} is the loss's ā (y_{L+1} must be 0).
+fn lift(c: &ActivationChain) -> RematChain {
+    let n = c.layers.len(); // L+1 activation layers; the last is the loss
+    let layers = (0..n - 1)
+        .map(|i| RematLayer {
+            u_f: c.layers[i].u_f,
+            u_b: c.layers[i].u_b,
+            a: c.x_size(i + 1),
+            abar: c.x_size(i + 1),
+            o_f: c.layers[i].ex_f,
+            o_b: c.layers[i].ex_b,
+            delta: Some(c.y_size(i + 1)),
+        })
+        .collect();
+    let last = &c.layers[n - 1];
+    RematChain {
+        name: c.name.clone(),
+        note: None,
+        layers,
+        loss: RematLoss {
+            u_f: last.u_f,
+            u_b: last.u_b,
+            abar: c.x_last,
+            o_f: last.ex_f,
+            o_b: last.ex_b,
+        },
+        a0: c.x_size(0),
+        delta0: Some(c.y_size(0)),
+        gpu_memory: c.gpu_memory,
+        bandwidth: c.bandwidth,
+        release: c.release,
+    }
+}
+
+/// Rename an activation schedule's events into the lifted instance.
+fn rename(
+    c: &ActivationChain,
+    act: &offcert::model::Instance,
+    r: &RematChain,
+    rem: &offcert::model::Instance,
+    s: &Schedule,
+) -> Schedule {
+    let n = c.layers.len();
+    let op = |o: offcert::model::OpId| {
+        let name = &act.op(o).name;
+        let i: usize = name[1..].parse().unwrap();
+        if name.starts_with('F') {
+            r.fall_id(i + 1)
+        } else {
+            r.b_id(i + 1)
+        }
+    };
+    let t = |x: TensorId| {
+        let name = &act.tensor(x).name;
+        let i: usize = name[1..].parse().unwrap();
+        match (name.as_bytes()[0], i) {
+            (b'x', i) if i == n => r.s_id(n),
+            (b'x', i) => r.a_id(i),
+            (b'y', i) => r.d_id(i),
+            _ => unreachable!(),
+        }
+    };
+    let _ = rem;
+    Schedule::one_shot(
+        s.events
+            .iter()
+            .map(|e| match *e {
+                Event::Compute { op: o, start, end } => Event::Compute {
+                    op: op(o),
+                    start,
+                    end,
+                },
+                Event::Transfer {
+                    dir,
+                    tensor,
+                    start,
+                    end,
+                    delete,
+                } => Event::Transfer {
+                    dir,
+                    tensor: t(tensor),
+                    start,
+                    end,
+                    delete,
+                },
+                Event::Delete { tensor, at } => Event::Delete {
+                    tensor: t(tensor),
+                    at,
+                },
+            })
+            .collect(),
+    )
+}
+
+static LIFTED: AtomicUsize = AtomicUsize::new(0);
+
+#[test]
+fn without_recomputation_a_lifted_activation_chain_is_the_same_problem() {
+    // Every checked activation schedule, renamed, is valid on the lifted remat
+    // instance with the same makespan and peak; and the offload-only DP's
+    // checked makespan is never below the activation family's certified bounds.
+    fn prop(spec: Vec<(u8, u8, u8, u8)>, bw: u8, slack: u8, mask: u16) -> TestResult {
+        if spec.len() < 2 {
+            return TestResult::discard();
+        }
+        let mut c = activation_chain(&spec, bw, slack);
+        c.y_last = 0;
+        let Some((act, s)) = activation_schedule(&c, mask, 0) else {
+            return TestResult::discard();
+        };
+        let ra = check(&act, &s);
+        if !ra.valid {
+            return TestResult::discard();
+        }
+        let r = lift(&c);
+        let rem = r.compile().unwrap();
+        let s2 = rename(&c, &act, &r, &rem, &s);
+        let rb = agree(&rem, &s2);
+        if !rb.valid || rb.makespan != ra.makespan || rb.peak_memory != ra.peak_memory {
+            return TestResult::error(format!(
+                "activation {:?} {} vs remat {:?} {} {:?}",
+                ra.makespan,
+                ra.peak_memory.0,
+                rb.makespan,
+                rb.peak_memory.0,
+                rb.violations
+                    .iter()
+                    .map(|v| v.describe(&rem))
+                    .collect::<Vec<_>>()
+            ));
+        }
+        let fa = InstanceFile::ActivationChain(c.clone());
+        let fr = InstanceFile::RematChain(r.clone());
+        if let Ok(run) = heuristic::run(&Pofo::offload_only(), &fr, &rem) {
+            for (name, b) in bound::evaluate(&fa, &act) {
+                if let Ok(b) = b {
+                    if b.strength == bound::Strength::Certified
+                        && run.checked.report().makespan.0 < b.ceil_ticks()
+                    {
+                        return TestResult::error(format!(
+                            "offload-only {} below activation bound {name} {}",
+                            run.checked.report().makespan.0,
+                            b.display()
+                        ));
+                    }
+                }
+            }
+        }
+        LIFTED.fetch_add(1, Ordering::Relaxed);
+        TestResult::passed()
+    }
+    qc(120).quickcheck(prop as fn(Vec<(u8, u8, u8, u8)>, u8, u8, u16) -> TestResult);
+    assert!(LIFTED.load(Ordering::Relaxed) >= 40);
+}
+
+fn opts() -> ImportOptions {
+    ImportOptions {
+        name: "t".into(),
+        mem_unit: 1,
+        tick_us: 1000,
+        gpu_memory: None,
+        bandwidth: Some(4),
+        source: "test".into(),
+    }
+}
+
+#[test]
+fn imports_a_rotor_chain_literal() {
+    // Two layers and the loss; times in ms with 1 ms ticks (1.5 → 2, rounded up).
+    let text = "[(1.5, 3, 8, 12, 1, 2), (2, 4, 4, 6, 0, 1), (None, 0.5, 2, 2, None, 0)]";
+    let c = import_rotor(text, &opts()).unwrap();
+    assert_eq!(c.a0, 8);
+    assert_eq!(c.layers.len(), 2);
+    assert_eq!((c.layers[0].u_f, c.layers[0].u_b), (2, 3));
+    assert_eq!((c.layers[0].a, c.layers[0].abar), (4, 6));
+    assert_eq!((c.layers[0].o_f, c.layers[0].o_b), (1, 2));
+    assert_eq!((c.layers[1].u_f, c.layers[1].u_b), (2, 4));
+    assert_eq!((c.layers[1].a, c.layers[1].abar), (2, 2));
+    assert_eq!(
+        (c.loss.u_f, c.loss.u_b, c.loss.abar, c.loss.o_b),
+        (0, 1, 0, 0)
+    );
+    assert_eq!(c.gpu_memory, c.store_all_peak().unwrap());
+    assert!(c
+        .note
+        .as_ref()
+        .unwrap()
+        .contains("rounded up; 2 value(s) rounded"));
+    // Both attribute spellings, as a dict (rotor's and ColossalAI's).
+    let rotor = "{'fweigth': [1.5, 2], 'bweigth': [3, 4, 0.5], 'cweigth': [8, 4, 2], \
+                 'cbweigth': [12, 6, 2], 'fwd_tmp': [1, 0], 'bwd_tmp': [2, 1, 0]}";
+    let colossal = "{\"fweight\": [1.5, 2], \"bweight\": [3, 4, 0.5], \"cweight\": [8, 4, 2], \
+                 \"cbweight\": [12, 6, 2], \"fwd_mem_tmp\": [1, 0], \"bwd_mem_tmp\": [2, 1, 0]}";
+    let a = import_rotor(rotor, &opts()).unwrap();
+    let b = import_rotor(colossal, &opts()).unwrap();
+    assert_eq!(a.layers, c.layers);
+    assert_eq!(b.layers, c.layers);
+    // Slots: --mem-unit multiplies sizes.
+    let c4 = import_rotor(
+        text,
+        &ImportOptions {
+            mem_unit: 4,
+            ..opts()
+        },
+    )
+    .unwrap();
+    assert_eq!(c4.a0, 32);
+    // The result runs through the heuristics.
+    let f = InstanceFile::RematChain(c);
+    let inst = f.compile().unwrap();
+    for h in heuristic::remat::heuristics() {
+        heuristic::run(h.as_ref(), &f, &inst).unwrap();
+    }
+}
+
+#[test]
+fn imports_a_rockmate_chain_dump() {
+    let text = r#"{"ln": 2,
+        "fw": [[1.0, 2.0], [3.0]], "bw": [[2.0, 1.5], [2.0], [0.5]],
+        "cw": [8, 4, 2], "cbw": [[], [10, 12], [5]],
+        "fwd_tmp": [[0, 1], [0]], "bwd_tmp": [[1, 1], [0], [0]],
+        "ff_fw": [0.5, 1.0], "ff_fwd_tmp": [0, 0], "nb_sol": [2, 1]}"#;
+    let c = import_rockmate(text, &opts()).unwrap();
+    // Block 0: option 0 takes 3 ms, option 1 3.5 ms: option 0.
+    assert_eq!(
+        (c.layers[0].u_f, c.layers[0].u_b, c.layers[0].abar),
+        (1, 2, 10)
+    );
+    assert_eq!(
+        (c.layers[1].u_f, c.layers[1].a, c.layers[1].abar),
+        (3, 2, 5)
+    );
+    assert_eq!(c.loss.u_b, 1);
+    assert!(c.note.as_ref().unwrap().contains("options [0, 0]"));
+    let f = InstanceFile::RematChain(c);
+    f.compile().unwrap();
+}
+
+fn field_of(e: ImportError) -> String {
+    match e {
+        ImportError::Field { field, .. } => field,
+        other => format!("syntax: {other}"),
+    }
+}
+
+#[test]
+fn hostile_chains_are_rejected_with_the_field() {
+    let o = opts();
+    let cases = [
+        ("[(1, 2, 3, 4, 5)]", "[0]"),
+        ("[(1, 2, 3, 4, 0, 0), (None, 1, -2, 2, None, 0)]", "cw[1]"),
+        ("[(1, 2, 3, 4, 0, 0), (None, 'x', 2, 2, None, 0)]", "syntax"),
+        ("[(1, 2, 3, 4, 0, 0)]", "bw"),
+        ("{'fweight': [1]}", "bweigth or bweight or bw"),
+        ("[(1, 2, 3, 4, 0, 0), (None, 1, 1e30, 2, None, 0)]", "cw[1]"),
+        ("[(None, 2, 3, 4, 0, 0), (None, 1, 2, 2, None, 0)]", "fw[0]"),
+    ];
+    for (text, want) in cases {
+        let f = field_of(import_rotor(text, &o).unwrap_err());
+        assert!(f.starts_with(want), "{text}: {f}");
+    }
+    let deep = "[".repeat(200) + &"]".repeat(200);
+    assert!(field_of(import_rotor(&deep, &o).unwrap_err()).starts_with("syntax"));
+    let rk = [
+        (r#"{"fw": []}"#, "ln"),
+        (
+            r#"{"ln": 1, "fw": [[1]], "bw": [[1]], "cw": [1, 1], "cbw": [[], [1, 2]], "fwd_tmp": [[0]], "bwd_tmp": [[0]], "ff_fw": [0], "ff_fwd_tmp": [0], "nb_sol": [1]}"#,
+            "cbw[1]",
+        ),
+        (
+            r#"{"ln": 1, "fw": [[1]], "bw": [[1]], "cw": [1], "cbw": [[], [1]], "fwd_tmp": [[0]], "bwd_tmp": [[0]], "ff_fw": [0], "ff_fwd_tmp": [0], "nb_sol": [1]}"#,
+            "cw",
+        ),
+        (
+            r#"{"ln": 1, "fw": [["a"]], "bw": [[1]], "cw": [1, 1], "cbw": [[], [1]], "fwd_tmp": [[0]], "bwd_tmp": [[0]], "ff_fw": [0], "ff_fwd_tmp": [0], "nb_sol": [1]}"#,
+            "fw[0][0]",
+        ),
+        (
+            r#"{"ln": 1, "fw": [[1]], "bw": [[1]], "cw": [1, 1], "cbw": [[], [1]], "fwd_tmp": [[0]], "bwd_tmp": [[0]], "ff_fw": [0], "ff_fwd_tmp": [0], "nb_sol": [0]}"#,
+            "nb_sol[0]",
+        ),
+        (r#"[1]"#, "(top level)"),
+    ];
+    for (text, want) in rk {
+        let f = field_of(import_rockmate(text, &o).unwrap_err());
+        assert!(f.starts_with(want), "{text}: {f}");
+    }
+    let bad = ImportOptions {
+        tick_us: 0,
+        ..opts()
+    };
+    assert_eq!(field_of(import_rotor("[]", &bad).unwrap_err()), "--tick-us");
+}
+
+#[test]
+fn import_cli_exit_codes() {
+    let dir = std::env::temp_dir().join(format!("offcert-remat-{}", std::process::id()));
+    std::fs::create_dir_all(&dir).unwrap();
+    let good = dir.join("chain.txt");
+    std::fs::write(&good, "[(1, 2, 4, 6, 0, 0), (None, 1, 2, 2, None, 0)]").unwrap();
+    let out = dir.join("out.json");
+    let bin = env!("CARGO_BIN_EXE_offcert");
+    let st = std::process::Command::new(bin)
+        .args(["import", "rotor"])
+        .arg(&good)
+        .arg("-o")
+        .arg(&out)
+        .args(["--tick-us", "1000"])
+        .output()
+        .unwrap();
+    assert_eq!(
+        st.status.code(),
+        Some(0),
+        "{}",
+        String::from_utf8_lossy(&st.stderr)
+    );
+    let (f, _) = offcert::io::load_instance(&out).unwrap();
+    assert_eq!(f.family(), "remat_chain");
+    let bad = dir.join("bad.txt");
+    std::fs::write(&bad, "[(1, 2, 4, 6, 0), (None, 1, 2, 2, None, 0)]").unwrap();
+    let st = std::process::Command::new(bin)
+        .args(["import", "rotor"])
+        .arg(&bad)
+        .arg("-o")
+        .arg(dir.join("x.json"))
+        .output()
+        .unwrap();
+    assert_eq!(st.status.code(), Some(2));
+    let err = String::from_utf8_lossy(&st.stderr);
+    assert!(err.contains("bad.txt") && err.contains("[0]"), "{err}");
+    let _ = std::fs::remove_dir_all(&dir);
+}
+
+#[test]
+fn split_bound_by_hand() {
+    // remat2 at 14 B: Σu_F = 4, Σu_B = 6, min u_F = 1 → B = 11. K = a0 + a1 + s1 + s2
+    // = 2 + 4 + 2 + 1 = 9, fp(B3) = a2 + s3 + d2 + 0 = 2 + 1 + 2 = 5, V = 9 + 5 − 14 = 0
+    // → A = 4 + 6 = 10. min = 10. At 10 B: V = 4, β = 1: A = max(4,4)+max(6,4) = 10.
+    // At 8 B: V = 6: A = 6 + 6 = 12, B = 11 → 11.
+    let text = std::fs::read_to_string(repo().join("instances/fixtures/remat2.json")).unwrap();
+    let InstanceFile::RematChain(mut c) = parse(&text).unwrap().0 else {
+        unreachable!()
+    };
+    let v = |c: &RematChain| split_bound(c).to_integer().to_string();
+    c.gpu_memory = 14;
+    assert_eq!(v(&c), "10");
+    c.gpu_memory = 10;
+    assert_eq!(v(&c), "10");
+    c.gpu_memory = 8;
+    assert_eq!(v(&c), "11");
+}
