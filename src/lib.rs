@@ -1,8 +1,14 @@
 //! offcert: provable GPU-memory offloading schedules.
 //!
-//! Pipeline: load (`io`, `family`) → core model (`model`) → rules (`semantics`)
-//! → certified checker (`check`) → exact solvers, bounds, heuristics → reports → CLI.
-//! Dependencies flow one way; the checker imports no solver or heuristic code.
+//! Pipeline (ARCHITECTURE.md): load (`io`, `family`) → core model (`model`) →
+//! rules (`semantics`) → certified checker (`check`, returning a `Checked` or a
+//! `Rejected`) ← exact solvers, bounds, heuristics → reports → CLI. The core
+//! modules live in the `offcert-core` crate, which depends on no solver or
+//! heuristic; they are re-exported here.
+//!
+//! Owns: the module tree and the re-exports of the core crate.
+//! Must not import: nothing (the crate root); each module states its own rule
+//! (ARCHITECTURE.md).
 
 // The trusted core lives in its own crate (crates/offcert-core), with no solver
 // dependency; re-exported so that `crate::model::…` and `offcert::check::…` paths hold.

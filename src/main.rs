@@ -1,5 +1,8 @@
 //! Thin binary: parse arguments, run, map the outcome to an exit code
 //! (0 valid/ok, 1 invalid/infeasible, 2 bad input or error).
+//!
+//! Owns: the exit codes.
+//! Must not import: library internals: it calls `offcert::cli::run` only.
 
 use std::process::ExitCode;
 

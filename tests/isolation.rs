@@ -744,3 +744,144 @@ fn cargo_resolves_no_solver_crate_under_the_core() {
         );
     }
 }
+
+/// The `offcert` crate's sources (`src/`), for its layering rules.
+fn offcert_tree() -> Tree {
+    let mut t = Tree::new();
+    load(
+        &Path::new(env!("CARGO_MANIFEST_DIR")).join("src"),
+        "",
+        &mut t,
+    );
+    assert!(t.contains_key("lib.rs") && t.contains_key("heuristic/mod.rs"));
+    t
+}
+
+/// The layers of ARCHITECTURE.md: each top-level module of the `offcert` crate
+/// and the modules its whole dependency closure may not reach (the core crate's
+/// modules are outside this tree; Cargo keeps the core free of all of these).
+const LAYERS: &[(&str, &[&str])] = &[
+    (
+        "family",
+        &[
+            "io",
+            "lp",
+            "simulate",
+            "bound",
+            "exact",
+            "heuristic",
+            "trace",
+            "report",
+            "cli",
+        ],
+    ),
+    (
+        "lp",
+        &[
+            "family",
+            "io",
+            "simulate",
+            "bound",
+            "exact",
+            "heuristic",
+            "trace",
+            "report",
+            "cli",
+        ],
+    ),
+    (
+        "io",
+        &[
+            "lp",
+            "simulate",
+            "bound",
+            "exact",
+            "heuristic",
+            "trace",
+            "report",
+            "cli",
+        ],
+    ),
+    (
+        "simulate",
+        &[
+            "lp",
+            "bound",
+            "exact",
+            "heuristic",
+            "trace",
+            "report",
+            "cli",
+        ],
+    ),
+    (
+        "bound",
+        &["simulate", "exact", "heuristic", "trace", "report", "cli"],
+    ),
+    ("exact", &["bound", "heuristic", "trace", "report", "cli"]),
+    ("heuristic", &["exact", "trace", "report", "cli"]),
+    (
+        "trace",
+        &["lp", "bound", "exact", "heuristic", "report", "cli"],
+    ),
+    ("report", &["cli"]),
+];
+
+#[test]
+fn each_layer_of_the_offcert_crate_imports_only_the_layers_below_it() {
+    let tree = offcert_tree();
+    let mut all = Vec::new();
+    for (layer, forbidden) in LAYERS {
+        let (closure, findings) = scan(&tree, layer, forbidden, &[]);
+        assert!(closure.contains(*layer), "{layer} not scanned");
+        all.extend(findings.into_iter().map(|f| format!("{layer}: {f}")));
+    }
+    assert!(all.is_empty(), "layering broken:\n{}", all.join("\n"));
+    // The closure is really followed: the reports reach every layer but the CLI.
+    let (closure, _) = scan(&tree, "report", &[], &[]);
+    for m in [
+        "bound",
+        "exact",
+        "heuristic",
+        "trace",
+        "family",
+        "lp",
+        "simulate",
+    ] {
+        assert!(
+            closure.contains(m),
+            "{m} not reached from report: {closure:?}"
+        );
+    }
+    // Every top-level module has a rule (cli may import everything).
+    let top: BTreeSet<String> = tree
+        .keys()
+        .map(|k| {
+            k.split('/')
+                .next()
+                .unwrap()
+                .trim_end_matches(".rs")
+                .to_string()
+        })
+        .filter(|m| m != "lib" && m != "main" && m != "cli")
+        .collect();
+    let ruled: BTreeSet<String> = LAYERS.iter().map(|(l, _)| l.to_string()).collect();
+    assert_eq!(top, ruled, "a module without a layering rule");
+}
+
+#[test]
+fn a_planted_upward_import_breaks_the_layering() {
+    let mut tree = offcert_tree();
+    tree.get_mut("bound/mod.rs")
+        .unwrap()
+        .push_str("\nuse crate::report as r;\n");
+    let (_, f) = scan(&tree, "bound", LAYERS[4].1, &[]);
+    assert!(f.iter().any(|x| x.contains("`report`")), "{f:?}");
+    // Two hops: heuristic -> a planted bound import of exact.
+    let mut tree = offcert_tree();
+    tree.get_mut("bound/mod.rs")
+        .unwrap()
+        .push_str("\nfn f() { let _ = crate::exact::Method::Milp; }\n");
+    let (_, f) = scan(&tree, "heuristic", LAYERS[6].1, &[]);
+    assert!(f.iter().any(|x| x.contains("`exact`")), "{f:?}");
+}

@@ -2,6 +2,10 @@
 //! audit a runtime trace (Kineto JSON, plain or gzip, or Nsight Systems SQLite).
 //! `--plot FILE.svg` draws it (crate::report::trace_plot).
 //! Exit 0 clean, 1 rule violations found, 2 bad input.
+//!
+//! Owns: the `audit` subcommand.
+//! Must not import: nothing is forbidden (the top layer); a handler computes no
+//! figure of its own, it prints a `Checked`'s or a `Rejected`'s.
 
 use crate::check::Report;
 use crate::io;

@@ -1,5 +1,9 @@
 //! `offcert bound` (issue 4): the papers' lower bounds for one instance, a
 //! thin handler over [`crate::bound::evaluate`].
+//!
+//! Owns: the `bound` subcommand.
+//! Must not import: nothing is forbidden (the top layer); a handler computes no
+//! figure of its own, it prints a `Checked`'s or a `Rejected`'s.
 
 use crate::bound;
 use crate::report;

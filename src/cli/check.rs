@@ -1,4 +1,8 @@
 //! `offcert check INSTANCE SCHEDULE [--json] [--plot FILE.svg]`.
+//!
+//! Owns: the `check` subcommand and its text and JSON verdicts.
+//! Must not import: nothing is forbidden (the top layer); a handler computes no
+//! figure of its own, it prints a `Checked`'s or a `Rejected`'s.
 
 use crate::check::{check_with_profile, sha256_bytes, CheckOutcome};
 use crate::io;

@@ -3,6 +3,10 @@
 //! instance by the prefix before the first `.` (e.g. `chain4.greedy.schedule.json`
 //! goes with `chain4.json`). Exit 0 when every verdict matches the expectation
 //! written in the file name (`*.invalid.schedule.json` must be invalid).
+//!
+//! Owns: the `examples` subcommand.
+//! Must not import: nothing is forbidden (the top layer); a handler computes no
+//! figure of its own, it prints a `Checked`'s or a `Rejected`'s.
 
 use crate::check::check;
 use crate::io;

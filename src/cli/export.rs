@@ -2,6 +2,10 @@
 //! schedule as a Chrome-trace JSON (Perfetto, chrome://tracing) that `offcert audit`
 //! reads back with `instances/traces/export.mapping.json`. Exit 0 when written
 //! (whatever the schedule's verdict, which is printed), 2 on bad input.
+//!
+//! Owns: the `export-trace` subcommand.
+//! Must not import: nothing is forbidden (the top layer); a handler computes no
+//! figure of its own, it prints a `Checked`'s or a `Rejected`'s.
 
 use crate::check::check;
 use crate::io;

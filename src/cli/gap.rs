@@ -1,5 +1,9 @@
 //! `offcert gap` (issue 4): heuristics against bounds and optima over files
 //! and budgets, a thin handler over [`crate::report::gap`].
+//!
+//! Owns: the `gap` subcommand.
+//! Must not import: nothing is forbidden (the top layer); a handler computes no
+//! figure of its own, it prints a `Checked`'s or a `Rejected`'s.
 
 use crate::family::InstanceFile;
 use crate::io;

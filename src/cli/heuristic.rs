@@ -1,5 +1,9 @@
 //! `offcert heuristic` (issue 4): run the papers' heuristics on one instance
 //! and print the checker's figures, a thin handler over [`crate::heuristic`].
+//!
+//! Owns: the `heuristic` subcommand.
+//! Must not import: nothing is forbidden (the top layer); a handler computes no
+//! figure of its own, it prints a `Checked`'s or a `Rejected`'s.
 
 use crate::heuristic;
 use crate::schedule::ScheduleFile;

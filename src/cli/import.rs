@@ -6,6 +6,10 @@
 //!   ([`crate::family::remat_import`]).
 //!
 //! Exit 0 when written, 2 on bad input (the file and the field named).
+//!
+//! Owns: the `import` subcommand.
+//! Must not import: nothing is forbidden (the top layer); a handler computes no
+//! figure of its own, it prints a `Checked`'s or a `Rejected`'s.
 
 use crate::family::remat_import::{import_rockmate, import_rotor, ImportError, ImportOptions};
 use crate::family::{BandwidthFile, InstanceFile};

@@ -1,5 +1,9 @@
 //! Command-line definitions and handlers: one file per subcommand, each a thin
 //! layer over library functions. Errors are `anyhow` here and only here.
+//!
+//! Owns: the argument definitions, `run` and the exit-code mapping.
+//! Must not import: nothing is forbidden (the top layer); a handler computes no
+//! figure of its own, it prints a `Checked`'s or a `Rejected`'s.
 
 pub mod audit;
 pub mod bound;

@@ -2,6 +2,10 @@
 //! (lanes, the replay's memory curve, every violation marked). Exit codes as
 //! `offcert check`: 0 valid, 1 invalid (the picture is written either way), 2
 //! bad input.
+//!
+//! Owns: the `plot` subcommand and `write_schedule_svg`.
+//! Must not import: nothing is forbidden (the top layer); a handler computes no
+//! figure of its own, it prints a `Checked`'s or a `Rejected`'s.
 
 use crate::check::{check_with_profile, CheckOutcome, MemoryProfile};
 use crate::io;

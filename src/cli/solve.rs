@@ -4,6 +4,10 @@
 //! Runs the exact methods through `exact::crosscheck`, so every number printed
 //! is the checker's. Ctrl-C sets `Limits::cancel`; the best schedule found so
 //! far is still printed (and written).
+//!
+//! Owns: the `solve` subcommand and its certificate directory.
+//! Must not import: nothing is forbidden (the top layer); a handler computes no
+//! figure of its own, it prints a `Checked`'s or a `Rejected`'s.
 
 use crate::check::{sha256_bytes, Checked};
 use crate::exact::crosscheck::{self, Verdict};

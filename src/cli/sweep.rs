@@ -1,5 +1,9 @@
 //! `offcert sweep` (issue 4): one instance at a series of memory budgets,
 //! printed or written one file per budget.
+//!
+//! Owns: the `sweep` subcommand.
+//! Must not import: nothing is forbidden (the top layer); a handler computes no
+//! figure of its own, it prints a `Checked`'s or a `Rejected`'s.
 
 use crate::io;
 use crate::report::{self, BudgetSpec};

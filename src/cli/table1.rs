@@ -3,6 +3,10 @@
 //! batches 928/1120/1248/1440 and W ∈ {0.5, 1, 1.5, 2}·B, every schedule
 //! checked; images/s relative to the 581 images/s baseline next to the paper's
 //! "Schedule + VA" row.
+//!
+//! Owns: the `window-table1` subcommand.
+//! Must not import: nothing is forbidden (the top layer); a handler computes no
+//! figure of its own, it prints a `Checked`'s or a `Rejected`'s.
 
 use crate::bound::op_sequence::transfer_volume;
 use crate::family::{resnet50::resnet50, InstanceFile};

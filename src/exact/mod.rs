@@ -7,6 +7,9 @@
 //! number is reported; the reported makespan is the checker's.
 //! Backend types never leave their module: z3 stays in `smt`, and HiGHS and
 //! good_lp in [`crate::lp`], the one LP layer.
+//!
+//! Must not import: bounds, heuristics, traces, reports, the CLI (and each
+//! method none of the others: MILP, SMT and search are independent).
 
 pub mod crosscheck;
 pub mod milp;

@@ -9,6 +9,10 @@
 //! compute (D, the link is a separate resource); and the memory rule of the core
 //! model (E): an offloaded tensor is released at the end of its transfer and a
 //! prefetched one is held from its start.
+//!
+//! Owns: [`ActivationChain`], its file form and compilation.
+//! Must not import: solvers (`lp`, `exact`), bounds, heuristics, the simulator,
+//! traces, reports, the CLI.
 
 use super::{invalid, BandwidthFile};
 use crate::model::*;

@@ -1,6 +1,10 @@
 //! `core`: the core model written directly, with names instead of ids. This is the
 //! front-end for out-of-core sequences, OFFMATE-style instances and anything the
 //! chain families do not cover.
+//!
+//! Owns: [`CoreFile`], its file form and compilation.
+//! Must not import: solvers (`lp`, `exact`), bounds, heuristics, the simulator,
+//! traces, reports, the CLI.
 
 use super::{invalid, BandwidthFile};
 use crate::model::*;

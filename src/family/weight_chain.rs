@@ -10,6 +10,10 @@
 //! plus the other resident weights. Full-duplex link, cyclic steady state. The
 //! discount rule needs no special case: versions make an offload after B_i serve
 //! the prefetches before F_i and B_i of the next iteration.
+//!
+//! Owns: [`WeightChain`], its file form and compilation.
+//! Must not import: solvers (`lp`, `exact`), bounds, heuristics, the simulator,
+//! traces, reports, the CLI.
 
 use super::{invalid, BandwidthFile};
 use crate::model::*;

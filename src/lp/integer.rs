@@ -3,6 +3,8 @@
 //!
 //! Owns: [`Var`], [`Lin`], [`Row`], [`Lp`] and their builders. Solving is in
 //! [`super`] (HiGHS), writing in [`super::write`].
+//!
+//! Must not import: any other `offcert` module.
 
 use std::collections::BTreeMap;
 

@@ -3,6 +3,8 @@
 //!
 //! Owns: [`Milp`], [`Column`], [`Row`] and [`f`], the one rounding to f64.
 //! Solving is in [`super::solve_rational`].
+//!
+//! Must not import: any other `offcert` module.
 
 use num_rational::BigRational;
 use num_traits::{ToPrimitive, Zero};

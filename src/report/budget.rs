@@ -3,6 +3,9 @@
 //! words `min` (the least memory with which any schedule exists) and `peak`
 //! (M_peak: no offloading needed), or a percentage `P%` of the way from `min` to
 //! `peak` (the scaling of the activation paper's §6.3 plots).
+//!
+//! Owns: [`BudgetSpec`] and the budget ranges of each family.
+//! Must not import: the CLI.
 
 use super::ReportError;
 use crate::bound::activation::ChainProfile;

@@ -2,6 +2,9 @@
 //! ([`crate::exact::crosscheck`]: MILP, SMT and search, every schedule replayed
 //! by the checker). Only an optimum the verdict labels optimal is reported, with
 //! the verdict's own words for its strength.
+//!
+//! Owns: the optimum column ([`optimum`]), built from the verdict's `Checked`.
+//! Must not import: the CLI.
 
 use super::gap::OptimumCell;
 use crate::exact::crosscheck::{self, Label};

@@ -1,6 +1,10 @@
 //! One gap entry: an instance at one memory budget, every applicable bound and
 //! heuristic, and the optimum when an exact method (or a bound that meets a
 //! checked makespan) establishes it.
+//!
+//! Owns: [`GapEntry`] and its cells; a heuristic or optimum cell is built from
+//! a `Checked` only.
+//! Must not import: the CLI.
 
 use super::budget::position;
 use crate::bound::{self, BoundError, LowerBound, Strength};

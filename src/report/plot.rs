@@ -2,6 +2,9 @@
 //! line per heuristic, one panel per instance (after Figure 5 of the
 //! activation paper). x is the budget's position from the least feasible
 //! memory (0 %) to M_peak (100 %) where the family defines them, else GB.
+//!
+//! Owns: the gap SVG ([`svg`]).
+//! Must not import: the CLI.
 
 use super::gap::GapEntry;
 use super::ReportError;

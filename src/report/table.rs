@@ -1,5 +1,8 @@
 //! Text table, CSV and JSON renderings of gap entries: one row per instance,
 //! budget and heuristic (plus one row for a budget with no schedule at all).
+//!
+//! Owns: the text, CSV and JSON renderings.
+//! Must not import: the CLI.
 
 use super::gap::GapEntry;
 

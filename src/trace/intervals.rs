@@ -1,6 +1,9 @@
 //! Unions of half-open time intervals, for busy, idle and overlap measures.
 //!
 //! Owns: [`Intervals`]. Integer nanoseconds, exact. Imports nothing but `Nanos`.
+//!
+//! Must not import: solvers (`lp`, `exact`), bounds, heuristics, reports, the
+//! CLI.
 
 use super::Nanos;
 

@@ -4,6 +4,9 @@
 //! Owns: unit newtypes and the exact arithmetic on them. Imports nothing from the crate.
 //! Validity is never decided with floats: every comparison here is on integers
 //! (`u128`/`i128` where products could overflow 64 bits).
+//!
+//! Must not import: anything outside offcert-core (no solver, heuristic or
+//! `offcert` module; Cargo enforces it).
 
 use serde::{Deserialize, Serialize};
 use std::fmt;

@@ -27,6 +27,9 @@
 //! Owns: [`fractional_optimum`], [`fractional_optimum_under`],
 //! [`fractional_optimum_paper`], [`fractional_optimum_relaxed`],
 //! [`FractionalOptimum`].
+//!
+//! Must not import: exact solvers, heuristics, the simulator, traces, reports,
+//! the CLI.
 
 use super::{infeasible, ChainProfile};
 use crate::bound::{BoundError, BoundMethod, Failure, LowerBound, Strength};

@@ -6,6 +6,10 @@
 //! not read are only on the CPU (Proposition 2); each was offloaded before and must
 //! be prefetched after, on one half-duplex link at most β bytes per tick.
 //! Certified: computed here in exact rationals.
+//!
+//! Owns: the Proposition 3 bound.
+//! Must not import: exact solvers, heuristics, the simulator, traces, reports,
+//! the CLI.
 
 use super::{infeasible, ChainProfile};
 use crate::bound::{BoundError, BoundMethod, LowerBound, Strength};

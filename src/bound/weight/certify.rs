@@ -10,6 +10,10 @@
 //! weakens the bound, never invalidates it. Signs that would need an infinite row
 //! bound are set to 0; a column with no upper bound (idle time) whose d_j would be
 //! negative has the rows that push it below zero scaled down until d_j = 0.
+//!
+//! Owns: the certified bound from a dual vector, in exact arithmetic.
+//! Must not import: exact solvers, heuristics, the simulator, traces, reports,
+//! the CLI.
 
 use crate::lp::rational::Milp;
 use num_bigint::BigInt;

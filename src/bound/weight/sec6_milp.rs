@@ -12,6 +12,10 @@
 //! of eq. (1) already holds the op's own weight); [`Variant::Literal`] sums over
 //! all i as printed, which counts the op's own weight twice and is not a valid
 //! bound (see the counterexample in `proofs/WEIGHT-BOUND.md`).
+//!
+//! Owns: the §6 MILP's rational data (solved through `crate::lp`).
+//! Must not import: exact solvers, heuristics, the simulator, traces, reports,
+//! the CLI.
 
 use crate::family::WeightChain;
 use crate::lp::rational::Milp;

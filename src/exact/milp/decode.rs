@@ -2,6 +2,8 @@
 //! checker like any other; nothing here decides validity.
 //!
 //! Owns: [`decode`].
+//!
+//! Must not import: bounds, heuristics, traces, reports, the CLI.
 
 use super::encode::Encoding;
 use super::structure::{Anchor, Base, Release, Structure};

@@ -3,6 +3,8 @@
 //! constraints names the rule of `models/MODEL.md` it encodes.
 //!
 //! Owns: [`Encoding`] (the model and the map from its columns back to events).
+//!
+//! Must not import: bounds, heuristics, traces, reports, the CLI.
 
 use super::structure::{Anchor, Base, Release, Structure, UPos};
 use crate::lp::{Lin, Lp, Var};

@@ -7,6 +7,8 @@
 //! Owns: [`Structure`] and the scope test. The structural limits listed in
 //! `proofs/EXACTNESS.md` §3 are decided here; an instance outside them is
 //! refused with [`ExactError::Unsupported`], never solved approximately.
+//!
+//! Must not import: bounds, heuristics, traces, reports, the CLI.
 
 use crate::exact::{ExactError, Method};
 use crate::model::{ComputeOrder, Device, Instance, Mode, OpId, Placement, ReleaseRule, TensorId};

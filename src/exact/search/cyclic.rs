@@ -15,6 +15,8 @@
 //! current, offloads in flight, the transfers in flight with their ticks left
 //! and whether they read the current value) equals the root's: the second
 //! period then replays the first one up to a renumbering of versions.
+//!
+//! Owns: the boundary states S₀ of a cycle and the period search.
 
 use super::{push, Ctx, Flight, Node};
 use crate::exact::ExactError;

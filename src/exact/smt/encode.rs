@@ -8,6 +8,10 @@
 //! eviction (delete at D, prefetch at A) in gap g, `f_v/O_v` the offload of
 //! version v, `K_t/T_t` the early delete after a tensor's last read, `C` the
 //! makespan (one-shot) or period (cyclic).
+//!
+//! Owns: the SMT-LIB2 encoding and its decoding (no z3 calls).
+//! Must not import: bounds, heuristics, traces, reports, the CLI, the z3 crate
+//! (the solver lives in `smt/mod.rs`).
 
 use crate::exact::{ExactError, Method};
 use crate::model::{

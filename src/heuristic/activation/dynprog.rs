@@ -23,6 +23,9 @@
 //! up (optimistic), and while the simulator finds the chosen set infeasible, the
 //! rounded |x_i| that is below, but closest to, its true value is increased by
 //! one slot and the program is run again.
+//!
+//! Owns: DYNPROG.
+//! Must not import: exact solvers, traces, reports, the CLI.
 
 use super::{candidates, no_schedule, simulate_plan, ChainHeuristic};
 use crate::family::ActivationChain;

@@ -1,6 +1,9 @@
 //! Offload everything: every activation that can usefully be offloaded
 //! (x₀ … x_{L−1}), prefetched as early as memory allows. The baseline of
 //! vDNN's "offload all" mode.
+//!
+//! Owns: the offload-everything baseline.
+//! Must not import: exact solvers, traces, reports, the CLI.
 
 use super::{candidates, no_schedule, simulate_plan, ChainHeuristic};
 use crate::family::ActivationChain;

@@ -1,6 +1,9 @@
 //! GREEDY (activation paper §4.2): round Theorem 2's fractional optimum up to
 //! whole activations: offload x₀ … x_k entirely, k the smallest index with
 //! Σ_{i≤k} |x_i| ≥ M_peak − M_GPU, in the no-wait ordered schedule.
+//!
+//! Owns: GREEDY.
+//! Must not import: exact solvers, traces, reports, the CLI.
 
 use super::{no_schedule, simulate_plan, ChainHeuristic};
 use crate::bound::activation::ChainProfile;

@@ -9,6 +9,9 @@
 //! run out of memory. So TFLMS finds no schedule at low memory, as in Figure 5.
 //!
 //! Look-aheads tried: 1 … 8, then powers of two up to the number of ops.
+//!
+//! Owns: the TFLMS-like baseline.
+//! Must not import: exact solvers, traces, reports, the CLI.
 
 use super::{best_of, candidates, ChainHeuristic};
 use crate::family::ActivationChain;

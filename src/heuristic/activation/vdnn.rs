@@ -2,6 +2,9 @@
 //! annotated as convolutions, so rank the activations by u_{F_i}/|x_i| and, for
 //! every threshold, try offloading all activations whose ratio is at least the
 //! threshold, and every other one of them; keep the best no-wait schedule.
+//!
+//! Owns: the vDNN-like baseline.
+//! Must not import: exact solvers, traces, reports, the CLI.
 
 use super::{best_of, candidates, ChainHeuristic};
 use crate::family::ActivationChain;

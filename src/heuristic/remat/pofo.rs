@@ -14,6 +14,9 @@
 //!
 //! Memory is in slots (sizes up, budget down), idle times and durations in ticks
 //! as `f64` (model values only), transfer volumes `time·β` rounded down to slots.
+//!
+//! Owns: the `pofo` and `offload-only` dynamic programmes.
+//! Must not import: exact solvers, traces, reports, the CLI.
 
 use super::{chain, Sequence, Slots};
 use crate::family::remat_chain::{Dims, RematChain};

@@ -13,6 +13,9 @@
 //! - i = j: F^i_all then B_i.
 //!
 //! The answer is C(1, L+1, ⌊M/slot⌋ − ⌈|a_0|/slot⌉): layer L+1 is the loss.
+//!
+//! Owns: the `rotor` persistent DP.
+//! Must not import: exact solvers, traces, reports, the CLI.
 
 use super::{chain, Sequence, Slots, DEFAULT_SLOTS};
 use crate::family::remat_chain::{Dims, RematChain};

@@ -31,6 +31,9 @@
 //!
 //! Memory here is the eq. (1) accounting of the family (`WeightChain::mf/mb`), an
 //! estimate used for decisions only: every schedule goes through the checker.
+//!
+//! Owns: Algorithm 2, the period simulation.
+//! Must not import: exact solvers, traces, reports, the CLI.
 
 use super::selection::{idx_b, idx_f, layer, step, Selection, Step};
 use crate::family::WeightChain;

@@ -9,6 +9,9 @@
 //! until it ends, a prefetch from its start; the selection sees neither, so a
 //! selection that fills the memory exactly makes ops wait for offloads). The
 //! shortest simulated period over all selections and cuts is kept.
+//!
+//! Owns: Greedy and Greedy*.
+//! Must not import: exact solvers, traces, reports, the CLI.
 
 use super::frame::{simulate, Plan, Policy};
 use super::selection::{select_within, Selection};

@@ -3,6 +3,9 @@
 //! uses it, once the previous op has ended (so nothing else is resident), deleted
 //! after F_k (its CPU copy is current) and offloaded after B_k, the update being
 //! folded into B_k. w_L stays between F_L and B_L, which use it back to back.
+//!
+//! Owns: the L2L baseline.
+//! Must not import: exact solvers, traces, reports, the CLI.
 
 use super::frame::{simulate, Plan, Policy};
 use super::selection::Selection;

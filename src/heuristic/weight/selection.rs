@@ -12,6 +12,9 @@
 //! - only the positive part of an excess is a benefit (min(max(E_o, 0), |w_k|));
 //!   the paper's min(E_o, |w_k|) would count an op already within budget as a loss;
 //! - Greedy* (`discount = false`) prices every choice at 2|w_k|.
+//!
+//! Owns: Algorithm 1, the selection.
+//! Must not import: exact solvers, traces, reports, the CLI.
 
 use crate::family::WeightChain;
 use num_bigint::BigUint;

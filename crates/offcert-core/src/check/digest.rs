@@ -2,6 +2,10 @@
 //! documented byte encoding (models/MODEL.md §6), so that the same compiled
 //! instance and schedule always give the same digest whatever file they came
 //! from. Hashing JSON cost more than the replay itself on large schedules.
+//!
+//! Owns: [`instance_digest`], [`schedule_digest`] and their byte encoding.
+//! Must not import: anything outside offcert-core (no solver, heuristic or
+//! `offcert` module; Cargo enforces it).
 
 use crate::model::{
     ComputeOrder, Device, Direction, Duplex, Instance, Mode, Placement, ReleaseRule, TensorKind,

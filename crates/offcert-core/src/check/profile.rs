@@ -3,6 +3,9 @@
 //!
 //! Owns: [`MemoryProfile`]. Filled only by [`super::check_with_profile`]; the
 //! plain [`super::check`] records nothing.
+//!
+//! Must not import: anything outside offcert-core (no solver, heuristic or
+//! `offcert` module; Cargo enforces it).
 
 use crate::units::{Bytes, Ticks};
 use serde::Serialize;

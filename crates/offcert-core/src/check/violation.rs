@@ -1,6 +1,11 @@
 //! Typed witnesses: each violation carries the few facts a person needs to
 //! re-check it by hand, and [`Violation::confirm`] re-checks the facts that can be
 //! read straight off the instance and schedule.
+//!
+//! Owns: [`Violation`], [`Warning`], their rule names, kinds, times and
+//! sentences ([`Violation::confirm`] lives in `confirm.rs`).
+//! Must not import: anything outside offcert-core (no solver, heuristic or
+//! `offcert` module; Cargo enforces it).
 
 use crate::model::{Channel, Device, Direction, Instance, OpId, TensorId};
 use crate::schedule::{EventId, Schedule};

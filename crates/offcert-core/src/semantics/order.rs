@@ -1,5 +1,9 @@
 //! Rule *completeness* for compute: the ops that ran, per device in start order,
 //! against the instance's [`ComputeOrder`].
+//!
+//! Owns: [`check_order`] and [`OrderBreach`].
+//! Must not import: anything outside offcert-core (no solver, heuristic or
+//! `offcert` module; Cargo enforces it).
 
 use crate::model::{ComputeOrder, Device, Instance, OpId};
 use serde::{Deserialize, Serialize};
