@@ -179,8 +179,8 @@ pub(super) fn confirm(v: &Violation, inst: &Instance, s: &Schedule) -> bool {
             event,
         } => {
             slot_position(&x, *position, found, event)
-                && matches!(&inst.order, ComputeOrder::Slots(v) if *position >= v.len()
-                    || v.iter().filter(|g| slot_filled_on_gpu(&x, g)).count() <= *position)
+                && matches!(&inst.order, ComputeOrder::Slots(v)
+                    if v.iter().filter(|g| slot_filled_on_gpu(&x, g)).count() <= *position)
         }
         StartedBeforePredecessor {
             event,
