@@ -12,10 +12,13 @@ const EPS: f64 = 1e-6;
 
 /// An `offmate` family file (the `family` tag dropped until `InstanceFile` has the variant).
 fn load(name: &str) -> Offmate {
-    let path = format!(
+    load_path(&format!(
         "{}/instances/offmate/counterexamples/{name}",
         env!("CARGO_MANIFEST_DIR")
-    );
+    ))
+}
+
+fn load_path(path: &str) -> Offmate {
     let mut v: serde_json::Value =
         serde_json::from_str(&std::fs::read_to_string(&path).unwrap()).unwrap();
     let obj = v.as_object_mut().unwrap();
@@ -264,4 +267,33 @@ fn certified_bounds_known_answers() {
     let inst = load("eq7-off-by-one.json");
     // G0 = 3 × 210; frozen w: D = 100 − 100 = 0; no link term.
     assert_eq!(volume::period_bound(&inst, true), r(630));
+}
+
+/// The exporter's output format (`scripts/export_offmate.py --sample`, no
+/// rockmate needed) is an `offmate` file offcert reads: ms → µs ticks rounded
+/// up (95 + 3.2 ms wait = 98200), speeds as exact ratios, S = mem − offload.
+#[test]
+fn exporter_sample_loads_and_solves() {
+    let inst = load_path(&format!(
+        "{}/tests/data/offmate_export_sample.json",
+        env!("CARGO_MANIFEST_DIR")
+    ));
+    assert_eq!(inst.l(), 3);
+    let cheap = &inst.blocks[1].options[2];
+    assert_eq!(cheap.t_fwd.0, 98_200);
+    assert_eq!(cheap.t_bwd.0, 210_900);
+    assert_eq!(cheap.saved.0, 1_275_068_416 - 1_241_513_984);
+    assert_eq!(inst.optimizer.cpu_speed.to_bandwidth().bytes, 1100);
+    assert_eq!(inst.cpu_management.0, 50_000);
+    let groups = inst.param_groups();
+    assert_eq!(groups.len(), 3);
+    assert_eq!(groups[1].trainable.0, 67_108_864);
+    for mode in [IlpMode::AsPrinted, IlpMode::Corrected] {
+        let plan = solve(&inst, mode);
+        let bound = volume::period_bound(&inst, true);
+        let b = num_traits::ToPrimitive::to_f64(&bound).unwrap();
+        if mode == IlpMode::Corrected {
+            assert!(b <= plan.objective + 1e-6, "{b} > {}", plan.objective);
+        }
+    }
 }
