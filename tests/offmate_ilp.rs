@@ -297,3 +297,22 @@ fn exporter_sample_loads_and_solves() {
         }
     }
 }
+
+/// Assumption 3 (memory per whole step): a schedule that swaps u and w between
+/// the blocks exists in offcert's model, but the ILP and its LP relaxation are
+/// infeasible in both modes, so the LP is no relaxation of the event model
+/// (`proofs/OFFMATE-ILP.md` §3). The bounds stay finite and below 240.
+#[test]
+fn the_ilp_is_not_a_relaxation_of_the_event_model() {
+    let inst = load("not-a-relaxation.json");
+    for mode in [IlpMode::AsPrinted, IlpMode::Corrected] {
+        assert_eq!(lp_relaxation(&inst, mode, LIMIT).unwrap(), None, "{mode:?}");
+        assert!(matches!(
+            solve_ilp(&inst, mode, LIMIT),
+            Err(OffmateIlpError::Infeasible { .. })
+        ));
+    }
+    // G0 = 40; D = 200 − 100 = 100 frozen bytes: h2d ≥ 100, d2h ≥ 0.
+    let b = volume::period_bound(&inst, true);
+    assert_eq!(b, num_rational::BigRational::from_integer(100.into()));
+}
