@@ -20,7 +20,7 @@ fn load(name: &str) -> Offmate {
 
 fn load_path(path: &str) -> Offmate {
     let mut v: serde_json::Value =
-        serde_json::from_str(&std::fs::read_to_string(&path).unwrap()).unwrap();
+        serde_json::from_str(&std::fs::read_to_string(path).unwrap()).unwrap();
     let obj = v.as_object_mut().unwrap();
     assert_eq!(obj.remove("family").unwrap(), "offmate");
     let inst: Offmate = serde_json::from_value(v).unwrap();

@@ -213,7 +213,7 @@ fn columns(ilp: &mut Ilp, inst: &Offmate) {
                 sto_o: c(),
                 ofl_o: c(),
                 prf_o: c(),
-                opt: window.contains(&t).then(|| c()),
+                opt: window.contains(&t).then(&mut c),
             });
         }
         ilp.frac.push(per_step);
