@@ -80,6 +80,12 @@ impl InstanceFile {
         }
     }
 
+    /// The `offmate` instance, when the file is one. None until the `offmate`
+    /// front-end adds its `InstanceFile` variant (then: match that variant).
+    pub fn offmate(&self) -> Option<&offmate::Offmate> {
+        None
+    }
+
     /// The activation chain, when the file is one.
     pub fn activation_chain(&self) -> Option<&ActivationChain> {
         match self {
