@@ -21,6 +21,7 @@ use std::sync::atomic::AtomicBool;
 use std::sync::Arc;
 use std::time::Duration;
 
+pub mod remat;
 pub mod search;
 pub mod smt;
 
