@@ -30,6 +30,10 @@ use std::time::Instant;
 /// The structural limits, as printed in every outcome's notes.
 pub const LIMITS_NOTE: &str = "remat_chain reduced to fixed op sequences (proofs/REMAT-EXACT.md): each backward runs once; exactly one F_all per layer; every value a forward produces is read before it is produced again or the schedule ends; a value is released at the end of its last reader at the latest; layers' ops of positive duration; after_end; within each sequence the fixed-order method's own limits";
 
+/// What an optimum (or infeasibility) of a free-order instance means, in the
+/// words reports print beside it.
+pub const SCOPE_WORDS: &str = "within the op-sequence limits of proofs/REMAT-EXACT.md (each backward once; between two backwards, forwards in increasing layer order; every forward's value read)";
+
 fn unsupported(method: Method, reason: impl Into<String>) -> ExactError {
     ExactError::Unsupported {
         method,
