@@ -162,7 +162,10 @@ fn exact_methods_agree_and_sit_between_bounds_and_heuristics() {
     // Not vacuous: optima are found, some above the compute sum (memory
     // binds).
     assert!(OPTIMAL.load(Ordering::Relaxed) >= 3, "{OPTIMAL:?}");
-    assert!(ABOVE_COMPUTE.load(Ordering::Relaxed) >= 1, "{ABOVE_COMPUTE:?}");
+    assert!(
+        ABOVE_COMPUTE.load(Ordering::Relaxed) >= 1,
+        "{ABOVE_COMPUTE:?}"
+    );
 }
 
 static MONOTONE: AtomicUsize = AtomicUsize::new(0);
