@@ -627,3 +627,61 @@ fn split_bound_by_hand() {
     c.gpu_memory = 8;
     assert_eq!(v(&c), "11");
 }
+
+static PERSISTENT_FEASIBLE: AtomicUsize = AtomicUsize::new(0);
+
+/// `FAMILIES.md` §2.4/§2.6: the appendix's DP with offloading disabled (v = 2
+/// only), without the δ_L over-count (§2.2.3) and with runs allowed to reach
+/// the loss (§2.2.9), is rotor's persistent DP: the same value on the same
+/// discretisation (both round sizes up to whole slots). Ignored: it fails on
+/// `instances/regressions/remat/pofo-no-offload-vs-rotor.json` (its note says
+/// why rotor is right there); run it with `--ignored` once pofo is fixed.
+#[test]
+#[ignore = "known discrepancy: instances/regressions/remat/pofo-no-offload-vs-rotor.json"]
+fn pofo_without_offloading_is_rotor() {
+    let text = std::fs::read_to_string(
+        repo().join("instances/regressions/remat/pofo-no-offload-vs-rotor.json"),
+    )
+    .unwrap();
+    let InstanceFile::RematChain(c) = parse(&text).unwrap().0 else {
+        unreachable!()
+    };
+    assert_eq!(Table::build(&c, 50).value(), None);
+    let p = Pofo {
+        slots: 50,
+        remat: true,
+        run_to_loss: true,
+        forward_delta: false,
+        offload: false,
+    };
+    assert_eq!(p.solve(&c).map(|x| x.model_value), None);
+    fn prop(spec: Spec, bw: u8, slack: u8) -> TestResult {
+        if spec.is_empty() {
+            return TestResult::discard();
+        }
+        let c = chain(&spec, 5, bw, slack);
+        let slots = 50;
+        let p = Pofo {
+            slots,
+            remat: true,
+            run_to_loss: true,
+            forward_delta: false,
+            offload: false,
+        };
+        let dp = p.solve(&c).map(|x| x.model_value);
+        let rotor = Table::build(&c, slots).value();
+        match (dp, rotor) {
+            (None, None) => TestResult::passed(),
+            (Some(x), Some(r)) if (x - r as f64).abs() < 1e-6 => {
+                PERSISTENT_FEASIBLE.fetch_add(1, Ordering::Relaxed);
+                TestResult::passed()
+            }
+            (x, r) => TestResult::error(format!(
+                "{}: pofo without offloading {x:?}, rotor {r:?}",
+                serde_json::to_string(&c).unwrap()
+            )),
+        }
+    }
+    qc(150).quickcheck(prop as fn(Spec, u8, u8) -> TestResult);
+    assert!(PERSISTENT_FEASIBLE.load(Ordering::Relaxed) >= 30);
+}

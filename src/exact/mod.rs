@@ -21,6 +21,7 @@ use std::sync::atomic::AtomicBool;
 use std::sync::Arc;
 use std::time::Duration;
 
+pub mod remat;
 pub mod search;
 /// The anytime search (best schedule + certified lower bound within a time
 /// limit): [`search::anytime`].

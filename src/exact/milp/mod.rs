@@ -310,6 +310,10 @@ impl FrameSearch<'_> {
 
 /// Minimise the makespan (one-shot) or the period (cyclic).
 pub fn solve(inst: &Instance, limits: &Limits) -> Result<Outcome, ExactError> {
+    if matches!(inst.order, crate::model::ComputeOrder::Free) {
+        // remat_chain: one fixed-order MILP per op sequence (proofs/REMAT-EXACT.md).
+        return crate::exact::remat::solve(inst, limits, Method::Milp, solve, Some(below));
+    }
     let start = Instant::now();
     let st = analyse(inst)?;
     let mut notes = vec![LIMITS_NOTE.to_string()];
@@ -373,6 +377,20 @@ pub fn solve(inst: &Instance, limits: &Limits) -> Result<Outcome, ExactError> {
         Some((s, m)) if m.0 <= lo => outcome(Status::Optimal, Some(s), Some(m), notes),
         Some((s, _)) => outcome(Status::Feasible, Some(s), Some(Ticks(lo)), notes),
         None => outcome(Status::Unknown, None, Some(Ticks(lo)), notes),
+    })
+}
+
+/// [`refute`] in the form the `remat_chain` reduction takes.
+fn below(
+    inst: &Instance,
+    b: Ticks,
+    limits: &Limits,
+) -> Result<crate::exact::remat::Below, ExactError> {
+    use crate::exact::remat::Below;
+    Ok(match refute(inst, b, limits)? {
+        Refutation::Refuted => Below::Refuted,
+        Refutation::Feasible(_) => Below::Found,
+        Refutation::Unknown => Below::Unknown,
     })
 }
 

@@ -261,6 +261,10 @@ struct Start {
 /// Minimise the makespan (one-shot) or the period (cyclic) of a tiny instance
 /// by exhaustive search.
 pub fn solve(inst: &Instance, limits: &Limits) -> Result<Outcome, ExactError> {
+    if matches!(inst.order, ComputeOrder::Free) {
+        // remat_chain: one fixed-order search per op sequence (proofs/REMAT-EXACT.md).
+        return super::remat::solve(inst, limits, Method::Search, solve, None);
+    }
     let started = Instant::now();
     let (order, reads_at) = search_scope(inst)?;
     let mut ctx = context(inst, order, reads_at);

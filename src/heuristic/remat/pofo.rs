@@ -39,6 +39,12 @@ pub struct Pofo {
     pub run_to_loss: bool,
     /// Count δ_L in the forward-phase memory formulas, as printed (§2.2.3).
     pub forward_delta: bool,
+    /// Allow offloading a subchain's input (Table 2's v = 1). `false` keeps
+    /// every input (v = 2 only) and sets β = 0 in the ε terms (Lemma 1's
+    /// memory frees up at rate β only while data moves): the persistent
+    /// rematerialisation DP, which `FAMILIES.md` §2.4 says rotor's is (tested
+    /// against it).
+    pub offload: bool,
 }
 
 impl Default for Pofo {
@@ -48,6 +54,7 @@ impl Default for Pofo {
             remat: true,
             run_to_loss: false,
             forward_delta: true,
+            offload: true,
         }
     }
 }
@@ -107,7 +114,13 @@ impl<'a> Dp<'a> {
         let dm = c.dims();
         let sl = Slots::new(c, &dm, cfg.slots);
         let bw = c.bandwidth.to_bandwidth();
-        let beta = bw.bytes as f64 / bw.ticks as f64;
+        // No offloading: nothing moves, so no memory frees up while ops run
+        // (β = 0 in every ε and volume; FAMILIES.md §2.4, rotor's DP).
+        let beta = if cfg.offload {
+            bw.bytes as f64 / bw.ticks as f64
+        } else {
+            0.0
+        };
         let m = sl.budget as i64;
         Dp {
             c,
@@ -122,7 +135,11 @@ impl<'a> Dp<'a> {
     }
     /// Slots → idle ticks: ε = bytes/β.
     fn eps(&self, slots: i64) -> f64 {
-        pos(slots as f64) * self.sl.slot as f64 / self.beta
+        if slots <= 0 {
+            return 0.0;
+        }
+        // β = 0 (no offloading): waiting frees nothing, ε = ∞.
+        slots as f64 * self.sl.slot as f64 / self.beta
     }
     /// Volume moved in `t` ticks, in whole slots (rounded down).
     fn vol(&self, t: f64) -> u64 {
@@ -212,6 +229,9 @@ impl<'a> Dp<'a> {
                 out.push((uf + ub + ef + eb + eg, FChoice::Loss));
             } else {
                 for v in [1u8, 2] {
+                    if v == 1 && !self.cfg.offload {
+                        continue;
+                    }
                     let (a2, df2, db2) = self.next_state(v, a, df, db, ii as u64, dfv, dbv);
                     let rest = self.oc(i + 1, 1, a2, df2, db2);
                     if rest.is_finite() {
@@ -249,7 +269,7 @@ impl<'a> Dp<'a> {
             }
             let (dfv, dbv) = (self.vol(fsum + ef), self.vol(cd));
             for v in [1u8, 2] {
-                if (v == 1 && !fits_off) || (v == 2 && !fits_kept) {
+                if (v == 1 && (!fits_off || !self.cfg.offload)) || (v == 2 && !fits_kept) {
                     continue;
                 }
                 let (a2, df2, db2) = self.next_state(v, a, df, db, ii as u64, dfv, dbv);

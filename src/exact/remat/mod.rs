@@ -1,0 +1,281 @@
+//! Exact optima of `remat_chain` instances (free order: optional forward
+//! variants `F{ℓ}` / `Fall{ℓ}` run any number of times, explicit deletes,
+//! re-production after a release).
+//!
+//! The free order is reduced to fixed orders (`proofs/REMAT-EXACT.md`): every
+//! op sequence within the structural limits is enumerated ([`sequences`]),
+//! cheapest compute first; each is renamed into a fixed-order instance (one op
+//! per run, one tensor per value) and solved by a fixed-order method (the
+//! search or the MILP, unchanged); its schedule is mapped back (value →
+//! tensor, a last reader's release → an explicit delete at its end) and
+//! replayed by the checker on the original instance. A sequence whose compute
+//! is not below the best makespan found cannot beat it (one GPU stream), which
+//! ends the loop.
+//!
+//! Owns: the reduction, its limits and its notes. Must not import: the
+//! methods (each passes its fixed-order entry point in), heuristics, bounds.
+
+pub mod sequences;
+
+use super::crosscheck::SolveFn;
+use super::{ExactError, Limits, Method, Outcome, Rejected, Status};
+use crate::check::{check, CheckOutcome};
+use crate::model::{Instance, Mode, ReleaseRule};
+use crate::schedule::{Event, Schedule};
+use crate::units::Ticks;
+use sequences::{enumerate, rename, Layout, Renamed, Sequence, MAX_SEQUENCES};
+use std::sync::atomic::Ordering;
+use std::time::Instant;
+
+/// The structural limits, as printed in every outcome's notes.
+pub const LIMITS_NOTE: &str = "remat_chain reduced to fixed op sequences (proofs/REMAT-EXACT.md): each backward runs once; exactly one F_all per layer; every value a forward produces is read before it is produced again or the schedule ends; a value is released at the end of its last reader at the latest; layers' ops of positive duration; after_end; within each sequence the fixed-order method's own limits";
+
+/// What an optimum (or infeasibility) of a free-order instance means, in the
+/// words reports print beside it.
+pub const SCOPE_WORDS: &str = "within the op-sequence limits of proofs/REMAT-EXACT.md (each backward once; between two backwards, forwards in increasing layer order; every forward's value read)";
+
+fn unsupported(method: Method, reason: impl Into<String>) -> ExactError {
+    ExactError::Unsupported {
+        method,
+        reason: reason.into(),
+    }
+}
+
+/// The scope test: a compiled `remat_chain`, one-shot, the default release
+/// rule, every op of a layer of positive duration.
+pub fn scope(inst: &Instance, method: Method) -> Result<Layout, ExactError> {
+    let lay = Layout::recognise(inst, method)?;
+    if inst.mode != Mode::OneShot {
+        return Err(unsupported(method, "a cyclic remat_chain"));
+    }
+    if inst.release != ReleaseRule::AfterEnd {
+        return Err(unsupported(
+            method,
+            "free order under the relaxation after_start (a last reader's inputs could go one tick after its start; not encoded)",
+        ));
+    }
+    if inst.machine.cpu_capacity.is_some() {
+        return Err(unsupported(method, "a CPU memory capacity"));
+    }
+    for k in 1..=lay.l {
+        for op in [lay.f(k), lay.fall(k), lay.b(k)] {
+            if inst.op(op).duration.0 <= 0 {
+                return Err(unsupported(
+                    method,
+                    format!(
+                        "{} has duration 0: the release of its input at its own instant is not a delete (MODEL.md §2.4)",
+                        inst.op(op).name
+                    ),
+                ));
+            }
+        }
+    }
+    Ok(lay)
+}
+
+/// A renamed sequence's schedule on the original instance.
+pub fn map_back(r: &Renamed, s: &Schedule) -> Schedule {
+    let mut events = vec![];
+    for e in &s.events {
+        match *e {
+            Event::Compute { op, start, end } => {
+                events.push(Event::Compute {
+                    op: r.op_of[op.ix()],
+                    start,
+                    end,
+                });
+                for t in &r.deletes_after[op.ix()] {
+                    events.push(Event::Delete {
+                        tensor: *t,
+                        at: end,
+                    });
+                }
+            }
+            Event::Transfer {
+                dir,
+                tensor,
+                start,
+                end,
+                delete,
+            } => events.push(Event::Transfer {
+                dir,
+                tensor: r.tensor_of[tensor.ix()],
+                start,
+                end,
+                delete,
+            }),
+            Event::Delete { tensor, at } => events.push(Event::Delete {
+                tensor: r.tensor_of[tensor.ix()],
+                at,
+            }),
+        }
+    }
+    Schedule::one_shot(events)
+}
+
+/// Whether a fixed-order instance has a schedule of makespan at most a bound
+/// (a method's one-frame refutation, where it has one).
+pub enum Below {
+    Refuted,
+    Found,
+    Unknown,
+}
+
+/// A method's one-frame refutation: is there a schedule of makespan ≤ the bound?
+pub type BelowFn = fn(&Instance, Ticks, &Limits) -> Result<Below, ExactError>;
+
+/// What the loop over sequences established.
+struct Tally {
+    best: Option<(Ticks, Schedule)>,
+    /// Least compute of a sequence not settled (stopped, or `Unknown`).
+    open_from: Option<i64>,
+    solved: usize,
+    infeasible: usize,
+    /// Sequences refuted below the best makespan in one frame.
+    refuted: usize,
+}
+
+/// Solve `inst` (a free-order `remat_chain`) with the fixed-order method `fixed`.
+pub fn solve(
+    inst: &Instance,
+    limits: &Limits,
+    method: Method,
+    fixed: SolveFn,
+    below: Option<BelowFn>,
+) -> Result<Outcome, ExactError> {
+    let started = Instant::now();
+    let lay = scope(inst, method)?;
+    let mut notes = vec![LIMITS_NOTE.to_string()];
+    // Every schedule runs each B_ℓ and each F_all ℓ (proofs/REMAT-BOUNDS.md,
+    // fact 1), with its whole footprint on the GPU at its start (R1, R7).
+    for k in 1..=lay.l + 1 {
+        for op in [lay.fall(k), lay.b(k)] {
+            let fp = crate::semantics::op_footprint(inst, op);
+            if fp > inst.machine.gpu_capacity {
+                notes.push(format!(
+                    "infeasible: {} needs {} B on the GPU, more than the {} B of memory",
+                    inst.op(op).name,
+                    fp.0,
+                    inst.machine.gpu_capacity.0
+                ));
+                return Ok(outcome(
+                    method,
+                    Status::Infeasible,
+                    None,
+                    None,
+                    started,
+                    notes,
+                ));
+            }
+        }
+    }
+    let Some(seqs) = enumerate(inst, lay, i64::MAX) else {
+        notes.push(format!(
+            "more than {MAX_SEQUENCES} op sequences; not searched"
+        ));
+        return Ok(outcome(method, Status::Unknown, None, None, started, notes));
+    };
+    let total = seqs.len();
+    let t = settle(inst, &seqs, limits, (method, fixed, below), started)?;
+    notes.push(format!(
+        "{total} op sequences within the limits; {} solved ({} infeasible), {} refuted below the best makespan, the rest not cheaper in compute than it",
+        t.solved, t.infeasible, t.refuted
+    ));
+    let (status, schedule, bound) = match (t.best, t.open_from) {
+        (Some((ms, s)), None) => (Status::Optimal, Some(s), Some(ms)),
+        (None, None) => (Status::Infeasible, None, None),
+        (Some((ms, s)), Some(lo)) => (Status::Feasible, Some(s), Some(Ticks(lo.min(ms.0)))),
+        (None, Some(lo)) => (Status::Unknown, None, Some(Ticks(lo))),
+    };
+    Ok(outcome(method, status, schedule, bound, started, notes))
+}
+
+fn outcome(
+    method: Method,
+    status: Status,
+    schedule: Option<Schedule>,
+    bound: Option<Ticks>,
+    started: Instant,
+    notes: Vec<String>,
+) -> Outcome {
+    Outcome {
+        method,
+        status,
+        schedule,
+        bound,
+        elapsed: started.elapsed(),
+        notes,
+    }
+}
+
+/// Solve the sequences cheapest first until none can beat the best makespan.
+fn settle(
+    inst: &Instance,
+    seqs: &[Sequence],
+    limits: &Limits,
+    (method, fixed, below): (Method, SolveFn, Option<BelowFn>),
+    started: Instant,
+) -> Result<Tally, ExactError> {
+    let mut t = Tally {
+        best: None,
+        open_from: None,
+        solved: 0,
+        infeasible: 0,
+        refuted: 0,
+    };
+    for seq in seqs {
+        if t.best.as_ref().is_some_and(|(ms, _)| seq.compute >= ms.0) {
+            break;
+        }
+        let left = limits.time_limit.saturating_sub(started.elapsed());
+        if limits.cancel.load(Ordering::Relaxed) || left.is_zero() {
+            t.open_from = Some(t.open_from.map_or(seq.compute, |x| x.min(seq.compute)));
+            break;
+        }
+        let r = rename(inst, &seq.ops);
+        let sub = Limits {
+            time_limit: left,
+            cancel: limits.cancel.clone(),
+            progress: false,
+        };
+        if let (Some(bf), Some((ms, _))) = (below, &t.best) {
+            match bf(&r.inst, Ticks(ms.0 - 1), &sub)? {
+                Below::Refuted => {
+                    t.refuted += 1;
+                    continue;
+                }
+                Below::Unknown => {
+                    t.open_from = Some(t.open_from.map_or(seq.compute, |x| x.min(seq.compute)));
+                    continue;
+                }
+                Below::Found => {}
+            }
+        }
+        let o = fixed(&r.inst, &sub)?;
+        t.solved += 1;
+        match o.status {
+            Status::Infeasible => t.infeasible += 1,
+            Status::Optimal => {}
+            Status::Feasible | Status::Unknown => {
+                let lo = o.bound.map_or(seq.compute, |b| b.0.max(seq.compute));
+                t.open_from = Some(t.open_from.map_or(lo, |x| x.min(lo)));
+            }
+        }
+        if let Some(s) = o.schedule {
+            let mapped = map_back(&r, &s);
+            let ms = match check(inst, &mapped) {
+                CheckOutcome::Valid(c) => c.report().makespan,
+                CheckOutcome::Invalid(rej) => {
+                    return Err(ExactError::CheckerRejected {
+                        method,
+                        violations: Rejected(rej.violations().to_vec()),
+                    })
+                }
+            };
+            if t.best.as_ref().is_none_or(|(b, _)| ms < *b) {
+                t.best = Some((ms, mapped));
+            }
+        }
+    }
+    Ok(t)
+}

@@ -1,0 +1,355 @@
+//! The op sequences an exact method tries on a `remat_chain` instance, and
+//! each sequence renamed into a fixed-order instance (one op per run, one
+//! tensor per value) that the fixed-order methods accept as it is.
+//!
+//! Owns: [`Layout`] (recognising the compiled layout of
+//! `family::remat_chain`), [`enumerate`] (the sequences within the structural
+//! limits of `proofs/REMAT-EXACT.md`) and [`rename`]. Must not import: the
+//! methods themselves, heuristics, bounds.
+
+use crate::exact::{ExactError, Method};
+use crate::model::{ComputeOrder, Instance, Op, OpId, Tensor, TensorId};
+
+/// Stop enumerating beyond this many sequences (the method then reports
+/// `Unknown`).
+pub const MAX_SEQUENCES: usize = 200_000;
+
+/// Op ids of a compiled `remat_chain` (`RematChain::{f_id, fall_id, b_id}`).
+#[derive(Clone, Copy, Debug)]
+pub struct Layout {
+    /// The paper's L (layers before the loss).
+    pub l: usize,
+}
+
+impl Layout {
+    pub fn f(&self, k: usize) -> OpId {
+        OpId((k - 1) as u32)
+    }
+    pub fn fall(&self, k: usize) -> OpId {
+        OpId((self.l + k - 1) as u32)
+    }
+    pub fn b(&self, k: usize) -> OpId {
+        OpId((2 * self.l + k) as u32)
+    }
+    fn a(&self, k: usize) -> TensorId {
+        TensorId(k as u32)
+    }
+    fn s(&self, k: usize) -> TensorId {
+        TensorId((self.l + k) as u32)
+    }
+    fn d(&self, k: usize) -> TensorId {
+        TensorId((2 * self.l + 2 + k) as u32)
+    }
+
+    /// The layout of `inst` if it is exactly what `RematChain::compile` makes
+    /// (ids, tensor lists, optional forwards, required backwards).
+    pub fn recognise(inst: &Instance, method: Method) -> Result<Layout, ExactError> {
+        let no = |why: String| ExactError::Unsupported {
+            method,
+            reason: format!("free compute order outside the remat_chain layout: {why}"),
+        };
+        let n = inst.ops.len();
+        if inst.family != "remat_chain" || n < 5 || (n - 2) % 3 != 0 {
+            return Err(no(format!("family `{}`, {n} ops", inst.family)));
+        }
+        let lay = Layout { l: (n - 2) / 3 };
+        let l = lay.l;
+        if inst.tensors.len() != 3 * l + 3 {
+            return Err(no(format!("{} tensors", inst.tensors.len())));
+        }
+        let mut want: Vec<(OpId, Vec<TensorId>, Vec<TensorId>, Vec<TensorId>, bool)> = vec![];
+        for k in 1..=l {
+            want.push((lay.f(k), vec![lay.a(k - 1)], vec![lay.a(k)], vec![], false));
+            want.push((
+                lay.fall(k),
+                vec![lay.a(k - 1)],
+                vec![lay.a(k), lay.s(k)],
+                vec![],
+                false,
+            ));
+            let (r, f) = (
+                vec![lay.d(k), lay.a(k), lay.s(k), lay.a(k - 1)],
+                vec![lay.d(k), lay.a(k), lay.s(k)],
+            );
+            want.push((lay.b(k), r, vec![lay.d(k - 1)], f, true));
+        }
+        let last = l + 1;
+        want.push((
+            lay.fall(last),
+            vec![lay.a(l)],
+            vec![lay.s(last)],
+            vec![],
+            false,
+        ));
+        want.push((
+            lay.b(last),
+            vec![lay.a(l), lay.s(last)],
+            vec![lay.d(l)],
+            vec![lay.s(last)],
+            true,
+        ));
+        for (id, reads, produces, frees, required) in want {
+            let op = inst.op(id);
+            if op.reads != reads
+                || op.produces != produces
+                || op.frees != frees
+                || op.required != required
+                || !op.consumes.is_empty()
+                || !op.modifies.is_empty()
+            {
+                return Err(no(format!("op {} differs", op.name)));
+            }
+        }
+        let init_ok = inst
+            .tensors
+            .iter()
+            .enumerate()
+            .all(|(i, t)| t.initial.on_gpu() == (i == 0) && !t.initial.on_cpu());
+        if !init_ok {
+            return Err(no("initial placements differ".into()));
+        }
+        Ok(lay)
+    }
+}
+
+/// One candidate op sequence and its total compute (a lower bound on the
+/// makespan of every schedule that runs it: one GPU stream, R2).
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct Sequence {
+    pub ops: Vec<OpId>,
+    pub compute: i64,
+}
+
+/// Every sequence within the limits (proofs/REMAT-EXACT.md §2) whose compute
+/// is below `cap`, sorted by compute (stable); `None` beyond
+/// [`MAX_SEQUENCES`].
+pub fn enumerate(inst: &Instance, lay: Layout, cap: i64) -> Option<Vec<Sequence>> {
+    let nt = inst.tensors.len();
+    let mut d = Dfs {
+        inst,
+        lay,
+        live: vec![false; nt],
+        read: vec![false; nt],
+        fall_done: vec![false; lay.l + 2],
+        seq: vec![],
+        compute: 0,
+        cap,
+        out: vec![],
+        overflow: false,
+    };
+    d.live[0] = true;
+    d.go(lay.l + 1, 0);
+    if d.overflow {
+        return None;
+    }
+    d.out.sort_by_key(|s| s.compute);
+    Some(d.out)
+}
+
+struct Dfs<'a> {
+    inst: &'a Instance,
+    lay: Layout,
+    /// Per tensor: a value exists (on the GPU or the CPU) and may be read.
+    live: Vec<bool>,
+    /// Per tensor: its live value has been read.
+    read: Vec<bool>,
+    fall_done: Vec<bool>,
+    seq: Vec<OpId>,
+    compute: i64,
+    cap: i64,
+    out: Vec<Sequence>,
+    overflow: bool,
+}
+
+impl Dfs<'_> {
+    /// The least compute still to come with `m` the next backward: every
+    /// B_k (k ≤ m) and a forward of each layer whose F_all has not run.
+    fn rest(&self, m: usize) -> i64 {
+        (1..=m)
+            .map(|k| {
+                let fall = if self.fall_done[k] {
+                    0
+                } else {
+                    self.inst.op(self.lay.fall(k)).duration.0
+                };
+                self.inst.op(self.lay.b(k)).duration.0 + fall
+            })
+            .sum()
+    }
+
+    /// Run `op` if its reads are live and no unread value is dropped; recurse
+    /// with the next backward `m_after` and the segment's last layer `last`.
+    fn try_op(&mut self, op: OpId, m_after: usize, last: usize) {
+        let o = self.inst.op(op);
+        if o.reads.iter().any(|t| !self.live[t.ix()]) {
+            return;
+        }
+        // Before B_m, δ_m exists and cannot move (nor go: B_m reads it), so a
+        // forward whose footprint and δ_m exceed the memory cannot run (limit 6).
+        if m_after > 0 && m_after <= self.lay.l && op.ix() <= 2 * self.lay.l {
+            let d = self.inst.tensor(self.lay.d(m_after)).size.0 as u128;
+            if crate::semantics::op_footprint(self.inst, op).0 as u128 + d
+                > self.inst.machine.gpu_capacity.0 as u128
+            {
+                return;
+            }
+        }
+        // Re-producing a value nobody read is outside the limits (limit 3).
+        if o.produces
+            .iter()
+            .any(|t| self.live[t.ix()] && !self.read[t.ix()])
+        {
+            return;
+        }
+        let saved = (self.live.clone(), self.read.clone(), self.fall_done.clone());
+        for t in &o.reads {
+            self.read[t.ix()] = true;
+        }
+        for t in &o.frees {
+            self.live[t.ix()] = false;
+        }
+        for t in &o.produces {
+            self.live[t.ix()] = true;
+            self.read[t.ix()] = false;
+        }
+        self.seq.push(op);
+        self.compute += o.duration.0;
+        self.go(m_after, last);
+        self.compute -= o.duration.0;
+        self.seq.pop();
+        (self.live, self.read, self.fall_done) = saved;
+    }
+
+    /// Extend the sequence; `m` is the next backward (0: all done), `last` the
+    /// layer of the latest forward since the previous backward (0: none):
+    /// forwards between two backwards run in increasing layer order (limit 4).
+    fn go(&mut self, m: usize, last: usize) {
+        if self.overflow || self.compute + self.rest(m) >= self.cap {
+            return;
+        }
+        let l = self.lay.l;
+        if m == 0 {
+            // Every value read, but δ_0 (B_1's, read by nobody).
+            let unread = (0..self.live.len())
+                .any(|i| self.live[i] && !self.read[i] && TensorId(i as u32) != self.lay.d(0));
+            if !unread {
+                if self.out.len() >= MAX_SEQUENCES {
+                    self.overflow = true;
+                    return;
+                }
+                self.out.push(Sequence {
+                    ops: self.seq.clone(),
+                    compute: self.compute,
+                });
+            }
+            return;
+        }
+        self.try_op(self.lay.b(m), m - 1, 0);
+        for k in last + 1..=m {
+            if !self.fall_done[k] {
+                self.fall_done[k] = true;
+                self.try_op(self.lay.fall(k), m, k);
+                self.fall_done[k] = false;
+            }
+            if k <= l {
+                self.try_op(self.lay.f(k), m, k);
+            }
+        }
+    }
+}
+
+/// A sequence as a fixed-order instance: op `p` is the sequence's `p`-th run,
+/// each value of a tensor its own tensor, and the last reader of a value frees
+/// it (an explicit delete at that op's end in the original, unless the op
+/// frees it itself).
+#[derive(Clone, Debug)]
+pub struct Renamed {
+    pub inst: Instance,
+    /// The original op of each position.
+    pub op_of: Vec<OpId>,
+    /// The original tensor of each value.
+    pub tensor_of: Vec<TensorId>,
+    /// Per position: original tensors to delete at the op's end.
+    pub deletes_after: Vec<Vec<TensorId>>,
+}
+
+pub fn rename(inst: &Instance, seq: &[OpId]) -> Renamed {
+    let mut tensor_of: Vec<TensorId> = vec![];
+    let mut count = vec![0usize; inst.tensors.len()];
+    let mut cur: Vec<Option<usize>> = vec![None; inst.tensors.len()];
+    let mut tensors: Vec<Tensor> = vec![];
+    let mut new_value = |t: TensorId, tensors: &mut Vec<Tensor>, initial| {
+        let src = inst.tensor(t);
+        count[t.ix()] += 1;
+        tensors.push(Tensor {
+            name: format!("{}#{}", src.name, count[t.ix()]),
+            initial,
+            ..src.clone()
+        });
+        tensor_of.push(t);
+        tensors.len() - 1
+    };
+    for (i, t) in inst.tensors.iter().enumerate() {
+        if t.initial.on_gpu() {
+            cur[i] = Some(new_value(TensorId(i as u32), &mut tensors, t.initial));
+        }
+    }
+    // Per position: (reads, produces, native frees) as values.
+    let mut lists = vec![];
+    let mut last_read: Vec<Option<usize>> = vec![];
+    for (p, o) in seq.iter().enumerate() {
+        let op = inst.op(*o);
+        let value = |t: &TensorId| cur[t.ix()].expect("enumerated sequences read live values");
+        let reads: Vec<usize> = op.reads.iter().map(value).collect();
+        let frees: Vec<usize> = op.frees.iter().map(value).collect();
+        for t in &op.frees {
+            cur[t.ix()] = None;
+        }
+        let mut produces = vec![];
+        for t in &op.produces {
+            let v = new_value(*t, &mut tensors, crate::model::Placement::Nowhere);
+            cur[t.ix()] = Some(v);
+            produces.push(v);
+        }
+        last_read.resize(tensors.len(), None);
+        for &v in &reads {
+            last_read[v] = Some(p);
+        }
+        lists.push((reads, produces, frees));
+    }
+    last_read.resize(tensors.len(), None);
+    let id = |v: &usize| TensorId(*v as u32);
+    let mut ops = vec![];
+    let mut deletes_after = vec![];
+    for (p, (reads, produces, frees)) in lists.into_iter().enumerate() {
+        let src = inst.op(seq[p]);
+        let extra: Vec<usize> = reads
+            .iter()
+            .copied()
+            .filter(|v| last_read[*v] == Some(p) && !frees.contains(v))
+            .collect();
+        deletes_after.push(extra.iter().map(|v| tensor_of[*v]).collect());
+        ops.push(Op {
+            name: format!("{}@{p}", src.name),
+            reads: reads.iter().map(id).collect(),
+            produces: produces.iter().map(id).collect(),
+            frees: frees.iter().chain(&extra).map(id).collect(),
+            required: true,
+            ..src.clone()
+        });
+    }
+    let n = ops.len();
+    Renamed {
+        inst: Instance {
+            name: format!("{} (one op sequence)", inst.name),
+            family: "remat_chain/sequence".into(),
+            tensors,
+            ops,
+            order: ComputeOrder::Fixed((0..n).map(|p| OpId(p as u32)).collect()),
+            ..inst.clone()
+        },
+        op_of: seq.to_vec(),
+        tensor_of,
+        deletes_after,
+    }
+}

@@ -1,0 +1,205 @@
+//! Exact optima of `remat_chain` (issue 11 §3): on random chains of up to 4
+//! layers the search and the MILP (each over the op sequences of
+//! `proofs/REMAT-EXACT.md`) agree, every schedule they return is the checker's,
+//! the optimum is at most every checked heuristic makespan (rotor, pofo,
+//! offload-only), at least every certified bound (remat-compute,
+//! remat-split), and more memory never makes it worse.
+
+mod common;
+
+use common::*;
+use offcert::bound;
+use offcert::exact::crosscheck::{self, Label, Verdict};
+use offcert::exact::{Limits, Method, Status};
+use offcert::family::remat_chain::{RematChain, RematLayer, RematLoss};
+use offcert::family::{BandwidthFile, InstanceFile};
+use offcert::heuristic::{self, HeuristicError};
+use quickcheck::TestResult;
+use std::sync::atomic::{AtomicUsize, Ordering};
+use std::time::Duration;
+
+type Spec = Vec<(u8, u8, u8, u8, u8)>;
+
+/// A random chain of 1..=4 layers, every layer op at least one tick (the
+/// methods' scope), memory from the least feasible up, mostly within a few
+/// bytes of it (tight memory is where recomputation and transfers pay).
+fn chain(spec: &[(u8, u8, u8, u8, u8)], bw: u8, slack: u8) -> RematChain {
+    let layers: Vec<RematLayer> = spec
+        .iter()
+        .take(4)
+        .map(|&(uf, ub, a, s, o)| RematLayer {
+            u_f: 1 + (uf % 2) as i64,
+            u_b: 1 + (ub % 3) as i64,
+            a: 1 + (a % 4) as u64,
+            abar: 1 + (a % 4) as u64 + (s % 3) as u64,
+            o_f: (o % 2) as u64,
+            o_b: (o / 2 % 2) as u64,
+            delta: None,
+        })
+        .collect();
+    let mut c = RematChain {
+        name: "random-remat".into(),
+        note: None,
+        layers,
+        loss: RematLoss {
+            u_f: (bw / 8 % 2) as i64,
+            u_b: 1,
+            abar: (bw / 16 % 2) as u64,
+            o_f: 0,
+            o_b: 0,
+        },
+        a0: 1 + (bw / 32 % 2) as u64,
+        delta0: None,
+        gpu_memory: 0,
+        bandwidth: BandwidthFile::Ratio {
+            bytes: 1 + (bw % 2) as u64,
+            ticks: 1 + (bw / 2 % 2) as u64,
+        },
+        release: Default::default(),
+    };
+    let lo = c.min_memory().unwrap();
+    let hi = c.store_all_peak().unwrap();
+    c.gpu_memory = if slack % 4 == 0 {
+        lo + (slack as u64 / 4) % (hi - lo + 1)
+    } else {
+        lo + (slack as u64 % 4).min(hi - lo)
+    };
+    c
+}
+
+fn solve(c: &RematChain, methods: &[Method]) -> Verdict {
+    let inst = InstanceFile::RematChain(c.clone()).compile().unwrap();
+    let limits = Limits {
+        time_limit: Duration::from_secs(4),
+        ..Limits::default()
+    };
+    crosscheck::run(&inst, methods, &limits)
+}
+
+/// Every method settled (optimal or infeasible).
+fn settled(v: &Verdict) -> bool {
+    v.methods
+        .iter()
+        .all(|m| matches!(m.status, Some(Status::Optimal | Status::Infeasible)))
+}
+
+static OPTIMAL: AtomicUsize = AtomicUsize::new(0);
+static BEATS_HEURISTIC: AtomicUsize = AtomicUsize::new(0);
+static ABOVE_COMPUTE: AtomicUsize = AtomicUsize::new(0);
+
+fn agree_and_sandwich(spec: Spec, bw: u8, slack: u8) -> TestResult {
+    if spec.is_empty() {
+        return TestResult::discard();
+    }
+    let c = chain(&spec, bw, slack);
+    let v = solve(&c, &[Method::Search, Method::Milp]);
+    if !v.disagreements.is_empty() || v.methods.iter().any(|m| m.error.is_some()) {
+        return TestResult::error(format!(
+            "{}: {:?} {:?}",
+            serde_json::to_string(&c).unwrap(),
+            v.disagreements,
+            v.methods.iter().map(|m| &m.error).collect::<Vec<_>>()
+        ));
+    }
+    if !settled(&v) {
+        return TestResult::discard();
+    }
+    let f = InstanceFile::RematChain(c.clone());
+    let inst = f.compile().unwrap();
+    let opt = match v.label {
+        Label::OptimalCrossChecked => v.makespan().unwrap().0,
+        Label::Infeasible => i64::MAX,
+        ref l => return TestResult::error(format!("label {l:?} with both methods settled")),
+    };
+    for h in heuristic::remat::heuristics() {
+        match heuristic::run(h.as_ref(), &f, &inst) {
+            Ok(run) => {
+                let m = run.checked.report().makespan.0;
+                if opt > m {
+                    return TestResult::error(format!(
+                        "{}: exact {opt} above {} {m}",
+                        serde_json::to_string(&c).unwrap(),
+                        run.name
+                    ));
+                }
+                if opt < m {
+                    BEATS_HEURISTIC.fetch_add(1, Ordering::Relaxed);
+                }
+            }
+            Err(HeuristicError::NoSchedule { .. }) => {}
+            Err(e) => return TestResult::error(e.to_string()),
+        }
+    }
+    if opt == i64::MAX {
+        return TestResult::passed();
+    }
+    OPTIMAL.fetch_add(1, Ordering::Relaxed);
+    for b in bound::remat::bounds() {
+        let lb = b.bound(&f, &inst).unwrap();
+        if lb.ceil_ticks() > opt {
+            return TestResult::error(format!(
+                "{}: bound {} above the optimum {opt}",
+                serde_json::to_string(&c).unwrap(),
+                lb.display()
+            ));
+        }
+    }
+    let compute: i64 = (1..=c.l() + 1)
+        .map(|k| c.dims().u_f[k] + c.dims().u_b[k])
+        .sum();
+    if opt > compute {
+        ABOVE_COMPUTE.fetch_add(1, Ordering::Relaxed);
+    }
+    TestResult::passed()
+}
+
+#[test]
+fn exact_methods_agree_and_sit_between_bounds_and_heuristics() {
+    qc(12, 6).quickcheck(agree_and_sandwich as fn(Spec, u8, u8) -> TestResult);
+    eprintln!(
+        "optimal {OPTIMAL:?}, above the compute sum {ABOVE_COMPUTE:?}, strictly below a heuristic {BEATS_HEURISTIC:?}"
+    );
+    // Not vacuous: optima are found, some above the compute sum (memory
+    // binds).
+    assert!(OPTIMAL.load(Ordering::Relaxed) >= 3, "{OPTIMAL:?}");
+    assert!(
+        ABOVE_COMPUTE.load(Ordering::Relaxed) >= 1,
+        "{ABOVE_COMPUTE:?}"
+    );
+}
+
+static MONOTONE: AtomicUsize = AtomicUsize::new(0);
+
+fn more_memory_never_hurts(spec: Spec, bw: u8, slack: u8, extra: u8) -> TestResult {
+    if spec.is_empty() {
+        return TestResult::discard();
+    }
+    let c = chain(&spec, bw, slack);
+    let mut d = c.clone();
+    d.gpu_memory += 1 + (extra % 3) as u64;
+    let (v1, v2) = (solve(&c, &[Method::Milp]), solve(&d, &[Method::Milp]));
+    if !(settled(&v1) && settled(&v2)) {
+        return TestResult::discard();
+    }
+    let ms = |v: &Verdict| v.makespan().map_or(i64::MAX, |m| m.0);
+    if ms(&v2) > ms(&v1) {
+        return TestResult::error(format!(
+            "{}: {} B gives {}, {} B gives {}",
+            serde_json::to_string(&c).unwrap(),
+            c.gpu_memory,
+            ms(&v1),
+            d.gpu_memory,
+            ms(&v2)
+        ));
+    }
+    if ms(&v1) != i64::MAX {
+        MONOTONE.fetch_add(1, Ordering::Relaxed);
+    }
+    TestResult::passed()
+}
+
+#[test]
+fn more_memory_never_makes_the_optimum_worse() {
+    qc(10, 5).quickcheck(more_memory_never_hurts as fn(Spec, u8, u8, u8) -> TestResult);
+    assert!(MONOTONE.load(Ordering::Relaxed) >= 2, "{MONOTONE:?}");
+}
