@@ -36,6 +36,7 @@
 
 use crate::family::op_sequence::{Function, OpSequence, Variable};
 use crate::family::BandwidthFile;
+use crate::io::{json_error, InputError};
 use crate::model::{Duplex, ReleaseRule, TensorKind};
 use serde_json::Value;
 use std::collections::{BTreeMap, HashMap, HashSet};
@@ -47,26 +48,17 @@ pub const LOOKAHEAD: usize = 64;
 /// Largest decompressed input accepted (hostile-input guard).
 const MAX_BYTES: u64 = 2 << 30;
 
+/// Why an ET (or its Kineto trace) cannot be imported: the input errors every
+/// loader shares (unreadable file, malformed JSON, a bad field, named as the
+/// loaders name them), or a corrupt gzip stream.
 #[derive(Debug, thiserror::Error)]
 #[non_exhaustive]
 pub enum EtError {
-    #[error("{file}: cannot read: {error}")]
-    Read { file: String, error: std::io::Error },
+    /// Read, Json or Field, as [`InputError`] says them.
+    #[error(transparent)]
+    Input(#[from] InputError),
     #[error("{file}: corrupt or truncated gzip stream: {message}")]
     Gzip { file: String, message: String },
-    #[error("{file}:{line}:{column}: malformed JSON: {message}")]
-    Json {
-        file: String,
-        line: usize,
-        column: usize,
-        message: String,
-    },
-    #[error("{file}: {field}: {message}")]
-    Field {
-        file: String,
-        field: String,
-        message: String,
-    },
 }
 
 /// Options of `offcert import et`.
@@ -97,7 +89,7 @@ pub struct EtReport {
 /// Read a file, gunzipping it if it starts with the gzip magic.
 pub fn read_bytes(path: &Path) -> Result<Vec<u8>, EtError> {
     let file = path.display().to_string();
-    let raw = std::fs::read(path).map_err(|error| EtError::Read {
+    let raw = std::fs::read(path).map_err(|error| InputError::Read {
         file: file.clone(),
         error,
     })?;
@@ -120,20 +112,16 @@ pub fn gunzip(file: &str, raw: Vec<u8>) -> Result<Vec<u8>, EtError> {
 }
 
 fn parse(file: &str, bytes: &[u8]) -> Result<Value, EtError> {
-    serde_json::from_slice(bytes).map_err(|e| EtError::Json {
-        file: file.into(),
-        line: e.line(),
-        column: e.column(),
-        message: e.to_string(),
-    })
+    Ok(serde_json::from_slice(bytes).map_err(|e| json_error(file, e))?)
 }
 
 fn field(file: &str, f: impl Into<String>, m: impl Into<String>) -> EtError {
-    EtError::Field {
+    InputError::Field {
         file: file.into(),
         field: f.into(),
         message: m.into(),
     }
+    .into()
 }
 
 /// One ET node, schema-independent.
