@@ -316,8 +316,8 @@ static SIMULATED_WITH_TRANSFERS: AtomicUsize = AtomicUsize::new(0);
 /// rule, either of the two; many of them really move data.
 #[test]
 fn every_simulated_schedule_passes_the_checker() {
-    use offcert::model::{ReleaseRule, TensorId};
-    use offcert::simulate::{asap, Plan, SimError};
+    use offcert::model::ReleaseRule;
+    use offcert::simulate::{asap, SimError};
     fn prop(spec: Vec<(u8, u8, u8, u8, u8)>, mem: u8, bw: u8, mask: u32, la: u8) -> TestResult {
         if spec.is_empty() || spec.len() > 9 {
             return TestResult::discard();
@@ -327,15 +327,7 @@ fn every_simulated_schedule_passes_the_checker() {
             c.release = ReleaseRule::AfterStart;
         }
         let inst = c.compile().unwrap();
-        let offload: Vec<TensorId> = (0..=spec.len())
-            .filter(|i| mask >> i & 1 == 1)
-            .map(|i| c.x_id(i))
-            .collect();
-        let plan = Plan {
-            offload,
-            lookahead: (la % 4 != 0).then_some((la % 4) as usize),
-        };
-        match asap(&inst, &plan) {
+        match asap(&inst, &activation_plan(&c, mask, la)) {
             Ok(s) => {
                 if s.events.iter().any(|e| matches!(e, Event::Transfer { .. })) {
                     SIMULATED_WITH_TRANSFERS.fetch_add(1, Relaxed);

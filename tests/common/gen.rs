@@ -78,15 +78,22 @@ pub fn activation_chain(spec: &[(u8, u8, u8, u8)], bw: u8, slack: u8) -> Activat
 /// prefetch lookahead (0: none).
 pub fn activation_schedule(c: &ActivationChain, mask: u16, la: u8) -> Option<(Instance, Schedule)> {
     let inst = c.compile().unwrap();
+    asap(&inst, &activation_plan(c, mask.into(), la))
+        .ok()
+        .map(|s| (inst, s))
+}
+
+/// The plan of [`activation_schedule`]: offload x_i where bit i of `mask` is
+/// set (i ≤ L + 1 < 32), prefetch look-ahead `la % 4` (0: none).
+pub fn activation_plan(c: &ActivationChain, mask: u32, la: u8) -> Plan {
     let offload: Vec<TensorId> = (0..=c.layers.len())
-        .filter(|i| mask >> i & 1 == 1)
+        .filter(|&i| i < 32 && mask >> i & 1 == 1)
         .map(|i| c.x_id(i))
         .collect();
-    let plan = Plan {
+    Plan {
         offload,
         lookahead: (la % 4 != 0).then_some((la % 4) as usize),
-    };
-    asap(&inst, &plan).ok().map(|s| (inst, s))
+    }
 }
 
 /// A valid-by-construction schedule of either family from the same raw values
