@@ -15,7 +15,7 @@
 use offcert::check::check;
 use offcert::family::activation_chain::{ActivationChain, ActivationLayer};
 use offcert::family::BandwidthFile;
-use offcert::model::Direction;
+use offcert::model::{Direction, Instance};
 use offcert::schedule::{Event, Schedule, ScheduleFile};
 use offcert::units::Ticks;
 use std::time::{Duration, Instant};
@@ -38,6 +38,16 @@ fn main() {
         .ok()
         .and_then(|v| v.parse().ok())
         .unwrap_or(250_000);
+    let (chain, inst) = instance(n);
+    let sched = schedule(&chain, n);
+    println!("events: {}", sched.events.len());
+    time_parse(&inst, &sched);
+    time_check(&inst, &sched);
+    time_digests(&inst, &sched);
+}
+
+/// The chain of `n` layers of the module docs, and its instance.
+fn instance(n: usize) -> (ActivationChain, Instance) {
     let chain = ActivationChain {
         name: "bench".into(),
         note: None,
@@ -59,6 +69,12 @@ fn main() {
         release: Default::default(),
     };
     let inst = chain.compile().expect("valid instance");
+    (chain, inst)
+}
+
+/// The valid schedule of the module docs: every x_i offloaded during F_i and
+/// prefetched during B_{i+1}.
+fn schedule(chain: &ActivationChain, n: usize) -> Schedule {
     let t = |x: usize| Ticks(x as i64);
     let mut events = Vec::with_capacity(4 * n);
     // Forward: F_i [2i, 2i+2); x_i offloaded [2i, 2i+2) and released at its end.
@@ -103,27 +119,31 @@ fn main() {
             });
         }
     }
-    let sched = Schedule::one_shot(events);
-    println!("events: {}", sched.events.len());
+    Schedule::one_shot(events)
+}
 
-    // Parse time of the schedule file (names resolved against the instance).
-    let text = serde_json::to_string(&ScheduleFile::from_schedule(&sched, &inst)).unwrap();
+/// Parse time of the schedule file (names resolved against the instance).
+fn time_parse(inst: &Instance, sched: &Schedule) {
+    let text = serde_json::to_string(&ScheduleFile::from_schedule(sched, inst)).unwrap();
     let t0 = Instant::now();
-    let parsed = offcert::io::parse_schedule("bench.schedule.json", &text, &inst).unwrap();
+    let parsed = offcert::io::parse_schedule("bench.schedule.json", &text, inst).unwrap();
     let parse = t0.elapsed();
-    assert_eq!(parsed, sched);
+    assert_eq!(&parsed, sched);
     println!(
         "parse: {:.3} s ({} MB of JSON)",
         parse.as_secs_f64(),
         text.len() / 1_000_000
     );
+}
 
+/// The best of three `check` runs, wall and CPU time; each must be valid.
+fn time_check(inst: &Instance, sched: &Schedule) {
     let mut best = Duration::MAX;
     let mut best_cpu = Duration::MAX;
     for run in 0..3 {
         let c0 = cpu_time();
         let t0 = Instant::now();
-        let r = check(&inst, &sched);
+        let r = check(inst, sched);
         let took = t0.elapsed();
         if let (Some(a), Some(b)) = (c0, cpu_time()) {
             best_cpu = best_cpu.min(b - a);
@@ -142,12 +162,14 @@ fn main() {
         best.as_secs_f64(),
         best_cpu.as_secs_f64()
     );
+}
 
-    // What part of that is the report's canonical digests of the instance and
-    // the schedule (the same functions the checker calls).
+/// What part of that is the report's canonical digests of the instance and
+/// the schedule (the same functions the checker calls).
+fn time_digests(inst: &Instance, sched: &Schedule) {
     let t0 = Instant::now();
-    let a = offcert::check::instance_digest(&inst);
-    let b = offcert::check::schedule_digest(&sched);
+    let a = offcert::check::instance_digest(inst);
+    let b = offcert::check::schedule_digest(sched);
     println!(
         "  of which hashing instance and schedule: about {:.3} s ({} {})",
         t0.elapsed().as_secs_f64(),

@@ -35,7 +35,8 @@ pub enum InputError {
     Schedule { file: String, error: ScheduleError },
 }
 
-fn json_err(file: &str, e: serde_json::Error) -> InputError {
+/// A JSON syntax error, with the file and the line and column it names.
+pub fn json_error(file: &str, e: serde_json::Error) -> InputError {
     InputError::Json {
         file: file.to_string(),
         line: e.line(),
@@ -62,7 +63,7 @@ fn typed<T: DeserializeOwned>(file: &str, v: serde_json::Value) -> Result<T, Inp
 
 /// Parse an instance file's text. `file` names it in errors.
 pub fn parse_instance_file(file: &str, text: &str) -> Result<InstanceFile, InputError> {
-    let mut v: serde_json::Value = serde_json::from_str(text).map_err(|e| json_err(file, e))?;
+    let mut v: serde_json::Value = serde_json::from_str(text).map_err(|e| json_error(file, e))?;
     let fam = match v.as_object_mut() {
         None => {
             return Err(InputError::Field {
@@ -138,7 +139,7 @@ pub fn parse_schedule(file: &str, text: &str, inst: &Instance) -> Result<Schedul
             let path = e.path().to_string();
             let inner = e.into_inner();
             if inner.is_syntax() || inner.is_eof() || path == "." {
-                return Err(json_err(file, inner));
+                return Err(json_error(file, inner));
             }
             return Err(InputError::Field {
                 file: file.into(),
@@ -147,7 +148,7 @@ pub fn parse_schedule(file: &str, text: &str, inst: &Instance) -> Result<Schedul
             });
         }
     };
-    de.end().map_err(|e| json_err(file, e))?;
+    de.end().map_err(|e| json_error(file, e))?;
     sf.resolve(inst).map_err(|error| InputError::Schedule {
         file: file.to_string(),
         error,

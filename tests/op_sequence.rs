@@ -455,10 +455,6 @@ fn quickcheck_window_period_at_least_milp_optimum() {
                 TestResult::from_bool(run.checked.report().makespan >= opt)
             }
             Ok(_) => TestResult::discard(),
-            // Known MILP limitation (reported in issue 13's notes): a decoded
-            // initial state that omits a non-persistent tensor offloaded in the
-            // period is rejected by the checker (state mismatch); no optimum.
-            Err(offcert::exact::ExactError::CheckerRejected { .. }) => TestResult::discard(),
             Err(e) => TestResult::error(format!("MILP: {e}")),
         }
     }
@@ -493,4 +489,27 @@ fn resnet50_table1_point_is_checked_valid() {
     assert!(r.checked.report().valid);
     assert!(r.checked.report().peak_memory.0 <= 16 << 30);
     assert!(r.checked.report().makespan >= inst.total_compute());
+}
+
+/// `instances/regressions/milp/temporary-offload-s0.json` (shrunk from the
+/// property above): the MILP's optimum offloads the temporary a0 in the
+/// period, so the state at P, hence S₀, has a0's host copy current. The
+/// cyclic decoder once left a0 out of S₀ and the checker rejected its schedule.
+#[test]
+fn milp_s0_keeps_the_host_copy_of_an_offloaded_temporary() {
+    let (_, inst) = offcert::io::load_instance(
+        &repo().join("instances/regressions/milp/temporary-offload-s0.json"),
+    )
+    .unwrap();
+    let limits = Limits {
+        time_limit: std::time::Duration::from_secs(20),
+        ..Limits::default()
+    };
+    let o = milp::solve(&inst, &limits).expect("the checker accepts the MILP's schedule");
+    assert_eq!(o.status, Status::Optimal);
+    let s = o.schedule.unwrap();
+    let r = check(&inst, &s);
+    assert!(r.valid, "{:?}", r.violations);
+    let a0 = inst.tensor_by_name("a0").unwrap();
+    assert!(s.initial.unwrap().cpu.contains(&a0));
 }

@@ -307,3 +307,56 @@ fn qc_fails_when_every_case_is_discarded() {
     }
     qc(10, 1).quickcheck(prop as fn(u8) -> TestResult);
 }
+
+static SIMULATED_WITH_TRANSFERS: AtomicUsize = AtomicUsize::new(0);
+
+/// Every ASAP schedule (`offcert::simulate::asap`) of a random plan (any set of
+/// offloaded activations, look-ahead none or 1..=3) on a random chain of up to
+/// 9 layers (`activation_chain_5`) passes the checker under its own release
+/// rule, either of the two; many of them really move data.
+#[test]
+fn every_simulated_schedule_passes_the_checker() {
+    use offcert::model::ReleaseRule;
+    use offcert::simulate::{asap, SimError};
+    fn prop(spec: Vec<(u8, u8, u8, u8, u8)>, mem: u8, bw: u8, mask: u32, la: u8) -> TestResult {
+        if spec.is_empty() || spec.len() > 9 {
+            return TestResult::discard();
+        }
+        let mut c = activation_chain_5(&spec, mem, bw);
+        if mask >> 31 & 1 == 1 {
+            c.release = ReleaseRule::AfterStart;
+        }
+        let inst = c.compile().unwrap();
+        match asap(&inst, &activation_plan(&c, mask, la)) {
+            Ok(s) => {
+                if s.events.iter().any(|e| matches!(e, Event::Transfer { .. })) {
+                    SIMULATED_WITH_TRANSFERS.fetch_add(1, Relaxed);
+                }
+                let r = check(&inst, &s);
+                if !r.valid {
+                    let v: Vec<String> = r.violations.iter().map(|v| v.describe(&inst)).collect();
+                    return TestResult::error(format!("{c:?}\n{v:?}"));
+                }
+                TestResult::passed()
+            }
+            Err(SimError::Stuck { .. }) => TestResult::discard(),
+            Err(e) => TestResult::error(e.to_string()),
+        }
+    }
+    qc(300, 100)
+        .max_tests(cases(10000))
+        .quickcheck(prop as fn(_, _, _, _, _) -> TestResult);
+    assert!(SIMULATED_WITH_TRANSFERS.load(Relaxed) as u64 >= cases(50));
+}
+
+/// With the peak memory and no plan, the ASAP schedule is the compute sum.
+#[test]
+fn with_ample_memory_and_no_plan_the_makespan_is_the_compute_sum() {
+    use offcert::simulate::{asap, Plan};
+    let c = activation_chain_5(&[(2, 3, 4, 0, 0), (1, 1, 4, 0, 0), (3, 2, 4, 0, 0)], 255, 1);
+    let inst = c.compile().unwrap();
+    let s = asap(&inst, &Plan::default()).unwrap();
+    let r = check(&inst, &s);
+    assert!(r.valid);
+    assert_eq!(r.makespan, inst.total_compute());
+}

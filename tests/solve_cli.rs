@@ -29,6 +29,29 @@ fn run(args: &[&str]) -> (i32, String, String) {
     )
 }
 
+/// `offcert solve INSTANCE --method METHOD EXTRA… --certificate DIR`, which
+/// must exit 0: its stdout and the certificate's README.
+fn solve_certified(instance: &str, method: &str, extra: &[&str], dir: &Path) -> (String, String) {
+    let mut args = vec!["solve", instance, "--method", method];
+    args.extend(extra);
+    args.extend(["--certificate", dir.to_str().unwrap()]);
+    let (code, out, err) = run(&args);
+    assert_eq!(code, 0, "{out}{err}");
+    let readme = std::fs::read_to_string(dir.join("README.txt")).unwrap();
+    (out, readme)
+}
+
+/// `offcert check INSTANCE schedule.json` run inside the certificate `dir`, as
+/// its README says: the exit code and stdout.
+fn check_in(dir: &Path, instance: &str) -> (Option<i32>, String) {
+    let o = offcert()
+        .args(["check", instance, "schedule.json"])
+        .current_dir(dir)
+        .output()
+        .unwrap();
+    (o.status.code(), String::from_utf8_lossy(&o.stdout).into())
+}
+
 #[test]
 fn all_methods_cross_check_a_one_shot_instance() {
     let (code, out, _) = run(&[
@@ -105,15 +128,7 @@ fn schedule_out_is_checked_by_offcert_check() {
 #[test]
 fn certificate_directory_is_recheckable() {
     let d = tmpdir("cert");
-    let (code, out, err) = run(&[
-        "solve",
-        "instances/tiny/act_one_offload.json",
-        "--method",
-        "all",
-        "--certificate",
-        d.to_str().unwrap(),
-    ]);
-    assert_eq!(code, 0, "{out}{err}");
+    solve_certified("instances/tiny/act_one_offload.json", "all", &[], &d);
     for f in [
         "README.txt",
         "schedule.json",
@@ -130,12 +145,7 @@ fn certificate_directory_is_recheckable() {
     assert_eq!(verdict["verdict"], "valid");
     assert_eq!(verdict["report"]["makespan"], 7);
     // The schedule re-checks with the CLI.
-    let (code, _, _) = run(&[
-        "check",
-        d.join("instance.json").to_str().unwrap(),
-        d.join("schedule.json").to_str().unwrap(),
-    ]);
-    assert_eq!(code, 0);
+    assert_eq!(check_in(&d, "instance.json").0, Some(0));
     // The SMT-LIB2 refutation of makespan <= 6 is unsat for z3 and cvc5.
     // Both are required: the README's set-up (scripts/setup.sh) installs them.
     for (cmd, args) in [("z3", vec!["-smt2"]), ("cvc5", vec!["--lang=smt2"])] {
@@ -205,17 +215,7 @@ fn rescaled_certificate_round_trips() {
     let text = r#"{"family":"activation_chain","name":"odd","layers":[{"u_f":1,"u_b":1,"x":1},{"u_f":1,"u_b":1,"x":1}],"x_last":1,"gpu_memory":3,"bandwidth":{"bytes":3,"ticks":2}}"#;
     std::fs::write(&f, text).unwrap();
     let cert = d.join("cert");
-    let (code, out, err) = run(&[
-        "solve",
-        f.to_str().unwrap(),
-        "--method",
-        "milp",
-        "--rescale",
-        "--certificate",
-        cert.to_str().unwrap(),
-    ]);
-    assert_eq!(code, 0, "{out}{err}");
-    let readme = std::fs::read_to_string(cert.join("README.txt")).unwrap();
+    let (_, readme) = solve_certified(f.to_str().unwrap(), "milp", &["--rescale"], &cert);
     assert!(readme.contains("time scale: K = 3"), "{readme}");
     assert_eq!(
         std::fs::read_to_string(cert.join("original-instance.json")).unwrap(),
@@ -229,21 +229,10 @@ fn rescaled_certificate_round_trips() {
     let cmd = line.split("re-check: offcert ").nth(1).unwrap();
     let args: Vec<&str> = cmd.split_whitespace().collect();
     assert_eq!(args, ["check", "instance.json", "schedule.json"]);
-    let o = offcert().args(&args).current_dir(&cert).output().unwrap();
-    assert_eq!(
-        o.status.code(),
-        Some(0),
-        "{}{}",
-        String::from_utf8_lossy(&o.stdout),
-        String::from_utf8_lossy(&o.stderr)
-    );
+    let (code, out) = check_in(&cert, args[1]);
+    assert_eq!(code, Some(0), "{out}");
     // Against the original file the rescaled ticks are wrong: that was the bug.
-    let o = offcert()
-        .args(["check", "original-instance.json", "schedule.json"])
-        .current_dir(&cert)
-        .output()
-        .unwrap();
-    assert_eq!(o.status.code(), Some(1));
+    assert_eq!(check_in(&cert, "original-instance.json").0, Some(1));
     std::fs::remove_dir_all(&d).ok();
 }
 
@@ -253,19 +242,13 @@ fn rescaled_certificate_round_trips() {
 #[test]
 fn the_release_rule_is_stated_and_certified() {
     let d = tmpdir("release");
-    let (code, out, err) = run(&[
-        "solve",
+    let (out, readme) = solve_certified(
         "instances/tiny/act_one_offload.json",
-        "--method",
         "milp",
-        "--release",
-        "after_start",
-        "--certificate",
-        d.to_str().unwrap(),
-    ]);
-    assert_eq!(code, 0, "{out}{err}");
+        &["--release", "after_start"],
+        &d,
+    );
     assert!(out.contains("release rule: after_start"), "{out}");
-    let readme = std::fs::read_to_string(d.join("README.txt")).unwrap();
     assert!(readme.contains("release rule: after_start"), "{readme}");
     let verdict: serde_json::Value =
         serde_json::from_str(&std::fs::read_to_string(d.join("verdict.json")).unwrap()).unwrap();
@@ -273,13 +256,9 @@ fn the_release_rule_is_stated_and_certified() {
     let inst = std::fs::read_to_string(d.join("instance.json")).unwrap();
     assert!(inst.contains("\"after_start\""), "{inst}");
     assert!(d.join("original-instance.json").exists());
-    let o = offcert()
-        .args(["check", "instance.json", "schedule.json"])
-        .current_dir(&d)
-        .output()
-        .unwrap();
-    assert_eq!(o.status.code(), Some(0));
-    assert!(String::from_utf8_lossy(&o.stdout).contains("release rule: after_start"));
+    let (code, out) = check_in(&d, "instance.json");
+    assert_eq!(code, Some(0));
+    assert!(out.contains("release rule: after_start"));
     // The default is stated too, in the text and the JSON verdicts.
     let (_, out, _) = run(&[
         "solve",
@@ -305,16 +284,7 @@ fn the_release_rule_is_stated_and_certified() {
 #[test]
 fn certificate_readme_states_the_limits_of_each_refutation() {
     let d = tmpdir("cert-claims");
-    let (code, out, err) = run(&[
-        "solve",
-        "instances/tiny/act_one_offload.json",
-        "--method",
-        "all",
-        "--certificate",
-        d.to_str().unwrap(),
-    ]);
-    assert_eq!(code, 0, "{out}{err}");
-    let readme = std::fs::read_to_string(d.join("README.txt")).unwrap();
+    let (_, readme) = solve_certified("instances/tiny/act_one_offload.json", "all", &[], &d);
     let line = |f: &str| {
         readme
             .lines()
@@ -370,11 +340,14 @@ fn bogus_optimum(_: &Instance, _: &Limits) -> Result<Outcome, ExactError> {
 }
 
 /// Its own replay rejected its schedule (how the real methods report it).
-fn self_rejected(_: &Instance, _: &Limits) -> Result<Outcome, ExactError> {
-    Err(ExactError::CheckerRejected {
-        method: Method::Search,
-        violations: offcert::exact::Rejected(vec![]),
-    })
+fn self_rejected(i: &Instance, _: &Limits) -> Result<Outcome, ExactError> {
+    let nothing = Schedule {
+        events: vec![],
+        period: None,
+        initial: None,
+    };
+    ExactError::checked(Method::Search, i, &nothing)?;
+    unreachable!("a schedule that runs nothing is rejected")
 }
 
 fn says_infeasible(_: &Instance, _: &Limits) -> Result<Outcome, ExactError> {

@@ -20,7 +20,7 @@
 //! returns none) is kept out of the vote, but never silently: its claim stays in
 //! [`MethodResult::rejected_claim`] and is reported as a disagreement.
 
-use super::{milp, ExactError, Limits, Method, Outcome, Rejected, Status};
+use super::{milp, ExactError, Limits, Method, Outcome, Status};
 use crate::check::{check, CheckOutcome, Checked};
 use crate::model::Instance;
 use crate::units::Ticks;
@@ -182,7 +182,7 @@ fn replay(inst: &Instance, m: Method, o: Outcome) -> MethodResult {
             CheckOutcome::Invalid(rep) => {
                 r.error = Some(ExactError::CheckerRejected {
                     method: m,
-                    violations: Rejected(rep.violations().to_vec()),
+                    rejected: Box::new(rep),
                 });
                 r.rejected_claim = r.status.take();
             }

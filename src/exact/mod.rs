@@ -15,6 +15,7 @@ pub mod crosscheck;
 pub mod milp;
 pub mod reduction;
 
+use crate::check::{Checked, Rejected};
 use crate::schedule::Schedule;
 use crate::units::Ticks;
 use std::sync::atomic::AtomicBool;
@@ -113,22 +114,34 @@ pub enum ExactError {
         #[source]
         source: crate::lp::LpError,
     },
-    /// The checker rejects the schedule the method returned.
-    #[error("{method:?}: its schedule is rejected by the checker: {violations}")]
+    /// The checker rejects the schedule the method returned (the checker's
+    /// own [`Rejected`]: the schedule, every violation and the measurements;
+    /// boxed, as it carries the whole report, so the
+    /// typed `source` downcasts to `Box<Rejected>`).
+    #[error("{method:?}: its schedule is rejected by the checker: {rejected}")]
     CheckerRejected {
         method: Method,
         #[source]
-        violations: Rejected,
+        rejected: Box<Rejected>,
     },
     /// The method claims a schedule but returned none.
     #[error("{method:?}: claims a schedule but returned none")]
     NoSchedule { method: Method },
 }
 
-/// The checker's violations of a schedule (at least one).
-#[derive(Clone, Debug, PartialEq, Eq, thiserror::Error)]
-#[error("{}", self.0.iter().map(|v| format!("{} at {}", v.kind(), v.at())).collect::<Vec<_>>().join("; "))]
-pub struct Rejected(pub Vec<crate::check::Violation>);
+impl ExactError {
+    /// The checker's verdict on a method's schedule: `Ok` when valid, else
+    /// [`ExactError::CheckerRejected`] carrying the checker's [`Rejected`].
+    pub fn checked(
+        method: Method,
+        inst: &crate::model::Instance,
+        s: &Schedule,
+    ) -> Result<Checked, ExactError> {
+        crate::check::check(inst, s)
+            .into_result()
+            .map_err(|rejected| ExactError::CheckerRejected { method, rejected })
+    }
+}
 
 /// Rescale time so that every transfer time |t|/β is a whole number of ticks
 /// (`proofs/EXACTNESS.md` §2): with β = b/τ, each new tick is 1/K old ticks,
@@ -178,13 +191,32 @@ mod tests {
 
     #[test]
     fn a_rejection_keeps_the_checkers_violations_as_its_typed_source() {
-        let e = ExactError::CheckerRejected {
-            method: Method::Milp,
-            violations: Rejected(vec![Violation::NeverRan { op: OpId(0) }]),
-        };
+        // A schedule that runs none of act3's ops.
+        let text = std::fs::read_to_string(concat!(
+            env!("CARGO_MANIFEST_DIR"),
+            "/instances/fixtures/act3.json"
+        ))
+        .unwrap();
+        let (_, inst) = crate::io::parse_instance("act3.json", &text).unwrap();
+        let e = ExactError::checked(Method::Milp, &inst, &Schedule::one_shot(vec![]))
+            .expect_err("rejected");
         let source = std::error::Error::source(&e).expect("a source");
-        let r = source.downcast_ref::<Rejected>().expect("the violations");
-        assert_eq!(r.0, vec![Violation::NeverRan { op: OpId(0) }]);
+        let r = source
+            .downcast_ref::<Box<Rejected>>()
+            .expect("the checker's rejection");
+        // act3's order is fixed: the first op of the order is missing.
+        assert!(
+            matches!(
+                r.violations().first(),
+                Some(Violation::MissingOp {
+                    position: 0,
+                    expected: OpId(0),
+                    ..
+                })
+            ),
+            "{:?}",
+            r.violations()
+        );
         assert!(e
             .to_string()
             .starts_with("Milp: its schedule is rejected by the checker: "));

@@ -112,23 +112,11 @@ impl ActivationChain {
             }
         }
         let mut tensors = Vec::with_capacity(2 * n + 2);
-        for i in 0..=n {
-            tensors.push(Tensor {
-                name: format!("x{i}"),
-                size: Bytes(self.x_size(i)),
-                kind: if i == 0 {
-                    TensorKind::Input
-                } else {
-                    TensorKind::Activation
-                },
-                transferable: true,
-                initial: if i == 0 {
-                    Placement::Gpu
-                } else {
-                    Placement::Nowhere
-                },
-            });
-        }
+        tensors.extend(super::chain_activations(
+            "x",
+            (0..=n).map(|i| self.x_size(i)),
+            true,
+        ));
         for i in 0..=n {
             tensors.push(Tensor {
                 name: format!("y{i}"),

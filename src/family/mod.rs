@@ -15,8 +15,8 @@ pub mod remat_import;
 pub mod resnet50;
 pub mod weight_chain;
 
-use crate::model::{Instance, ModelError, ReleaseRule};
-use crate::units::Bandwidth;
+use crate::model::{Instance, ModelError, Placement, ReleaseRule, Tensor, TensorKind};
+use crate::units::{Bandwidth, Bytes};
 use serde::{Deserialize, Serialize};
 
 pub use activation_chain::ActivationChain;
@@ -130,6 +130,31 @@ impl BandwidthFile {
             }
         }
     }
+}
+
+/// A chain's activations `{prefix}0`, `{prefix}1`, …, one per size: the first
+/// is the chain's input, on the GPU at time 0; the others are produced by the
+/// forward pass (nowhere at time 0). Shared by the three chain families.
+pub(crate) fn chain_activations(
+    prefix: &'static str,
+    sizes: impl IntoIterator<Item = u64>,
+    transferable: bool,
+) -> impl Iterator<Item = Tensor> {
+    sizes.into_iter().enumerate().map(move |(i, size)| Tensor {
+        name: format!("{prefix}{i}"),
+        size: Bytes(size),
+        kind: if i == 0 {
+            TensorKind::Input
+        } else {
+            TensorKind::Activation
+        },
+        transferable,
+        initial: if i == 0 {
+            Placement::Gpu
+        } else {
+            Placement::Nowhere
+        },
+    })
 }
 
 pub(crate) fn invalid(field: impl Into<String>, message: impl Into<String>) -> ModelError {

@@ -237,23 +237,11 @@ impl RematChain {
         let dm = self.dims();
         let l = self.l();
         let mut tensors = Vec::with_capacity(3 * l + 3);
-        for k in 0..=l {
-            tensors.push(Tensor {
-                name: format!("a{k}"),
-                size: Bytes(dm.a[k]),
-                kind: if k == 0 {
-                    TensorKind::Input
-                } else {
-                    TensorKind::Activation
-                },
-                transferable: true,
-                initial: if k == 0 {
-                    Placement::Gpu
-                } else {
-                    Placement::Nowhere
-                },
-            });
-        }
+        tensors.extend(super::chain_activations(
+            "a",
+            dm.a[..=l].iter().copied(),
+            true,
+        ));
         for k in 1..=l + 1 {
             tensors.push(Tensor {
                 name: format!("s{k}"),

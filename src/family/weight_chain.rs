@@ -100,23 +100,11 @@ impl WeightChain {
             }
         }
         let mut tensors = Vec::with_capacity(3 * l);
-        for i in 0..=l {
-            tensors.push(Tensor {
-                name: format!("a{i}"),
-                size: Bytes(self.a_size(i)),
-                kind: if i == 0 {
-                    TensorKind::Input
-                } else {
-                    TensorKind::Activation
-                },
-                transferable: false,
-                initial: if i == 0 {
-                    Placement::Gpu
-                } else {
-                    Placement::Nowhere
-                },
-            });
-        }
+        tensors.extend(super::chain_activations(
+            "a",
+            (0..=l).map(|i| self.a_size(i)),
+            false,
+        ));
         for i in 1..=l {
             tensors.push(Tensor {
                 name: format!("w{i}"),

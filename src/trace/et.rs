@@ -36,6 +36,7 @@
 
 use crate::family::op_sequence::{Function, OpSequence, Variable};
 use crate::family::BandwidthFile;
+use crate::io::{json_error, InputError};
 use crate::model::{Duplex, ReleaseRule, TensorKind};
 use serde_json::Value;
 use std::collections::{BTreeMap, HashMap, HashSet};
@@ -47,26 +48,17 @@ pub const LOOKAHEAD: usize = 64;
 /// Largest decompressed input accepted (hostile-input guard).
 const MAX_BYTES: u64 = 2 << 30;
 
+/// Why an ET (or its Kineto trace) cannot be imported: the input errors every
+/// loader shares (unreadable file, malformed JSON, a bad field, named as the
+/// loaders name them), or a corrupt gzip stream.
 #[derive(Debug, thiserror::Error)]
 #[non_exhaustive]
 pub enum EtError {
-    #[error("{file}: cannot read: {error}")]
-    Read { file: String, error: std::io::Error },
+    /// Read, Json or Field, as [`InputError`] says them.
+    #[error(transparent)]
+    Input(#[from] InputError),
     #[error("{file}: corrupt or truncated gzip stream: {message}")]
     Gzip { file: String, message: String },
-    #[error("{file}:{line}:{column}: malformed JSON: {message}")]
-    Json {
-        file: String,
-        line: usize,
-        column: usize,
-        message: String,
-    },
-    #[error("{file}: {field}: {message}")]
-    Field {
-        file: String,
-        field: String,
-        message: String,
-    },
 }
 
 /// Options of `offcert import et`.
@@ -97,7 +89,7 @@ pub struct EtReport {
 /// Read a file, gunzipping it if it starts with the gzip magic.
 pub fn read_bytes(path: &Path) -> Result<Vec<u8>, EtError> {
     let file = path.display().to_string();
-    let raw = std::fs::read(path).map_err(|error| EtError::Read {
+    let raw = std::fs::read(path).map_err(|error| InputError::Read {
         file: file.clone(),
         error,
     })?;
@@ -120,20 +112,16 @@ pub fn gunzip(file: &str, raw: Vec<u8>) -> Result<Vec<u8>, EtError> {
 }
 
 fn parse(file: &str, bytes: &[u8]) -> Result<Value, EtError> {
-    serde_json::from_slice(bytes).map_err(|e| EtError::Json {
-        file: file.into(),
-        line: e.line(),
-        column: e.column(),
-        message: e.to_string(),
-    })
+    Ok(serde_json::from_slice(bytes).map_err(|e| json_error(file, e))?)
 }
 
 fn field(file: &str, f: impl Into<String>, m: impl Into<String>) -> EtError {
-    EtError::Field {
+    InputError::Field {
         file: file.into(),
         field: f.into(),
         message: m.into(),
     }
+    .into()
 }
 
 /// One ET node, schema-independent.
@@ -412,6 +400,11 @@ struct Folded {
 }
 
 /// Import an ET (and optionally its Kineto trace) as an `op_sequence` instance.
+///
+/// The steps, one function each: read the nodes, find each node's top-level
+/// operator, fold every operator's tensors into storages read, written or
+/// modified ([`Storages`]), give each storage one access per function, take
+/// the durations, and assemble the sequence (its memory, its note).
 pub fn import(
     et_file: &str,
     et: &[u8],
@@ -425,12 +418,34 @@ pub fn import(
         schema: schema_s.clone(),
         ..Default::default()
     };
+    let members = top_level_members(et_file, &nodes)?;
+    let key = |i: usize| (nodes[i].rf_id.unwrap_or(i64::MAX), nodes[i].id);
+    let mut tops: Vec<usize> = members.keys().copied().collect();
+    tops.sort_by_key(|&i| key(i));
+    let mut st = Storages::default();
+    for &t in &tops {
+        let mut ms = members[&t].clone();
+        ms.sort_by_key(|&i| key(i));
+        let f = st.fold(et_file, &nodes, t, &ms, &mut rep)?;
+        st.folded.push(f);
+    }
+    st.one_access_each();
+    let durations = durations(et_file, &nodes, &tops, &st.folded, kineto, &mut rep)?;
+    st.assemble(et_file, &schema_s, &durations, opts, rep)
+}
+
+/// The top-level operator of every node (its outermost ancestor, itself
+/// included, with an `op_schema`), as operator → member nodes; nodes under no
+/// operator are left out. A cycle in the parent links is an error.
+fn top_level_members(
+    et_file: &str,
+    nodes: &[Node],
+) -> Result<BTreeMap<usize, Vec<usize>>, EtError> {
     let by_id: HashMap<i64, usize> = nodes.iter().enumerate().map(|(i, n)| (n.id, i)).collect();
     if by_id.len() != nodes.len() {
         return Err(field(et_file, "nodes", "duplicate node ids"));
     }
-    // Top-level operator of every node (None: not under an operator).
-    let mut top: Vec<Option<usize>> = vec![None; nodes.len()];
+    let mut members: BTreeMap<usize, Vec<usize>> = BTreeMap::new();
     for i in 0..nodes.len() {
         let mut cur = i;
         let mut steps = 0usize;
@@ -455,25 +470,35 @@ pub fn import(
                 ));
             }
         }
-        top[i] = found;
-    }
-    let mut members: BTreeMap<usize, Vec<usize>> = BTreeMap::new();
-    for (i, t) in top.iter().enumerate() {
-        if let Some(t) = t {
-            members.entry(*t).or_default().push(i);
+        if let Some(t) = found {
+            members.entry(t).or_default().push(i);
         }
     }
-    let key = |i: usize| (nodes[i].rf_id.unwrap_or(i64::MAX), nodes[i].id);
-    let mut tops: Vec<usize> = members.keys().copied().collect();
-    tops.sort_by_key(|&i| key(i));
-    let mut size: HashMap<i64, u64> = HashMap::new();
-    let mut seen: HashSet<i64> = HashSet::new();
-    let mut persistent: Vec<i64> = Vec::new();
-    let mut order: Vec<i64> = Vec::new();
-    let mut folded = Vec::with_capacity(tops.len());
-    for &t in &tops {
-        let mut ms = members[&t].clone();
-        ms.sort_by_key(|&i| key(i));
+    Ok(members)
+}
+
+/// The storages met so far (largest size, first-met order, which were first
+/// met as inputs: persistent) and the folded operators.
+#[derive(Default)]
+struct Storages {
+    size: HashMap<i64, u64>,
+    seen: HashSet<i64>,
+    persistent: Vec<i64>,
+    order: Vec<i64>,
+    folded: Vec<Folded>,
+}
+
+impl Storages {
+    /// Fold the tensors of top-level operator `t`'s member nodes `ms` (in
+    /// order) into one function (module docs, "Mapping").
+    fn fold(
+        &mut self,
+        et_file: &str,
+        nodes: &[Node],
+        t: usize,
+        ms: &[usize],
+        rep: &mut EtReport,
+    ) -> Result<Folded, EtError> {
         let mut f = Folded {
             name: nodes[t].name.to_string(),
             rf_id: nodes[t].rf_id.unwrap_or(-1),
@@ -483,30 +508,19 @@ pub fn import(
             bytes_touched: 0,
             kernel_like: !is_view(nodes[t].name),
         };
-        for &m in &ms {
+        for &m in ms {
             let n = &nodes[m];
             let mut ins = Vec::new();
             let mut outs = Vec::new();
             tensors_of(et_file, &format!("nodes[{m}].inputs"), &n.ins, &mut ins)?;
             tensors_of(et_file, &format!("nodes[{m}].outputs"), &n.outs, &mut outs)?;
             let inplace = n.is_op && (n.name.ends_with('_') && !n.name.ends_with("__"));
-            let first_in = ins.iter().find_map(|t| {
-                if let TRef::Cuda(s, _) = t {
-                    Some(*s)
-                } else {
-                    None
-                }
-            });
-            let in_set: Vec<i64> = ins
-                .iter()
-                .filter_map(|t| {
-                    if let TRef::Cuda(s, _) = t {
-                        Some(*s)
-                    } else {
-                        None
-                    }
-                })
-                .collect();
+            let cuda = |t: &TRef| match t {
+                TRef::Cuda(s, _) => Some(*s),
+                _ => None,
+            };
+            let first_in = ins.iter().find_map(cuda);
+            let in_set: Vec<i64> = ins.iter().filter_map(cuda).collect();
             for (k, list) in [(0, &ins), (1, &outs)] {
                 for t in list.iter() {
                     let (s, b) = match t {
@@ -520,14 +534,12 @@ pub fn import(
                             continue;
                         }
                     };
-                    let e = size.entry(s).or_insert(0);
+                    let e = self.size.entry(s).or_insert(0);
                     *e = (*e).max(b);
-                    let known = seen.contains(&s);
-                    if !known {
-                        seen.insert(s);
-                        order.push(s);
+                    if self.seen.insert(s) {
+                        self.order.push(s);
                         if k == 0 {
-                            persistent.push(s);
+                            self.persistent.push(s);
                             f.reads.push(s);
                         } else {
                             f.writes.push(s);
@@ -544,97 +556,115 @@ pub fn import(
                 }
             }
         }
-        folded.push(f);
+        Ok(f)
     }
-    // Per function, each storage once: write > modify > read.
-    for f in &mut folded {
-        let w: HashSet<i64> = f.writes.iter().copied().collect();
-        dedup(&mut f.writes);
-        f.modifies.retain(|s| !w.contains(s));
-        dedup(&mut f.modifies);
-        let m: HashSet<i64> = f.modifies.iter().copied().collect();
-        f.reads.retain(|s| !w.contains(s) && !m.contains(s));
-        dedup(&mut f.reads);
-        f.bytes_touched = f
-            .reads
+
+    /// Per function, each storage once: write > modify > read; then the bytes
+    /// it touches (for the cost model).
+    fn one_access_each(&mut self) {
+        for f in &mut self.folded {
+            let w: HashSet<i64> = f.writes.iter().copied().collect();
+            dedup(&mut f.writes);
+            f.modifies.retain(|s| !w.contains(s));
+            dedup(&mut f.modifies);
+            let m: HashSet<i64> = f.modifies.iter().copied().collect();
+            f.reads.retain(|s| !w.contains(s) && !m.contains(s));
+            dedup(&mut f.reads);
+            f.bytes_touched = f
+                .reads
+                .iter()
+                .chain(&f.writes)
+                .chain(&f.modifies)
+                .map(|s| self.size[s])
+                .sum();
+        }
+    }
+
+    /// The `op_sequence`: storages as variables `s{id}`, operators as
+    /// functions `f{i} name (rf_id r)`, GPU memory the option or the
+    /// no-offload peak, and a note saying where each figure came from.
+    fn assemble(
+        self,
+        et_file: &str,
+        schema_s: &str,
+        durations: &[i64],
+        opts: &EtOptions,
+        mut rep: EtReport,
+    ) -> Result<(OpSequence, EtReport), EtError> {
+        let pers: HashSet<i64> = self.persistent.iter().copied().collect();
+        let vname = |s: i64| format!("s{s}");
+        let variables: Vec<Variable> = self
+            .order
             .iter()
-            .chain(&f.writes)
-            .chain(&f.modifies)
-            .map(|s| size[s])
-            .sum();
-    }
-    let pers: HashSet<i64> = persistent.iter().copied().collect();
-    let durations = durations(et_file, &nodes, &tops, &folded, kineto, &mut rep)?;
-    let vname = |s: i64| format!("s{s}");
-    let variables: Vec<Variable> = order
-        .iter()
-        .map(|&s| Variable {
-            name: vname(s),
-            bytes: size[&s],
-            kind: if pers.contains(&s) {
-                TensorKind::Other
-            } else {
-                TensorKind::Activation
-            },
-        })
-        .collect();
-    let width = folded.len().to_string().len();
-    let functions: Vec<Function> = folded
-        .iter()
-        .zip(&durations)
-        .enumerate()
-        .map(|(i, (f, d))| Function {
-            name: format!("f{i:0width$} {} (rf_id {})", f.name, f.rf_id),
-            duration: *d,
-            reads: f.reads.iter().map(|&s| vname(s)).collect(),
-            writes: f.writes.iter().map(|&s| vname(s)).collect(),
-            modifies: f.modifies.iter().map(|&s| vname(s)).collect(),
-            clears: vec![],
-        })
-        .collect();
-    if functions.is_empty() {
-        return Err(field(
-            et_file,
-            "nodes",
-            "no operator with a CUDA tensor or an op_schema",
+            .map(|&s| Variable {
+                name: vname(s),
+                bytes: self.size[&s],
+                kind: if pers.contains(&s) {
+                    TensorKind::Other
+                } else {
+                    TensorKind::Activation
+                },
+            })
+            .collect();
+        let width = self.folded.len().to_string().len();
+        let functions: Vec<Function> = self
+            .folded
+            .iter()
+            .zip(durations)
+            .enumerate()
+            .map(|(i, (f, d))| Function {
+                name: format!("f{i:0width$} {} (rf_id {})", f.name, f.rf_id),
+                duration: *d,
+                reads: f.reads.iter().map(|&s| vname(s)).collect(),
+                writes: f.writes.iter().map(|&s| vname(s)).collect(),
+                modifies: f.modifies.iter().map(|&s| vname(s)).collect(),
+                clears: vec![],
+            })
+            .collect();
+        if functions.is_empty() {
+            return Err(field(
+                et_file,
+                "nodes",
+                "no operator with a CUDA tensor or an op_schema",
+            ));
+        }
+        rep.functions = functions.len();
+        rep.variables = variables.len();
+        rep.persistent = self.persistent.len();
+        let mut seq = OpSequence {
+            name: opts.name.clone(),
+            note: None,
+            variables,
+            functions,
+            persistent: self.persistent.iter().map(|&s| vname(s)).collect(),
+            gpu_memory: 0,
+            bandwidth: opts.bandwidth,
+            duplex: Duplex::FullDuplex,
+            release: ReleaseRule::AfterEnd,
+        };
+        let u = seq.uses().map_err(|e| {
+            field(
+                et_file,
+                "nodes",
+                format!("the imported sequence is inconsistent: {e}"),
+            )
+        })?;
+        seq.gpu_memory = opts.gpu_memory.unwrap_or_else(|| u.resident_peak());
+        seq.note = Some(format!(
+            "imported by `offcert import et` from {et_file} (schema {schema_s}); 1 tick = 1 ns; durations: {}; \
+             {} of {} operators linked{}; variables are CUDA storages ({} host tensor references and {} empty storages left out); \
+             storages first met as inputs are persistent; gpu_memory {} B{}; link full duplex (assumption)",
+            rep.duration_source,
+            rep.linked,
+            rep.functions,
+            if rep.unlinked.is_empty() { String::new() } else { format!(" ({} fell back to the cost model)", rep.unlinked.len()) },
+            rep.host_tensors_skipped,
+            rep.empty_storages_skipped,
+            seq.gpu_memory,
+            if opts.gpu_memory.is_none() { " (the no-offload peak)" } else { "" },
         ));
+        Ok((seq, rep))
     }
-    rep.functions = functions.len();
-    rep.variables = variables.len();
-    rep.persistent = persistent.len();
-    let mut seq = OpSequence {
-        name: opts.name.clone(),
-        note: None,
-        variables,
-        functions,
-        persistent: persistent.iter().map(|&s| vname(s)).collect(),
-        gpu_memory: 0,
-        bandwidth: opts.bandwidth,
-        duplex: Duplex::FullDuplex,
-        release: ReleaseRule::AfterEnd,
-    };
-    let u = seq.uses().map_err(|e| {
-        field(
-            et_file,
-            "nodes",
-            format!("the imported sequence is inconsistent: {e}"),
-        )
-    })?;
-    seq.gpu_memory = opts.gpu_memory.unwrap_or_else(|| u.resident_peak());
-    seq.note = Some(format!(
-        "imported by `offcert import et` from {et_file} (schema {schema_s}); 1 tick = 1 ns; durations: {}; \
-         {} of {} operators linked{}; variables are CUDA storages ({} host tensor references and {} empty storages left out); \
-         storages first met as inputs are persistent; gpu_memory {} B{}; link full duplex (assumption)",
-        rep.duration_source,
-        rep.linked,
-        rep.functions,
-        if rep.unlinked.is_empty() { String::new() } else { format!(" ({} fell back to the cost model)", rep.unlinked.len()) },
-        rep.host_tensors_skipped,
-        rep.empty_storages_skipped,
-        seq.gpu_memory,
-        if opts.gpu_memory.is_none() { " (the no-offload peak)" } else { "" },
-    ));
-    Ok((seq, rep))
 }
 
 fn dedup(v: &mut Vec<i64>) {

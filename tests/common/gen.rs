@@ -78,15 +78,22 @@ pub fn activation_chain(spec: &[(u8, u8, u8, u8)], bw: u8, slack: u8) -> Activat
 /// prefetch lookahead (0: none).
 pub fn activation_schedule(c: &ActivationChain, mask: u16, la: u8) -> Option<(Instance, Schedule)> {
     let inst = c.compile().unwrap();
+    asap(&inst, &activation_plan(c, mask.into(), la))
+        .ok()
+        .map(|s| (inst, s))
+}
+
+/// The plan of [`activation_schedule`]: offload x_i where bit i of `mask` is
+/// set (i ≤ L + 1 < 32), prefetch look-ahead `la % 4` (0: none).
+pub fn activation_plan(c: &ActivationChain, mask: u32, la: u8) -> Plan {
     let offload: Vec<TensorId> = (0..=c.layers.len())
-        .filter(|i| mask >> i & 1 == 1)
+        .filter(|&i| i < 32 && mask >> i & 1 == 1)
         .map(|i| c.x_id(i))
         .collect();
-    let plan = Plan {
+    Plan {
         offload,
         lookahead: (la % 4 != 0).then_some((la % 4) as usize),
-    };
-    asap(&inst, &plan).ok().map(|s| (inst, s))
+    }
 }
 
 /// A valid-by-construction schedule of either family from the same raw values
@@ -299,6 +306,44 @@ impl Arbitrary for TinyActivation {
 #[derive(Clone, Debug)]
 pub struct TinyWeight(pub WeightChain, pub bool);
 
+/// The link speeds of the tiny weight chains: 1 or 2 B/tick, 1 B per 2 ticks,
+/// 3 B per 2 ticks.
+const BANDWIDTHS: [BandwidthFile; 4] = [
+    BandwidthFile::PerTick(1),
+    BandwidthFile::PerTick(2),
+    BandwidthFile::Ratio { bytes: 1, ticks: 2 },
+    BandwidthFile::Ratio { bytes: 3, ticks: 2 },
+];
+
+/// A weight chain of 1..=3 layers with u_F 0..=2, u_B 0..=3, |w| `w_min`..=3,
+/// |a| 0..=2; |a_0| 0..=1; β one of `bandwidths`; memory 0 and the default
+/// release rule (the callers set both).
+fn tiny_weight_chain(
+    g: &mut Gen,
+    name: &str,
+    w_min: u64,
+    bandwidths: &[BandwidthFile],
+) -> WeightChain {
+    let n = pick(g, 1, 3) as usize;
+    let layers: Vec<WeightLayer> = (0..n)
+        .map(|_| WeightLayer {
+            u_f: pick(g, 0, 2) as i64,
+            u_b: pick(g, 0, 3) as i64,
+            w: pick(g, w_min, 3),
+            a: pick(g, 0, 2),
+        })
+        .collect();
+    WeightChain {
+        name: name.into(),
+        note: None,
+        layers,
+        a0: pick(g, 0, 1),
+        gpu_memory: 0,
+        bandwidth: *g.choose(bandwidths).unwrap(),
+        release: Default::default(),
+    }
+}
+
 impl TinyWeight {
     /// The compiled instance, half duplex if drawn so (None if it does not compile).
     pub fn instance(&self) -> Option<Instance> {
@@ -312,31 +357,8 @@ impl TinyWeight {
 
 impl Arbitrary for TinyWeight {
     fn arbitrary(g: &mut Gen) -> TinyWeight {
-        let n = pick(g, 1, 3) as usize;
-        let layers: Vec<WeightLayer> = (0..n)
-            .map(|_| WeightLayer {
-                u_f: pick(g, 0, 2) as i64,
-                u_b: pick(g, 0, 3) as i64,
-                w: pick(g, 0, 3),
-                a: pick(g, 0, 2),
-            })
-            .collect();
-        let mut w = WeightChain {
-            name: "random-weight".into(),
-            note: None,
-            layers,
-            a0: pick(g, 0, 1),
-            gpu_memory: 0,
-            bandwidth: *g
-                .choose(&[
-                    BandwidthFile::PerTick(1),
-                    BandwidthFile::PerTick(2),
-                    BandwidthFile::Ratio { bytes: 1, ticks: 2 },
-                    BandwidthFile::Ratio { bytes: 3, ticks: 2 },
-                ])
-                .unwrap(),
-            release: Default::default(),
-        };
+        let mut w = tiny_weight_chain(g, "random-weight", 0, &BANDWIDTHS);
+        let n = w.layers.len();
         let all: u64 = w.layers.iter().map(|l| l.w + l.a).sum::<u64>() + w.a0;
         let top = all + w.layers.iter().map(|l| l.w).max().unwrap();
         let need = (1..=n).map(|i| w.mb(i).unwrap()).max().unwrap();
@@ -669,30 +691,9 @@ pub struct TightWeight(pub WeightChain);
 
 impl Arbitrary for TightWeight {
     fn arbitrary(g: &mut Gen) -> TightWeight {
-        let l = pick(g, 1, 3) as usize;
-        let layers: Vec<WeightLayer> = (0..l)
-            .map(|_| WeightLayer {
-                u_f: pick(g, 0, 2) as i64,
-                u_b: pick(g, 0, 3) as i64,
-                w: pick(g, 1, 3),
-                a: pick(g, 0, 2),
-            })
-            .collect();
-        let mut c = WeightChain {
-            name: "tight".into(),
-            note: None,
-            layers,
-            a0: pick(g, 0, 1),
-            gpu_memory: 0,
-            bandwidth: *g
-                .choose(&[
-                    BandwidthFile::PerTick(1),
-                    BandwidthFile::PerTick(2),
-                    BandwidthFile::Ratio { bytes: 1, ticks: 2 },
-                ])
-                .unwrap(),
-            release: rule(g),
-        };
+        let mut c = tiny_weight_chain(g, "tight", 1, &BANDWIDTHS[..3]);
+        c.release = rule(g);
+        let l = c.layers.len();
         let need = (1..=l)
             .map(|i| c.mb(i).unwrap().max(c.mf(i).unwrap()))
             .max()

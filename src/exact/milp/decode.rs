@@ -188,11 +188,29 @@ fn boundary_state(
 ) -> CyclicState {
     let mut gpu = Vec::new();
     let mut cpu = Vec::new();
+    // Current on the CPU at P iff the epoch's offload ended by P.
+    let offloaded_by_p = |i: usize| {
+        st.epochs
+            .iter()
+            .position(|e| e.tensor.ix() == i)
+            .and_then(|e| off_at[e])
+            .is_some_and(|o| o + st.dt[i] <= p)
+    };
     for (i, b) in st.base.iter().enumerate() {
+        let t = TensorId(i as u32);
+        if let Base::Produced(..) = b {
+            // A temporary is produced and released inside the period, so it
+            // is never on the GPU at the boundary; but once offloaded, its
+            // host copy stays current after the release until the next
+            // period's producer overwrites it: it is in S₀'s CPU set.
+            if offloaded_by_p(i) {
+                cpu.push(t);
+            }
+            continue;
+        }
         if *b != Base::Always {
             continue;
         }
-        let t = TensorId(i as u32);
         // Away over [release, prefetch end). The state is read after the
         // completions at the boundary and before its time-0 deletes (models/
         // MODEL.md §2.6): a release at the boundary instant itself counts only
@@ -214,12 +232,8 @@ fn boundary_state(
             continue;
         }
         // Modified: current on the CPU iff this epoch's offload ended by P.
-        if let Some(e) = st.epochs.iter().position(|e| e.tensor == t) {
-            if let Some(o) = off_at[e] {
-                if o + st.dt[i] <= p {
-                    cpu.push(t);
-                }
-            }
+        if offloaded_by_p(i) {
+            cpu.push(t);
         }
     }
     CyclicState { gpu, cpu }

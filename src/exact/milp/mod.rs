@@ -55,12 +55,7 @@ fn backend(m: impl Into<String>) -> ExactError {
 
 /// Replay a decoded schedule; the checker's verdict is final.
 fn checked(inst: &Instance, s: Schedule) -> Result<Checked, ExactError> {
-    check(inst, &s)
-        .into_result()
-        .map_err(|r| ExactError::CheckerRejected {
-            method: Method::Milp,
-            violations: super::Rejected(r.violations().to_vec()),
-        })
+    ExactError::checked(Method::Milp, inst, &s)
 }
 
 /// A checked schedule as the search's incumbent: the schedule and the checker's makespan.

@@ -580,13 +580,8 @@ fn rebuild(ctx: &Ctx, (ms, trail, root, flagged): End) -> Result<(Schedule, Tick
     } else {
         Schedule::one_shot(events)
     };
-    let report = crate::check::check(ctx.inst, &sched);
-    if !report.valid {
-        return Err(ExactError::CheckerRejected {
-            method: Method::Search,
-            violations: super::Rejected(report.violations.clone()),
-        });
-    }
+    let checked = ExactError::checked(Method::Search, ctx.inst, &sched)?;
+    let report = checked.report();
     if report.makespan.0 != ms {
         return Err(ExactError::Backend {
             method: Method::Search,

@@ -231,13 +231,8 @@ impl Run<'_> {
             .enc
             .decode(&(ints, bools))
             .ok_or_else(|| backend("model lacks a value for a decision constant"))?;
-        let report = crate::check::check(self.inst, &sched);
-        if !report.valid {
-            return Err(ExactError::CheckerRejected {
-                method: Method::Smt,
-                violations: super::Rejected(report.violations.clone()),
-            });
-        }
+        let checked = ExactError::checked(Method::Smt, self.inst, &sched)?;
+        let report = checked.report();
         Ok((report.makespan, sched))
     }
 }

@@ -77,6 +77,31 @@ fn dt(inst: &Instance, v: usize) -> i64 {
     transfer_ticks(inst, TensorId(v as u32)).0.max(1)
 }
 
+/// One transfer of variable `v` on its direction's link: it starts once
+/// `after` has passed and the link (`link`, its busy-until instant) is free,
+/// occupies the link until its end, and is pushed to `events`. Returns its end.
+fn transfer(
+    inst: &Instance,
+    events: &mut Vec<Event>,
+    link: &mut i64,
+    dir: Direction,
+    v: usize,
+    after: i64,
+) -> i64 {
+    let s = after.max(*link);
+    let e = s + dt(inst, v);
+    *link = e;
+    events.push(Event::Transfer {
+        dir,
+        tensor: TensorId(v as u32),
+        start: Ticks(s),
+        end: Ticks(e),
+        // A swap-out releases the GPU copy at the offload's end.
+        delete: dir == Direction::Offload,
+    });
+    e
+}
+
 /// Timed events for a plan (policy in the module docs).
 pub fn realise(inst: &Instance, u: &Uses, plan: &ActionPlan) -> Schedule {
     let n = u.n();
@@ -95,18 +120,10 @@ pub fn realise(inst: &Instance, u: &Uses, plan: &ActionPlan) -> Schedule {
                     op_gate = op_gate.max(off_end[v]);
                 }
                 Action::SwapIn(v) => {
-                    let s = gate.max(h2d).max(off_end[v]);
-                    let e = s + dt(inst, v);
-                    h2d = e;
+                    let after = gate.max(off_end[v]);
+                    let e = transfer(inst, &mut events, &mut h2d, Direction::Prefetch, v, after);
                     ready[v] = e;
                     last = last.max(e);
-                    events.push(Event::Transfer {
-                        dir: Direction::Prefetch,
-                        tensor: TensorId(v as u32),
-                        start: Ticks(s),
-                        end: Ticks(e),
-                        delete: false,
-                    });
                 }
                 _ => {}
             }
@@ -127,18 +144,9 @@ pub fn realise(inst: &Instance, u: &Uses, plan: &ActionPlan) -> Schedule {
         for a in plan.end[f].iter().flatten() {
             match *a {
                 Action::SwapOut(v) => {
-                    let s = end.max(d2h);
-                    let e = s + dt(inst, v);
-                    d2h = e;
+                    let e = transfer(inst, &mut events, &mut d2h, Direction::Offload, v, end);
                     off_end[v] = e;
                     last = last.max(e);
-                    events.push(Event::Transfer {
-                        dir: Direction::Offload,
-                        tensor: TensorId(v as u32),
-                        start: Ticks(s),
-                        end: Ticks(e),
-                        delete: true,
-                    });
                 }
                 Action::Drop(v) => {
                     // Events start in [0, P): a drop at the last end needs one more tick.

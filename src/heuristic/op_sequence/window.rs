@@ -152,6 +152,9 @@ impl Book {
     }
 }
 
+/// One pass of the window over the records, until it finishes, fails, or
+/// backtracks (`stopper` then holds the records it may no longer prefetch).
+/// Each function takes the paper's four steps, one method each below.
 fn attempt(
     u: &Uses,
     o: &WindowOptions,
@@ -159,83 +162,128 @@ fn attempt(
     start: &[usize],
     stopper: &mut [usize],
 ) -> Attempt {
-    let n = u.n();
     let nv = u.bytes.len();
-    let mut p = ActionPlan::new(n);
-    let mut b = Book {
-        st: vec![St::Host; nv],
-        count: vec![0; nv],
-        cpu_current: u.persistent.clone(),
-        swap_in: 0,
-        swap_out: 0,
-        window: 0,
-        queue: VecDeque::new(),
+    let mut pass = Pass {
+        u,
+        o,
+        recs,
+        start,
+        p: ActionPlan::new(u.n()),
+        b: Book {
+            st: vec![St::Host; nv],
+            count: vec![0; nv],
+            cpu_current: u.persistent.clone(),
+            swap_in: 0,
+            swap_out: 0,
+            window: 0,
+            queue: VecDeque::new(),
+        },
+        head: 0,
     };
-    let big = o.budget;
-    let mut head = 0usize;
-    for f in 0..n {
+    for f in 0..u.n() {
+        pass.look_ahead(f, stopper);
+        if let Some(stop) = pass.make_room_for_outputs(f, stopper) {
+            return stop;
+        }
+        pass.commit_outputs(f);
+        pass.release_after(f);
+    }
+    let Pass { mut p, b, .. } = pass;
+    p.cpu0 = (0..nv).filter(|&v| b.cpu_current[v]).collect();
+    Attempt::Done(p)
+}
+
+/// The state of one [`attempt`]: the plan so far, the bookkeeping, and the
+/// look-ahead's head (the first record not yet admitted to the window).
+struct Pass<'a> {
+    u: &'a Uses,
+    o: &'a WindowOptions,
+    recs: &'a [Rec],
+    start: &'a [usize],
+    p: ActionPlan,
+    b: Book,
+    head: usize,
+}
+
+impl Pass<'_> {
+    /// (a) Admit records into the window while they fit (W, and B for what
+    /// must be on the GPU), emitting the swap-ins at beginning(f).
+    fn look_ahead(&mut self, f: usize, stopper: &[usize]) {
         // Paper variant: this function's outputs count against B during the
         // look-ahead (it has no backtracking); nnabla reserves them only in (b).
         let mut own_res = 0u64;
-        // (a) look-ahead.
-        while head < recs.len() {
-            let r = &recs[head];
-            if stopper[head] > f {
+        while self.head < self.recs.len() {
+            if stopper[self.head] > f || !self.admit(f, &mut own_res) {
                 break;
             }
-            let own = r.f == f;
-            let bytes = u.bytes[r.v];
-            let first = b.count[r.v] == 0;
-            let counts = first || o.variant == Variant::Paper;
-            if counts && !own && b.window + bytes > o.window {
-                break;
-            }
-            if first {
-                if b.swap_in + own_res + bytes > big && !own {
-                    break;
-                }
-                if let St::Out(g, k) = b.st[r.v] {
-                    match o.variant {
-                        Variant::Nnabla => {
-                            // Swap-out cancel: the variable never left.
-                            if matches!(p.end[g][k], Some(Action::SwapOut(_))) {
-                                b.cpu_current[r.v] = false;
-                            }
-                            p.end[g][k] = None;
-                            b.st[r.v] = St::In;
-                            b.swap_out -= bytes;
-                            b.swap_in += bytes;
-                        }
-                        Variant::Paper => {
-                            while b.st[r.v] != St::Host && b.wait_oldest(u, &mut p, f) {}
-                        }
-                    }
-                }
-                if b.st[r.v] == St::Host {
-                    if r.acc == Access::Write {
-                        b.st[r.v] = St::Reserved;
-                        if own && o.variant == Variant::Paper {
-                            own_res += bytes;
-                        }
-                    } else {
-                        let room = |b: &Book| b.swap_in + b.swap_out + own_res + bytes <= big;
-                        while !room(&b) && b.wait_oldest(u, &mut p, f) {}
-                        if !room(&b) {
-                            break;
-                        }
-                        p.begin[f].push(Action::SwapIn(r.v));
-                        b.swap_in += bytes;
-                        b.st[r.v] = St::In;
-                    }
-                }
-            }
-            if counts {
-                b.window += bytes;
-            }
-            b.count[r.v] += 1;
-            head += 1;
+            self.head += 1;
         }
-        // (b) this function's outputs.
+    }
+
+    /// Admit the record at the head, or say false (the look-ahead stops there).
+    fn admit(&mut self, f: usize, own_res: &mut u64) -> bool {
+        let (u, o, recs) = (self.u, self.o, self.recs);
+        let r = &recs[self.head];
+        let b = &mut self.b;
+        let own = r.f == f;
+        let bytes = u.bytes[r.v];
+        let first = b.count[r.v] == 0;
+        let counts = first || o.variant == Variant::Paper;
+        if counts && !own && b.window + bytes > o.window {
+            return false;
+        }
+        if first {
+            if b.swap_in + *own_res + bytes > o.budget && !own {
+                return false;
+            }
+            if let St::Out(g, k) = b.st[r.v] {
+                match o.variant {
+                    Variant::Nnabla => {
+                        // Swap-out cancel: the variable never left.
+                        if matches!(self.p.end[g][k], Some(Action::SwapOut(_))) {
+                            b.cpu_current[r.v] = false;
+                        }
+                        self.p.end[g][k] = None;
+                        b.st[r.v] = St::In;
+                        b.swap_out -= bytes;
+                        b.swap_in += bytes;
+                    }
+                    Variant::Paper => {
+                        while b.st[r.v] != St::Host && b.wait_oldest(u, &mut self.p, f) {}
+                    }
+                }
+            }
+            if b.st[r.v] == St::Host {
+                if r.acc == Access::Write {
+                    b.st[r.v] = St::Reserved;
+                    if own && o.variant == Variant::Paper {
+                        *own_res += bytes;
+                    }
+                } else {
+                    let room = |b: &Book| b.swap_in + b.swap_out + *own_res + bytes <= o.budget;
+                    while !room(b) && b.wait_oldest(u, &mut self.p, f) {}
+                    if !room(b) {
+                        return false;
+                    }
+                    self.p.begin[f].push(Action::SwapIn(r.v));
+                    b.swap_in += bytes;
+                    b.st[r.v] = St::In;
+                }
+            }
+        }
+        if counts {
+            b.window += bytes;
+        }
+        b.count[r.v] += 1;
+        true
+    }
+
+    /// (b) WAIT the oldest swap-outs until f's reserved outputs fit. When they
+    /// cannot, or f's own records were not all admitted: backtrack if records
+    /// beyond f were admitted (cancel those prefetches), else fail.
+    fn make_room_for_outputs(&mut self, f: usize, stopper: &mut [usize]) -> Option<Attempt> {
+        let (u, recs, start, head, big) = (self.u, self.recs, self.start, self.head, self.o.budget);
+        let b = &mut self.b;
         let need: u64 = (start[f]..start[f + 1].min(head))
             .filter(|&i| b.st[recs[i].v] == St::Reserved)
             .map(|i| u.bytes[recs[i].v])
@@ -243,34 +291,46 @@ fn attempt(
         let short = head < start[f + 1];
         while !short
             && big.saturating_sub(b.swap_in + b.swap_out) < need
-            && b.wait_oldest(u, &mut p, f)
+            && b.wait_oldest(u, &mut self.p, f)
         {}
-        if short || big.saturating_sub(b.swap_in + b.swap_out) < need {
-            if head > start[f + 1] {
-                // Backtracking: cancel the prefetches admitted beyond f.
-                for s in stopper.iter_mut().take(head).skip(start[f + 1]) {
-                    *s = (*s).max(f + 1);
-                }
-                return Attempt::Restart;
-            }
-            return Attempt::Fail(NotPrefetched {
-                function: f,
-                need: u.footprint(f),
-                budget: big,
-            });
+        if !short && big.saturating_sub(b.swap_in + b.swap_out) >= need {
+            return None;
         }
-        for i in start[f]..start[f + 1] {
-            let v = recs[i].v;
-            if b.st[v] == St::Reserved {
-                b.st[v] = St::In;
-                b.swap_in += u.bytes[v];
+        if head > start[f + 1] {
+            // Backtracking: cancel the prefetches admitted beyond f.
+            for s in stopper.iter_mut().take(head).skip(start[f + 1]) {
+                *s = (*s).max(f + 1);
             }
-            if recs[i].acc != Access::Read {
-                b.cpu_current[v] = false;
+            return Some(Attempt::Restart);
+        }
+        Some(Attempt::Fail(NotPrefetched {
+            function: f,
+            need: u.footprint(f),
+            budget: big,
+        }))
+    }
+
+    /// (b) continued: f's reserved outputs are now on the GPU, and whatever f
+    /// writes or modifies has no current host copy.
+    fn commit_outputs(&mut self, f: usize) {
+        let b = &mut self.b;
+        for r in &self.recs[self.start[f]..self.start[f + 1]] {
+            if b.st[r.v] == St::Reserved {
+                b.st[r.v] = St::In;
+                b.swap_in += self.u.bytes[r.v];
+            }
+            if r.acc != Access::Read {
+                b.cpu_current[r.v] = false;
             }
         }
-        // (c)/(d) after f.
-        for r in &recs[start[f]..start[f + 1]] {
+    }
+
+    /// (c)/(d) After f: a variable with no further use inside the window is
+    /// dropped (dead, or its host copy is current) or swapped out (dirty).
+    fn release_after(&mut self, f: usize) {
+        let (u, o) = (self.u, self.o);
+        let (b, p) = (&mut self.b, &mut self.p);
+        for r in &self.recs[self.start[f]..self.start[f + 1]] {
             let bytes = u.bytes[r.v];
             b.count[r.v] -= 1;
             if o.variant == Variant::Paper {
@@ -304,8 +364,6 @@ fn attempt(
             }
         }
     }
-    p.cpu0 = (0..nv).filter(|&v| b.cpu_current[v]).collect();
-    Attempt::Done(p)
 }
 
 /// The default window: nnabla's 1.5·B.

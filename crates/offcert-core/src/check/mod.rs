@@ -217,6 +217,22 @@ impl Rejected {
     }
 }
 
+/// Every violation as `kind at instant`, joined by `; ` (so that a solver's
+/// error can carry the rejection itself as its typed `source`).
+impl std::fmt::Display for Rejected {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        for (i, v) in self.violations().iter().enumerate() {
+            if i > 0 {
+                f.write_str("; ")?;
+            }
+            write!(f, "{} at {}", v.kind(), v.at())?;
+        }
+        Ok(())
+    }
+}
+
+impl std::error::Error for Rejected {}
+
 /// What [`check`] says: a [`Checked`] schedule, or the violations.
 ///
 /// It dereferences to the [`Report`] so that the measurements of either case
