@@ -18,7 +18,7 @@
 pub mod sequences;
 
 use super::crosscheck::SolveFn;
-use super::{ExactError, Limits, Method, Outcome, Rejected, Status};
+use super::{ExactError, Limits, Method, Outcome, Status};
 use crate::check::{check, CheckOutcome};
 use crate::model::{Instance, Mode, ReleaseRule};
 use crate::schedule::{Event, Schedule};
@@ -268,7 +268,7 @@ fn settle(
                 CheckOutcome::Invalid(rej) => {
                     return Err(ExactError::CheckerRejected {
                         method,
-                        violations: Rejected(rej.violations().to_vec()),
+                        rejected: Box::new(rej),
                     })
                 }
             };

@@ -20,7 +20,7 @@
 
 use super::{closes_period, context, expand, rebuild, search_scope, start_nodes, Ctx, Node};
 use crate::check::{check, CheckOutcome, Checked};
-use crate::exact::{ExactError, Method, Rejected};
+use crate::exact::{ExactError, Method};
 use crate::model::Direction;
 use crate::semantics::GpuCopy;
 use crate::units::Ticks;
@@ -241,7 +241,7 @@ pub fn solve_anytime(
             CheckOutcome::Invalid(r) => {
                 return Err(ExactError::CheckerRejected {
                     method: Method::Search,
-                    violations: Rejected(r.violations().to_vec()),
+                    rejected: Box::new(r),
                 })
             }
         },
@@ -360,7 +360,7 @@ impl Run<'_, '_> {
             }
             CheckOutcome::Invalid(r) => Err(ExactError::CheckerRejected {
                 method: Method::Search,
-                violations: Rejected(r.violations().to_vec()),
+                rejected: Box::new(r),
             }),
         }
     }

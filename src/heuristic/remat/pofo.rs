@@ -105,10 +105,6 @@ enum BChoice {
     Ck { ip: usize },
 }
 
-fn pos(x: f64) -> f64 {
-    x.max(0.0)
-}
-
 impl<'a> Dp<'a> {
     fn new(c: &'a RematChain, cfg: &'a Pofo) -> Dp<'a> {
         let dm = c.dims();
