@@ -143,12 +143,6 @@ impl ExactError {
     }
 }
 
-/// Rescale time so that every transfer time |t|/β is a whole number of ticks
-/// (`proofs/EXACTNESS.md` §2): with β = b/τ, each new tick is 1/K old ticks,
-/// K = b / gcd(b, gcd_t(|t|·τ)) over transferable tensors of positive size.
-/// Durations are multiplied by K and β becomes b/(τ·K) bytes per new tick, so
-/// |t|/β′ = |t|·τ·K/b is an integer. Returns the instance and K (1 when the
-/// times are already whole), or `None` on overflow.
 /// Refuse an instance that uses an extension (groups, slots, `after`): the
 /// first one, named.
 pub(crate) fn refuse_extensions(
@@ -161,6 +155,12 @@ pub(crate) fn refuse_extensions(
     }
 }
 
+/// Rescale time so that every transfer time |t|/β is a whole number of ticks
+/// (`proofs/EXACTNESS.md` §2): with β = b/τ, each new tick is 1/K old ticks,
+/// K = b / gcd(b, gcd_t(|t|·τ)) over transferable tensors of positive size.
+/// Durations are multiplied by K and β becomes b/(τ·K) bytes per new tick, so
+/// |t|/β′ = |t|·τ·K/b is an integer. Returns the instance and K (1 when the
+/// times are already whole), or `None` on overflow.
 pub fn rescale(inst: &crate::model::Instance) -> Option<(crate::model::Instance, u64)> {
     use num_integer::Integer;
     let bw = inst.machine.bandwidth;

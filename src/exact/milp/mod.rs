@@ -305,6 +305,8 @@ impl FrameSearch<'_> {
 
 /// Minimise the makespan (one-shot) or the period (cyclic).
 pub fn solve(inst: &Instance, limits: &Limits) -> Result<Outcome, ExactError> {
+    // Groups, slots and `after` are refused by name before any dispatch.
+    crate::exact::refuse_extensions(inst, Method::Milp)?;
     if matches!(inst.order, crate::model::ComputeOrder::Free) {
         // remat_chain: one fixed-order MILP per op sequence (proofs/REMAT-EXACT.md).
         return crate::exact::remat::solve(inst, limits, Method::Milp, solve, Some(below));

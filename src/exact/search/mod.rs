@@ -261,6 +261,8 @@ struct Start {
 /// Minimise the makespan (one-shot) or the period (cyclic) of a tiny instance
 /// by exhaustive search.
 pub fn solve(inst: &Instance, limits: &Limits) -> Result<Outcome, ExactError> {
+    // Groups, slots and `after` are refused by name before any dispatch.
+    crate::exact::refuse_extensions(inst, Method::Search)?;
     if matches!(inst.order, ComputeOrder::Free) {
         // remat_chain: one fixed-order search per op sequence (proofs/REMAT-EXACT.md).
         return super::remat::solve(inst, limits, Method::Search, solve, None);
