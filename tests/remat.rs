@@ -11,7 +11,7 @@ use offcert::bound::remat::split_bound;
 use offcert::bound::{self, BoundMethod};
 use offcert::check::{check, Violation};
 use offcert::family::activation_chain::ActivationChain;
-use offcert::family::remat_chain::{RematChain, RematLayer, RematLoss};
+use offcert::family::remat_chain::{RematChain, RematLayer, RematLoss, RematOption};
 use offcert::family::remat_import::{import_rockmate, import_rotor, ImportError, ImportOptions};
 use offcert::family::{BandwidthFile, InstanceFile};
 use offcert::heuristic::remat::pofo::Pofo;
@@ -120,6 +120,7 @@ fn chain(spec: &[(u8, u8, u8, u8, u8)], max: usize, bw: u8, slack: u8) -> RematC
             o_f: (o % 2) as u64,
             o_b: (o / 2 % 3) as u64,
             delta: None,
+            ..Default::default()
         })
         .collect();
     let mut c = RematChain {
@@ -288,6 +289,7 @@ fn lift(c: &ActivationChain) -> RematChain {
             o_f: c.layers[i].ex_f,
             o_b: c.layers[i].ex_b,
             delta: Some(c.y_size(i + 1)),
+            ..Default::default()
         })
         .collect();
     let last = &c.layers[n - 1];
@@ -439,6 +441,7 @@ fn opts() -> ImportOptions {
         gpu_memory: None,
         bandwidth: Some(4),
         source: "test".into(),
+        fastest_only: false,
     }
 }
 
@@ -491,14 +494,19 @@ fn imports_a_rotor_chain_literal() {
     }
 }
 
-#[test]
-fn imports_a_rockmate_chain_dump() {
-    let text = r#"{"ln": 2,
+const RK_DUMP: &str = r#"{"ln": 2,
         "fw": [[1.0, 2.0], [3.0]], "bw": [[2.0, 1.5], [2.0], [0.5]],
         "cw": [8, 4, 2], "cbw": [[], [10, 12], [5]],
         "fwd_tmp": [[0, 1], [0]], "bwd_tmp": [[1, 1], [0], [0]],
         "ff_fw": [0.5, 1.0], "ff_fwd_tmp": [0, 0], "nb_sol": [2, 1]}"#;
-    let c = import_rockmate(text, &opts()).unwrap();
+
+#[test]
+fn imports_a_rockmate_chain_dump_fastest_only() {
+    let o = ImportOptions {
+        fastest_only: true,
+        ..opts()
+    };
+    let c = import_rockmate(RK_DUMP, &o).unwrap();
     // Block 0: option 0 takes 3 ms, option 1 3.5 ms: option 0.
     assert_eq!(
         (c.layers[0].u_f, c.layers[0].u_b, c.layers[0].abar),
@@ -508,10 +516,59 @@ fn imports_a_rockmate_chain_dump() {
         (c.layers[1].u_f, c.layers[1].a, c.layers[1].abar),
         (3, 2, 5)
     );
+    assert!(c
+        .layers
+        .iter()
+        .all(|x| x.options.is_empty() && x.ff_u_f.is_none()));
     assert_eq!(c.loss.u_b, 1);
     assert!(c.note.as_ref().unwrap().contains("options [0, 0]"));
     let f = InstanceFile::RematChain(c);
-    f.compile().unwrap();
+    assert!(f.compile().unwrap().groups.is_empty());
+}
+
+/// Every option kept (ticks of 1 ms, sizes in bytes): block 0 has option 0
+/// (fw 1, bw 2, cbw 10, tmp 0/1) and option 1 (fw 2, bw ⌈1.5⌉ = 2, cbw 12,
+/// tmp 1/1); its fast forward is ⌈0.5⌉ = 1 tick. Compiled: 3·2+3 = 9 tensors
+/// plus s1.1; 3·2+2 = 8 ops plus Fall1.1 and B1.1; group bwd1 = {B1.0, B1.1}.
+#[test]
+fn imports_every_option_of_a_rockmate_chain_dump() {
+    let c = import_rockmate(RK_DUMP, &opts()).unwrap();
+    let l0 = &c.layers[0];
+    assert_eq!((l0.u_f, l0.u_b, l0.a, l0.abar, l0.o_b), (1, 2, 4, 10, 1));
+    assert_eq!(
+        l0.options,
+        vec![RematOption {
+            u_f: 2,
+            u_b: 2,
+            abar: 12,
+            o_f: 1,
+            o_b: 1
+        }]
+    );
+    assert_eq!((l0.ff_u_f, l0.ff_o_f), (Some(1), Some(0)));
+    assert!(c.layers[1].options.is_empty());
+    assert_eq!(c.layers[1].ff_u_f, Some(1));
+    assert!(c.note.as_ref().unwrap().contains("Every option kept"));
+    let f = InstanceFile::RematChain(c);
+    let inst = f.compile().unwrap();
+    let names: Vec<&str> = inst.ops.iter().map(|o| o.name.as_str()).collect();
+    assert_eq!(
+        names,
+        ["F1", "F2", "Fall1.0", "Fall2", "Fall3", "B1.0", "B2", "B3", "Fall1.1", "B1.1"]
+    );
+    let t: Vec<&str> = inst.tensors.iter().map(|t| t.name.as_str()).collect();
+    assert_eq!(
+        t,
+        ["a0", "a1", "a2", "s1.0", "s2", "s3", "d0", "d1", "d2", "s1.1"]
+    );
+    assert_eq!(inst.groups.len(), 1);
+    assert_eq!(inst.groups[0].name, "bwd1");
+    let b10 = inst.op_by_name("B1.0").unwrap();
+    let b11 = inst.op_by_name("B1.1").unwrap();
+    assert_eq!(inst.groups[0].members, vec![b10, b11]);
+    assert!(!inst.op(b10).required && !inst.op(b11).required);
+    assert_eq!(inst.op(inst.op_by_name("F1").unwrap()).duration, Ticks(1));
+    assert_eq!(inst.tensors[9].size.0, 12 - 4);
 }
 
 fn field_of(e: ImportError) -> String {
