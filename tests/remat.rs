@@ -7,17 +7,21 @@
 mod common;
 
 use common::*;
+use num_rational::BigRational;
 use offcert::bound::remat::split_bound;
 use offcert::bound::{self, BoundMethod};
 use offcert::check::{check, Violation};
+use offcert::exact::{ExactError, Method};
 use offcert::family::activation_chain::ActivationChain;
-use offcert::family::remat_chain::{RematChain, RematLayer, RematLoss, RematOption};
+use offcert::family::remat_chain::{RematChain, RematFeature, RematLayer, RematLoss, RematOption};
 use offcert::family::remat_import::{import_rockmate, import_rotor, ImportError, ImportOptions};
 use offcert::family::{BandwidthFile, InstanceFile};
 use offcert::heuristic::remat::pofo::Pofo;
 use offcert::heuristic::remat::rotor::Table;
 use offcert::heuristic::{self, HeuristicError};
+use offcert::model::{Extension, GroupId, Multiplicity, OpId};
 use offcert::model::{ModelError, TensorId};
+use offcert::schedule::EventId;
 use offcert::schedule::{Event, Schedule};
 use offcert::units::Ticks;
 use quickcheck::{QuickCheck, TestResult};
@@ -741,4 +745,165 @@ fn pofo_without_offloading_is_rotor() {
     }
     qc(150).quickcheck(prop as fn(Spec, u8, u8) -> TestResult);
     assert!(PERSISTENT_FEASIBLE.load(Ordering::Relaxed) >= 30);
+}
+
+// ---- Several options per block (rockmate's RK_Chain; models/MODEL.md §4.5) ----
+
+fn fixture_o(schedule: &str) -> (offcert::model::Instance, offcert::check::Report) {
+    let dir = repo().join("instances/fixtures");
+    let (inst, s) = load(&dir.join("remat1o.json"), &dir.join(schedule));
+    let r = agree(&inst, &s).report().clone();
+    for w in &r.violations {
+        assert!(w.confirm(&inst, &s), "{schedule}: witness {w:?}");
+    }
+    (inst, r)
+}
+
+fn remat1o() -> (InstanceFile, offcert::model::Instance) {
+    let (f, inst) =
+        offcert::io::load_instance(&repo().join("instances/fixtures/remat1o.json")).unwrap();
+    (f, inst)
+}
+
+#[test]
+fn two_options_compile_to_a_backward_group() {
+    let (_, inst) = remat1o();
+    let names: Vec<&str> = inst.ops.iter().map(|o| o.name.as_str()).collect();
+    assert_eq!(
+        names,
+        ["F1", "Fall1.0", "Fall2", "B1.0", "B2", "Fall1.1", "B1.1"]
+    );
+    assert_eq!(inst.groups.len(), 1);
+    assert_eq!(inst.groups[0].name, "bwd1");
+    assert_eq!(inst.groups[0].members, vec![OpId(3), OpId(6)]);
+    assert_eq!(inst.groups[0].runs, Multiplicity::ExactlyOnce);
+    let s11 = inst.tensor_by_name("s1.1").unwrap();
+    assert_eq!(inst.tensor(s11).size.0, 1);
+    assert!(inst.op(OpId(6)).reads.contains(&s11));
+    assert_eq!(inst.op(OpId(5)).produces, vec![TensorId(1), s11]);
+}
+
+#[test]
+fn fixtures_two_options_valid_schedules() {
+    let (_, r) = fixture_o("remat1o.option0.valid.schedule.json");
+    assert!(r.valid, "{:?}", r.violations);
+    assert_eq!((r.makespan, r.peak_memory.0), (Ticks(7), 12));
+    let (_, r) = fixture_o("remat1o.option1.valid.schedule.json");
+    assert!(r.valid, "{:?}", r.violations);
+    assert_eq!((r.makespan, r.peak_memory.0), (Ticks(7), 9));
+}
+
+#[test]
+fn fixture_backward_option_other_than_the_forward_saved() {
+    let (inst, r) = fixture_o("remat1o.mismatch.invalid.schedule.json");
+    let s10 = inst.tensor_by_name("s1.0").unwrap();
+    let b10 = inst.op_by_name("B1.0").unwrap();
+    assert_eq!(r.violations.len(), 1, "{:?}", r.violations);
+    assert!(
+        matches!(
+            r.violations[0],
+            Violation::InputNotResident { event: EventId(3), at: Ticks(5), op, tensor, ready_at: None }
+                if op == b10 && tensor == s10
+        ),
+        "{:?}",
+        r.violations
+    );
+}
+
+#[test]
+fn fixture_both_backward_options_run() {
+    let (_, r) = fixture_o("remat1o.double-backward.invalid.schedule.json");
+    assert_eq!(
+        r.violations,
+        vec![Violation::GroupRanTwice {
+            group: GroupId(0),
+            first: EventId(3),
+            second: EventId(8),
+        }]
+    );
+}
+
+/// The DPs, the exact methods and `remat-split` refuse several options with a
+/// typed reason; `remat-compute` is min(2+3, 3+2) + 1 + 1 = 7 (the instance
+/// note), met by both valid fixtures.
+#[test]
+fn several_options_are_refused_by_name_or_bounded() {
+    let (f, inst) = remat1o();
+    for h in heuristic::remat::heuristics() {
+        match heuristic::run(h.as_ref(), &f, &inst) {
+            Err(HeuristicError::Unsupported { feature, .. }) => {
+                assert_eq!(feature, RematFeature::SeveralOptions { layer: 0 })
+            }
+            other => panic!("{}: {:?}", h.name(), other.map(|r| r.name)),
+        }
+        assert_eq!(h.model_value(&f), None);
+    }
+    for m in [Method::Search, Method::Milp] {
+        let e = offcert::exact::remat::scope(&inst, m).unwrap_err();
+        assert!(
+            matches!(
+                e,
+                ExactError::Unencoded {
+                    feature: Extension::Groups,
+                    ..
+                }
+            ),
+            "{e}"
+        );
+    }
+    let b = bound::remat::RematCompute.bound(&f, &inst).unwrap();
+    assert_eq!(b.value, BigRational::from_integer(7.into()));
+    match bound::remat::RematSplit.bound(&f, &inst) {
+        Err(bound::BoundError::Failed {
+            cause: bound::Failure::Unsupported(RematFeature::SeveralOptions { layer: 0 }),
+            ..
+        }) => {}
+        other => panic!("{:?}", other.map(|b| b.value)),
+    }
+    if let InstanceFile::RematChain(c) = &f {
+        // Least memory: min over the options of the larger of Fall and B:
+        // option 0 max(2+6, 2+6+2+2) = 12, option 1 max(5, 2+3+2+2) = 9; the
+        // loss 2+1+2 = 5 → 9.
+        assert_eq!(c.min_memory(), Some(9));
+    }
+}
+
+/// A fast forward distinct from F_all (rockmate's ff_fw) is outside the DPs'
+/// model: refused by name; one option per block, so the exact methods apply.
+#[test]
+fn a_distinct_fast_forward_is_refused_by_the_dps() {
+    let mut c = chain(&[(1, 3, 1, 3, 0)], 1, 0, 0);
+    assert_eq!(c.layers[0].u_f, 2);
+    c.layers[0].ff_u_f = Some(1);
+    let f = InstanceFile::RematChain(c);
+    let inst = f.compile().unwrap();
+    assert!(inst.groups.is_empty());
+    assert_eq!(inst.op(OpId(0)).duration, Ticks(1));
+    for h in heuristic::remat::heuristics() {
+        assert!(matches!(
+            heuristic::run(h.as_ref(), &f, &inst),
+            Err(HeuristicError::Unsupported {
+                feature: RematFeature::FastForward { layer: 0 },
+                ..
+            })
+        ));
+    }
+}
+
+#[test]
+fn gap_shows_the_refusals_on_a_multi_option_chain() {
+    let out = std::process::Command::new(env!("CARGO_BIN_EXE_offcert"))
+        .args(["gap", "instances/fixtures/remat1o.json"])
+        .current_dir(env!("CARGO_MANIFEST_DIR"))
+        .output()
+        .unwrap();
+    let text = String::from_utf8_lossy(&out.stdout);
+    assert_eq!(
+        out.status.code(),
+        Some(0),
+        "{text}{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    assert!(text.contains("refused"), "{text}");
+    assert!(text.contains("several options"), "{text}");
 }
