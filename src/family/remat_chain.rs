@@ -14,6 +14,12 @@
 //!   `d{ℓ-1}`; frees `d{ℓ}`, `a{ℓ}`, `s{ℓ}`). The loss's `B{L+1}` reads `a{L}`,
 //!   `s{L+1}`, produces `d{L}` and frees `s{L+1}`.
 //!
+//! A block with several options (rockmate's `RK_Chain`; `layers[i].options`)
+//! compiles each option k to `Fall{ℓ}.{k}` producing `s{ℓ}.{k}` and `B{ℓ}.{k}`
+//! reading it, its backwards in the variant group `bwd{ℓ}` (exactly once); a
+//! layer's `ff_u_f`/`ff_o_f` set `F{ℓ}` apart from F_all. One-option files
+//! compile as they always did.
+//!
 //! F_∅ (which drops its input) and a backward that drops `a_{ℓ-1}` are written as
 //! explicit `delete` events at the op's end: the same memory profile, no op
 //! variants, and the checker applies unchanged.
