@@ -907,3 +907,42 @@ fn gap_shows_the_refusals_on_a_multi_option_chain() {
     assert!(text.contains("refused"), "{text}");
     assert!(text.contains("several options"), "{text}");
 }
+
+#[test]
+fn option_fields_are_validated_by_name() {
+    let mut c = chain(&[(1, 3, 1, 3, 0)], 1, 0, 0);
+    c.layers[0].options = vec![RematOption {
+        u_f: 1,
+        u_b: 1,
+        abar: 0,
+        o_f: 0,
+        o_b: 0,
+    }];
+    let f = InstanceFile::RematChain(c.clone());
+    assert!(
+        matches!(f.compile(), Err(ModelError::Invalid { field, .. }) if field == "layers[0].options[0].abar")
+    );
+    c.layers[0].options[0].abar = 9;
+    c.layers[0].options[0].u_b = -1;
+    let f = InstanceFile::RematChain(c.clone());
+    assert!(
+        matches!(f.compile(), Err(ModelError::Invalid { field, .. }) if field == "layers[0].options[0].u_b")
+    );
+    c.layers[0].options.clear();
+    c.layers[0].ff_u_f = Some(-1);
+    let f = InstanceFile::RematChain(c);
+    assert!(
+        matches!(f.compile(), Err(ModelError::Invalid { field, .. }) if field == "layers[0].ff_u_f")
+    );
+    // Every option kept: the fast forward of each block is needed.
+    let short = RK_DUMP.replace(r#""ff_fw": [0.5, 1.0]"#, r#""ff_fw": [0.5]"#);
+    assert_eq!(
+        field_of(import_rockmate(&short, &opts()).unwrap_err()),
+        "ff_fw[1]"
+    );
+    let fastest = ImportOptions {
+        fastest_only: true,
+        ..opts()
+    };
+    assert!(import_rockmate(&short, &fastest).is_ok());
+}
