@@ -946,3 +946,29 @@ fn option_fields_are_validated_by_name() {
     };
     assert!(import_rockmate(&short, &fastest).is_ok());
 }
+
+#[test]
+fn import_rockmate_cli_keeps_every_option_unless_fastest_only() {
+    let dir = std::env::temp_dir().join(format!("offcert-rk-{}", std::process::id()));
+    std::fs::create_dir_all(&dir).unwrap();
+    let src = dir.join("rk.json");
+    std::fs::write(&src, RK_DUMP).unwrap();
+    let bin = env!("CARGO_BIN_EXE_offcert");
+    for (flag, groups) in [(None, 1), (Some("--fastest-only"), 0)] {
+        let out = dir.join("out.json");
+        let mut cmd = std::process::Command::new(bin);
+        cmd.args(["import", "rockmate"])
+            .arg(&src)
+            .arg("-o")
+            .arg(&out)
+            .args(["--tick-us", "1000"]);
+        if let Some(f) = flag {
+            cmd.arg(f);
+        }
+        let st = cmd.output().unwrap();
+        assert_eq!(st.status.code(), Some(0), "{flag:?}");
+        let (_, inst) = offcert::io::load_instance(&out).unwrap();
+        assert_eq!(inst.groups.len(), groups, "{flag:?}");
+    }
+    let _ = std::fs::remove_dir_all(&dir);
+}
