@@ -7,17 +7,21 @@
 mod common;
 
 use common::*;
+use num_rational::BigRational;
 use offcert::bound::remat::split_bound;
 use offcert::bound::{self, BoundMethod};
 use offcert::check::{check, Violation};
+use offcert::exact::{ExactError, Method};
 use offcert::family::activation_chain::ActivationChain;
-use offcert::family::remat_chain::{RematChain, RematLayer, RematLoss};
+use offcert::family::remat_chain::{RematChain, RematFeature, RematLayer, RematLoss, RematOption};
 use offcert::family::remat_import::{import_rockmate, import_rotor, ImportError, ImportOptions};
 use offcert::family::{BandwidthFile, InstanceFile};
 use offcert::heuristic::remat::pofo::Pofo;
 use offcert::heuristic::remat::rotor::Table;
 use offcert::heuristic::{self, HeuristicError};
+use offcert::model::{Extension, GroupId, Multiplicity, OpId};
 use offcert::model::{ModelError, TensorId};
+use offcert::schedule::EventId;
 use offcert::schedule::{Event, Schedule};
 use offcert::units::Ticks;
 use quickcheck::{QuickCheck, TestResult};
@@ -120,6 +124,7 @@ fn chain(spec: &[(u8, u8, u8, u8, u8)], max: usize, bw: u8, slack: u8) -> RematC
             o_f: (o % 2) as u64,
             o_b: (o / 2 % 3) as u64,
             delta: None,
+            ..Default::default()
         })
         .collect();
     let mut c = RematChain {
@@ -288,6 +293,7 @@ fn lift(c: &ActivationChain) -> RematChain {
             o_f: c.layers[i].ex_f,
             o_b: c.layers[i].ex_b,
             delta: Some(c.y_size(i + 1)),
+            ..Default::default()
         })
         .collect();
     let last = &c.layers[n - 1];
@@ -439,6 +445,7 @@ fn opts() -> ImportOptions {
         gpu_memory: None,
         bandwidth: Some(4),
         source: "test".into(),
+        fastest_only: false,
     }
 }
 
@@ -491,14 +498,19 @@ fn imports_a_rotor_chain_literal() {
     }
 }
 
-#[test]
-fn imports_a_rockmate_chain_dump() {
-    let text = r#"{"ln": 2,
+const RK_DUMP: &str = r#"{"ln": 2,
         "fw": [[1.0, 2.0], [3.0]], "bw": [[2.0, 1.5], [2.0], [0.5]],
         "cw": [8, 4, 2], "cbw": [[], [10, 12], [5]],
         "fwd_tmp": [[0, 1], [0]], "bwd_tmp": [[1, 1], [0], [0]],
         "ff_fw": [0.5, 1.0], "ff_fwd_tmp": [0, 0], "nb_sol": [2, 1]}"#;
-    let c = import_rockmate(text, &opts()).unwrap();
+
+#[test]
+fn imports_a_rockmate_chain_dump_fastest_only() {
+    let o = ImportOptions {
+        fastest_only: true,
+        ..opts()
+    };
+    let c = import_rockmate(RK_DUMP, &o).unwrap();
     // Block 0: option 0 takes 3 ms, option 1 3.5 ms: option 0.
     assert_eq!(
         (c.layers[0].u_f, c.layers[0].u_b, c.layers[0].abar),
@@ -508,10 +520,59 @@ fn imports_a_rockmate_chain_dump() {
         (c.layers[1].u_f, c.layers[1].a, c.layers[1].abar),
         (3, 2, 5)
     );
+    assert!(c
+        .layers
+        .iter()
+        .all(|x| x.options.is_empty() && x.ff_u_f.is_none()));
     assert_eq!(c.loss.u_b, 1);
     assert!(c.note.as_ref().unwrap().contains("options [0, 0]"));
     let f = InstanceFile::RematChain(c);
-    f.compile().unwrap();
+    assert!(f.compile().unwrap().groups.is_empty());
+}
+
+/// Every option kept (ticks of 1 ms, sizes in bytes): block 0 has option 0
+/// (fw 1, bw 2, cbw 10, tmp 0/1) and option 1 (fw 2, bw ⌈1.5⌉ = 2, cbw 12,
+/// tmp 1/1); its fast forward is ⌈0.5⌉ = 1 tick. Compiled: 3·2+3 = 9 tensors
+/// plus s1.1; 3·2+2 = 8 ops plus Fall1.1 and B1.1; group bwd1 = {B1.0, B1.1}.
+#[test]
+fn imports_every_option_of_a_rockmate_chain_dump() {
+    let c = import_rockmate(RK_DUMP, &opts()).unwrap();
+    let l0 = &c.layers[0];
+    assert_eq!((l0.u_f, l0.u_b, l0.a, l0.abar, l0.o_b), (1, 2, 4, 10, 1));
+    assert_eq!(
+        l0.options,
+        vec![RematOption {
+            u_f: 2,
+            u_b: 2,
+            abar: 12,
+            o_f: 1,
+            o_b: 1
+        }]
+    );
+    assert_eq!((l0.ff_u_f, l0.ff_o_f), (Some(1), Some(0)));
+    assert!(c.layers[1].options.is_empty());
+    assert_eq!(c.layers[1].ff_u_f, Some(1));
+    assert!(c.note.as_ref().unwrap().contains("Every option kept"));
+    let f = InstanceFile::RematChain(c);
+    let inst = f.compile().unwrap();
+    let names: Vec<&str> = inst.ops.iter().map(|o| o.name.as_str()).collect();
+    assert_eq!(
+        names,
+        ["F1", "F2", "Fall1.0", "Fall2", "Fall3", "B1.0", "B2", "B3", "Fall1.1", "B1.1"]
+    );
+    let t: Vec<&str> = inst.tensors.iter().map(|t| t.name.as_str()).collect();
+    assert_eq!(
+        t,
+        ["a0", "a1", "a2", "s1.0", "s2", "s3", "d0", "d1", "d2", "s1.1"]
+    );
+    assert_eq!(inst.groups.len(), 1);
+    assert_eq!(inst.groups[0].name, "bwd1");
+    let b10 = inst.op_by_name("B1.0").unwrap();
+    let b11 = inst.op_by_name("B1.1").unwrap();
+    assert_eq!(inst.groups[0].members, vec![b10, b11]);
+    assert!(!inst.op(b10).required && !inst.op(b11).required);
+    assert_eq!(inst.op(inst.op_by_name("F1").unwrap()).duration, Ticks(1));
+    assert_eq!(inst.tensors[9].size.0, 12 - 4);
 }
 
 fn field_of(e: ImportError) -> String {
@@ -684,4 +745,230 @@ fn pofo_without_offloading_is_rotor() {
     }
     qc(150).quickcheck(prop as fn(Spec, u8, u8) -> TestResult);
     assert!(PERSISTENT_FEASIBLE.load(Ordering::Relaxed) >= 30);
+}
+
+// ---- Several options per block (rockmate's RK_Chain; models/MODEL.md §4.5) ----
+
+fn fixture_o(schedule: &str) -> (offcert::model::Instance, offcert::check::Report) {
+    let dir = repo().join("instances/fixtures");
+    let (inst, s) = load(&dir.join("remat1o.json"), &dir.join(schedule));
+    let r = agree(&inst, &s).report().clone();
+    for w in &r.violations {
+        assert!(w.confirm(&inst, &s), "{schedule}: witness {w:?}");
+    }
+    (inst, r)
+}
+
+fn remat1o() -> (InstanceFile, offcert::model::Instance) {
+    let (f, inst) =
+        offcert::io::load_instance(&repo().join("instances/fixtures/remat1o.json")).unwrap();
+    (f, inst)
+}
+
+#[test]
+fn two_options_compile_to_a_backward_group() {
+    let (_, inst) = remat1o();
+    let names: Vec<&str> = inst.ops.iter().map(|o| o.name.as_str()).collect();
+    assert_eq!(
+        names,
+        ["F1", "Fall1.0", "Fall2", "B1.0", "B2", "Fall1.1", "B1.1"]
+    );
+    assert_eq!(inst.groups.len(), 1);
+    assert_eq!(inst.groups[0].name, "bwd1");
+    assert_eq!(inst.groups[0].members, vec![OpId(3), OpId(6)]);
+    assert_eq!(inst.groups[0].runs, Multiplicity::ExactlyOnce);
+    let s11 = inst.tensor_by_name("s1.1").unwrap();
+    assert_eq!(inst.tensor(s11).size.0, 1);
+    assert!(inst.op(OpId(6)).reads.contains(&s11));
+    assert_eq!(inst.op(OpId(5)).produces, vec![TensorId(1), s11]);
+}
+
+#[test]
+fn fixtures_two_options_valid_schedules() {
+    let (_, r) = fixture_o("remat1o.option0.valid.schedule.json");
+    assert!(r.valid, "{:?}", r.violations);
+    assert_eq!((r.makespan, r.peak_memory.0), (Ticks(7), 12));
+    let (_, r) = fixture_o("remat1o.option1.valid.schedule.json");
+    assert!(r.valid, "{:?}", r.violations);
+    assert_eq!((r.makespan, r.peak_memory.0), (Ticks(7), 9));
+}
+
+#[test]
+fn fixture_backward_option_other_than_the_forward_saved() {
+    let (inst, r) = fixture_o("remat1o.mismatch.invalid.schedule.json");
+    let s10 = inst.tensor_by_name("s1.0").unwrap();
+    let b10 = inst.op_by_name("B1.0").unwrap();
+    assert_eq!(r.violations.len(), 1, "{:?}", r.violations);
+    assert!(
+        matches!(
+            r.violations[0],
+            Violation::InputNotResident { event: EventId(3), at: Ticks(5), op, tensor, ready_at: None }
+                if op == b10 && tensor == s10
+        ),
+        "{:?}",
+        r.violations
+    );
+}
+
+#[test]
+fn fixture_both_backward_options_run() {
+    let (_, r) = fixture_o("remat1o.double-backward.invalid.schedule.json");
+    assert_eq!(
+        r.violations,
+        vec![Violation::GroupRanTwice {
+            group: GroupId(0),
+            first: EventId(3),
+            second: EventId(8),
+        }]
+    );
+}
+
+/// The DPs, the exact methods and `remat-split` refuse several options with a
+/// typed reason; `remat-compute` is min(2+3, 3+2) + 1 + 1 = 7 (the instance
+/// note), met by both valid fixtures.
+#[test]
+fn several_options_are_refused_by_name_or_bounded() {
+    let (f, inst) = remat1o();
+    for h in heuristic::remat::heuristics() {
+        match heuristic::run(h.as_ref(), &f, &inst) {
+            Err(HeuristicError::Unsupported { feature, .. }) => {
+                assert_eq!(feature, RematFeature::SeveralOptions { layer: 0 })
+            }
+            other => panic!("{}: {:?}", h.name(), other.map(|r| r.name)),
+        }
+        assert_eq!(h.model_value(&f), None);
+    }
+    for m in [Method::Search, Method::Milp] {
+        let e = offcert::exact::remat::scope(&inst, m).unwrap_err();
+        assert!(
+            matches!(
+                e,
+                ExactError::Unencoded {
+                    feature: Extension::Groups,
+                    ..
+                }
+            ),
+            "{e}"
+        );
+    }
+    let b = bound::remat::RematCompute.bound(&f, &inst).unwrap();
+    assert_eq!(b.value, BigRational::from_integer(7.into()));
+    match bound::remat::RematSplit.bound(&f, &inst) {
+        Err(bound::BoundError::Failed {
+            cause: bound::Failure::Unsupported(RematFeature::SeveralOptions { layer: 0 }),
+            ..
+        }) => {}
+        other => panic!("{:?}", other.map(|b| b.value)),
+    }
+    if let InstanceFile::RematChain(c) = &f {
+        // Least memory: min over the options of the larger of Fall and B:
+        // option 0 max(2+6, 2+6+2+2) = 12, option 1 max(5, 2+3+2+2) = 9; the
+        // loss 2+1+2 = 5 → 9.
+        assert_eq!(c.min_memory(), Some(9));
+    }
+}
+
+/// A fast forward distinct from F_all (rockmate's ff_fw) is outside the DPs'
+/// model: refused by name; one option per block, so the exact methods apply.
+#[test]
+fn a_distinct_fast_forward_is_refused_by_the_dps() {
+    let mut c = chain(&[(1, 3, 1, 3, 0)], 1, 0, 0);
+    assert_eq!(c.layers[0].u_f, 2);
+    c.layers[0].ff_u_f = Some(1);
+    let f = InstanceFile::RematChain(c);
+    let inst = f.compile().unwrap();
+    assert!(inst.groups.is_empty());
+    assert_eq!(inst.op(OpId(0)).duration, Ticks(1));
+    for h in heuristic::remat::heuristics() {
+        assert!(matches!(
+            heuristic::run(h.as_ref(), &f, &inst),
+            Err(HeuristicError::Unsupported {
+                feature: RematFeature::FastForward { layer: 0 },
+                ..
+            })
+        ));
+    }
+}
+
+#[test]
+fn gap_shows_the_refusals_on_a_multi_option_chain() {
+    let out = std::process::Command::new(env!("CARGO_BIN_EXE_offcert"))
+        .args(["gap", "instances/fixtures/remat1o.json"])
+        .current_dir(env!("CARGO_MANIFEST_DIR"))
+        .output()
+        .unwrap();
+    let text = String::from_utf8_lossy(&out.stdout);
+    assert_eq!(
+        out.status.code(),
+        Some(0),
+        "{text}{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    assert!(text.contains("refused"), "{text}");
+    assert!(text.contains("several options"), "{text}");
+}
+
+#[test]
+fn option_fields_are_validated_by_name() {
+    let mut c = chain(&[(1, 3, 1, 3, 0)], 1, 0, 0);
+    c.layers[0].options = vec![RematOption {
+        u_f: 1,
+        u_b: 1,
+        abar: 0,
+        o_f: 0,
+        o_b: 0,
+    }];
+    let f = InstanceFile::RematChain(c.clone());
+    assert!(
+        matches!(f.compile(), Err(ModelError::Invalid { field, .. }) if field == "layers[0].options[0].abar")
+    );
+    c.layers[0].options[0].abar = 9;
+    c.layers[0].options[0].u_b = -1;
+    let f = InstanceFile::RematChain(c.clone());
+    assert!(
+        matches!(f.compile(), Err(ModelError::Invalid { field, .. }) if field == "layers[0].options[0].u_b")
+    );
+    c.layers[0].options.clear();
+    c.layers[0].ff_u_f = Some(-1);
+    let f = InstanceFile::RematChain(c);
+    assert!(
+        matches!(f.compile(), Err(ModelError::Invalid { field, .. }) if field == "layers[0].ff_u_f")
+    );
+    // Every option kept: the fast forward of each block is needed.
+    let short = RK_DUMP.replace(r#""ff_fw": [0.5, 1.0]"#, r#""ff_fw": [0.5]"#);
+    assert_eq!(
+        field_of(import_rockmate(&short, &opts()).unwrap_err()),
+        "ff_fw[1]"
+    );
+    let fastest = ImportOptions {
+        fastest_only: true,
+        ..opts()
+    };
+    assert!(import_rockmate(&short, &fastest).is_ok());
+}
+
+#[test]
+fn import_rockmate_cli_keeps_every_option_unless_fastest_only() {
+    let dir = std::env::temp_dir().join(format!("offcert-rk-{}", std::process::id()));
+    std::fs::create_dir_all(&dir).unwrap();
+    let src = dir.join("rk.json");
+    std::fs::write(&src, RK_DUMP).unwrap();
+    let bin = env!("CARGO_BIN_EXE_offcert");
+    for (flag, groups) in [(None, 1), (Some("--fastest-only"), 0)] {
+        let out = dir.join("out.json");
+        let mut cmd = std::process::Command::new(bin);
+        cmd.args(["import", "rockmate"])
+            .arg(&src)
+            .arg("-o")
+            .arg(&out)
+            .args(["--tick-us", "1000"]);
+        if let Some(f) = flag {
+            cmd.arg(f);
+        }
+        let st = cmd.output().unwrap();
+        assert_eq!(st.status.code(), Some(0), "{flag:?}");
+        let (_, inst) = offcert::io::load_instance(&out).unwrap();
+        assert_eq!(inst.groups.len(), groups, "{flag:?}");
+    }
+    let _ = std::fs::remove_dir_all(&dir);
 }

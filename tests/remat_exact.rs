@@ -35,6 +35,7 @@ fn chain(spec: &[(u8, u8, u8, u8, u8)], bw: u8, slack: u8) -> RematChain {
             o_f: (o % 2) as u64,
             o_b: (o / 2 % 2) as u64,
             delta: None,
+            ..Default::default()
         })
         .collect();
     let mut c = RematChain {

@@ -116,6 +116,9 @@ pub enum Failure {
     SolverStatus(String),
     #[error("no finite MIP bound before the time limit")]
     NoMipBound,
+    /// A `remat_chain` feature the bound's proof does not cover.
+    #[error("not proved for this instance: {0}")]
+    Unsupported(crate::family::remat_chain::RematFeature),
     /// The certificate's dual vector leaves a column unbounded.
     #[error(transparent)]
     Unbounded(#[from] weight::certify::Unbounded),

@@ -79,6 +79,9 @@ pub struct ChainArgs {
     /// Instance name (default: the file's stem).
     #[arg(long)]
     pub name: Option<String>,
+    /// rockmate: keep only each block's fastest option (least fw + bw), not every option.
+    #[arg(long)]
+    pub fastest_only: bool,
 }
 
 /// Which chain format `run_chain` parses.
@@ -172,6 +175,7 @@ fn run_chain(source: ChainSource, a: ChainArgs) -> anyhow::Result<ExitCode> {
         gpu_memory: a.gpu_memory,
         bandwidth: a.bandwidth,
         source: file.clone(),
+        fastest_only: a.fastest_only,
     };
     let chain = match source {
         ChainSource::Rotor => import_rotor(&text, &o),

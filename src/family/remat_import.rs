@@ -7,9 +7,12 @@
 //!   `fweight`, …, `fwd_mem_tmp`, `bwd_mem_tmp` as in ColossalAI).
 //! - a JSON dump of rockmate's `RK_Chain`: `ln` and `fw[i][k]`, `bw[i][k]`,
 //!   `cw[i]`, `cbw[i+1][k]`, `fwd_tmp[i][k]`, `bwd_tmp[i][k]`, `ff_fw[i]`,
-//!   `ff_fwd_tmp[i]`, `nb_sol[i]`. Until variant groups exist, one option per
-//!   block is kept: the fastest (least fw + bw, then least cbw), recorded in the
-//!   note.
+//!   `ff_fwd_tmp[i]`, `nb_sol[i]`. Every option is kept: option k of block i is
+//!   `fw[i][k]`, `bw[i][k]`, `cbw[i+1][k]`, `fwd_tmp[i][k]`, `bwd_tmp[i][k]`
+//!   (option 0 as the layer's own fields, the others as its `options`), and the
+//!   fast forward `F{ℓ}` is `ff_fw[i]`, `ff_fwd_tmp[i]` (models/MODEL.md §4.5).
+//!   With [`ImportOptions::fastest_only`], one option per block is kept: the
+//!   fastest (least fw + bw, then least cbw), recorded in the note.
 //!
 //! Mapping (`FAMILIES.md` §5.2): u_F(ℓ) = fw[ℓ−1], u_B(ℓ) = bw[ℓ−1],
 //! |a_ℓ| = cw[ℓ], |ā_ℓ| = max(cbw[ℓ], cw[ℓ]), |a_0| = cw[0], o_f(ℓ) = ftmp[ℓ−1],
@@ -21,7 +24,7 @@
 //! Owns: [`ImportError`], [`ImportOptions`], [`import_rotor`], [`import_rockmate`].
 //! Must not import: schedules, semantics, the checker, solvers.
 
-use super::remat_chain::{RematChain, RematLayer, RematLoss};
+use super::remat_chain::{RematChain, RematLayer, RematLoss, RematOption};
 use super::BandwidthFile;
 use num_bigint::BigInt;
 use num_rational::BigRational;
@@ -57,6 +60,9 @@ pub struct ImportOptions {
     pub bandwidth: Option<u64>,
     /// Where the chain came from, for the note.
     pub source: String,
+    /// rockmate: keep only each block's fastest option (the behaviour before
+    /// variant groups), not every option.
+    pub fastest_only: bool,
 }
 
 /// A parsed value: an exact number, `None`, a list or a dict.
@@ -405,6 +411,7 @@ pub fn import_rotor(text: &str, o: &ImportOptions) -> Result<RematChain, ImportE
             o_f: cv.bytes(c.ftmp[k], &f(c.names[4], k))?,
             o_b: cv.bytes(c.btmp[k], &f(c.names[5], k))?,
             delta: None,
+            ..Default::default()
         });
     }
     let loss = RematLoss {
@@ -502,9 +509,37 @@ fn jnum(v: &serde_json::Value, f: &str) -> Result<Lit, ImportError> {
     }
 }
 
-/// Import a JSON dump of rockmate's `RK_Chain` (one option per block: the fastest).
-pub fn import_rockmate(text: &str, o: &ImportOptions) -> Result<RematChain, ImportError> {
-    check_options(o)?;
+/// The columns of an `RK_Chain` dump, each value a parsed number.
+struct RkDump {
+    ln: usize,
+    fw: Vec<Vec<Lit>>,
+    bw: Vec<Vec<Lit>>,
+    fwd_tmp: Vec<Vec<Lit>>,
+    bwd_tmp: Vec<Vec<Lit>>,
+    cbw: Vec<Vec<Lit>>,
+    cw: Vec<Lit>,
+    nb_sol: Vec<u64>,
+    ff_fw: Vec<Lit>,
+    ff_fwd_tmp: Vec<Lit>,
+}
+
+/// A list of numbers `v[k]` with at least `len` entries.
+fn jnums(v: &serde_json::Value, k: &str, len: usize) -> Result<Vec<Lit>, ImportError> {
+    let a = jarr(obj(v, k)?, k)?;
+    if a.len() < len {
+        return Err(field(
+            k,
+            format!("expected {len} entries, found {}", a.len()),
+        ));
+    }
+    a.iter()
+        .enumerate()
+        .map(|(i, x)| jnum(x, &format!("{k}[{i}]")))
+        .collect()
+}
+
+/// Parse the dump: every field present, lists of the right shape, numbers.
+fn rk_parse(text: &str) -> Result<RkDump, ImportError> {
     let v: serde_json::Value = serde_json::from_str(text).map_err(|e| ImportError::Syntax {
         offset: 0,
         message: format!("line {} column {}: {e}", e.line(), e.column()),
@@ -537,24 +572,6 @@ pub fn import_rockmate(text: &str, o: &ImportOptions) -> Result<RematChain, Impo
             })
             .collect()
     };
-    let fw = per_opt("fw", ln)?;
-    let bw = per_opt("bw", ln)?;
-    let fwd_tmp = per_opt("fwd_tmp", ln)?;
-    let bwd_tmp = per_opt("bwd_tmp", ln)?;
-    let cbw = per_opt("cbw", ln + 1)?;
-    let cw: Vec<Lit> = {
-        let a = jarr(obj(&v, "cw")?, "cw")?;
-        if a.len() < ln + 1 {
-            return Err(field(
-                "cw",
-                format!("expected {} entries, found {}", ln + 1, a.len()),
-            ));
-        }
-        a.iter()
-            .enumerate()
-            .map(|(i, x)| jnum(x, &format!("cw[{i}]")))
-            .collect::<Result<_, _>>()?
-    };
     let nb_sol: Vec<u64> = jarr(obj(&v, "nb_sol")?, "nb_sol")?
         .iter()
         .enumerate()
@@ -563,25 +580,25 @@ pub fn import_rockmate(text: &str, o: &ImportOptions) -> Result<RematChain, Impo
                 .ok_or_else(|| field(format!("nb_sol[{i}]"), "expected a count"))
         })
         .collect::<Result<_, _>>()?;
-    for k in ["ff_fw", "ff_fwd_tmp"] {
-        let a = jarr(obj(&v, k)?, k)?;
-        for (i, x) in a.iter().enumerate() {
-            jnum(x, &format!("{k}[{i}]"))?;
-        }
-    }
-    let mut cv = Conv { o, rounded: 0 };
-    let mut layers = Vec::with_capacity(ln);
-    let mut chosen = Vec::with_capacity(ln);
-    let mut clamped = 0;
-    let mut blocks = ln;
-    // A loss block: bw/bwd_tmp with ln+1 entries (the last one the loss).
-    let loss_bw = bw.get(ln).and_then(|x| x.first()).cloned();
-    let loss_bt = bwd_tmp.get(ln).and_then(|x| x.first()).cloned();
-    if ln == 0 {
-        blocks = 0;
-    }
-    for i in 0..blocks {
-        let n = *nb_sol
+    Ok(RkDump {
+        ln,
+        fw: per_opt("fw", ln)?,
+        bw: per_opt("bw", ln)?,
+        fwd_tmp: per_opt("fwd_tmp", ln)?,
+        bwd_tmp: per_opt("bwd_tmp", ln)?,
+        cbw: per_opt("cbw", ln + 1)?,
+        cw: jnums(&v, "cw", ln + 1)?,
+        nb_sol,
+        ff_fw: jnums(&v, "ff_fw", 0)?,
+        ff_fwd_tmp: jnums(&v, "ff_fwd_tmp", 0)?,
+    })
+}
+
+impl RkDump {
+    /// Block i's option count, each per-option column checked against it.
+    fn options(&self, i: usize) -> Result<usize, ImportError> {
+        let n = *self
+            .nb_sol
             .get(i)
             .ok_or_else(|| field(format!("nb_sol[{i}]"), "missing"))? as usize;
         if n == 0 {
@@ -591,11 +608,11 @@ pub fn import_rockmate(text: &str, o: &ImportOptions) -> Result<RematChain, Impo
             ));
         }
         for (name, col) in [
-            ("fw", &fw[i]),
-            ("bw", &bw[i]),
-            ("fwd_tmp", &fwd_tmp[i]),
-            ("bwd_tmp", &bwd_tmp[i]),
-            ("cbw", &cbw[i + 1]),
+            ("fw", &self.fw[i]),
+            ("bw", &self.bw[i]),
+            ("fwd_tmp", &self.fwd_tmp[i]),
+            ("bwd_tmp", &self.bwd_tmp[i]),
+            ("cbw", &self.cbw[i + 1]),
         ] {
             if col.len() != n {
                 return Err(field(
@@ -604,49 +621,139 @@ pub fn import_rockmate(text: &str, o: &ImportOptions) -> Result<RematChain, Impo
                 ));
             }
         }
+        Ok(n)
+    }
+
+    /// Block i's fastest option: least fw + bw, then least cbw.
+    fn fastest(&self, i: usize, n: usize) -> Result<usize, ImportError> {
         let mut best: Option<(BigRational, BigRational, usize)> = None;
         for k in 0..n {
-            let t = num(&fw[i][k], &format!("fw[{i}][{k}]"))?
-                + num(&bw[i][k], &format!("bw[{i}][{k}]"))?;
-            let m = num(&cbw[i + 1][k], &format!("cbw[{}][{k}]", i + 1))?.clone();
+            let t = num(&self.fw[i][k], &format!("fw[{i}][{k}]"))?
+                + num(&self.bw[i][k], &format!("bw[{i}][{k}]"))?;
+            let m = num(&self.cbw[i + 1][k], &format!("cbw[{}][{k}]", i + 1))?.clone();
             if best.as_ref().is_none_or(|b| (&t, &m) < (&b.0, &b.1)) {
                 best = Some((t, m, k));
             }
         }
-        let k = best.map(|b| b.2).unwrap_or(0);
-        chosen.push(k);
-        let a = cv.bytes(&cw[i + 1], &format!("cw[{}]", i + 1))?;
-        let abar = cv.bytes(&cbw[i + 1][k], &format!("cbw[{}][{k}]", i + 1))?;
+        Ok(best.map(|b| b.2).unwrap_or(0))
+    }
+
+    /// Option k of block i, with |ā| raised to |a| (`clamped` counts it).
+    fn option(
+        &self,
+        cv: &mut Conv,
+        i: usize,
+        k: usize,
+        a: u64,
+        clamped: &mut usize,
+    ) -> Result<RematOption, ImportError> {
+        let abar = cv.bytes(&self.cbw[i + 1][k], &format!("cbw[{}][{k}]", i + 1))?;
         if abar < a {
-            clamped += 1;
+            *clamped += 1;
         }
-        layers.push(RematLayer {
-            u_f: cv.ticks(&fw[i][k], &format!("fw[{i}][{k}]"))?,
-            u_b: cv.ticks(&bw[i][k], &format!("bw[{i}][{k}]"))?,
-            a,
+        Ok(RematOption {
+            u_f: cv.ticks(&self.fw[i][k], &format!("fw[{i}][{k}]"))?,
+            u_b: cv.ticks(&self.bw[i][k], &format!("bw[{i}][{k}]"))?,
             abar: abar.max(a),
-            o_f: cv.bytes(&fwd_tmp[i][k], &format!("fwd_tmp[{i}][{k}]"))?,
-            o_b: cv.bytes(&bwd_tmp[i][k], &format!("bwd_tmp[{i}][{k}]"))?,
+            o_f: cv.bytes(&self.fwd_tmp[i][k], &format!("fwd_tmp[{i}][{k}]"))?,
+            o_b: cv.bytes(&self.bwd_tmp[i][k], &format!("bwd_tmp[{i}][{k}]"))?,
+        })
+    }
+
+    /// The fast forward of block i (`ff_fw[i]`, `ff_fwd_tmp[i]`).
+    fn fast_forward(&self, cv: &mut Conv, i: usize) -> Result<(i64, u64), ImportError> {
+        let get = |col: &'_ [Lit], name: &str| {
+            col.get(i)
+                .cloned()
+                .ok_or_else(|| field(format!("{name}[{i}]"), "missing"))
+        };
+        let f = get(&self.ff_fw, "ff_fw")?;
+        let t = get(&self.ff_fwd_tmp, "ff_fwd_tmp")?;
+        Ok((
+            cv.ticks(&f, &format!("ff_fw[{i}]"))?,
+            cv.bytes(&t, &format!("ff_fwd_tmp[{i}]"))?,
+        ))
+    }
+}
+
+/// Import a JSON dump of rockmate's `RK_Chain`: every option of every block
+/// (option 0 as the layer's own fields, the others as its `options`, the fast
+/// forward as `ff_u_f` / `ff_o_f`), or, with `fastest_only`, only each block's
+/// fastest option (ff_fw ignored).
+pub fn import_rockmate(text: &str, o: &ImportOptions) -> Result<RematChain, ImportError> {
+    check_options(o)?;
+    let d = rk_parse(text)?;
+    let ln = d.ln;
+    let mut cv = Conv { o, rounded: 0 };
+    let mut layers = Vec::with_capacity(ln);
+    let mut chosen = Vec::with_capacity(ln);
+    let mut clamped = 0;
+    for i in 0..ln {
+        let n = d.options(i)?;
+        let a = cv.bytes(&d.cw[i + 1], &format!("cw[{}]", i + 1))?;
+        let ks: Vec<usize> = if o.fastest_only {
+            vec![d.fastest(i, n)?]
+        } else {
+            (0..n).collect()
+        };
+        chosen.push(ks[0]);
+        let mut opts = ks
+            .iter()
+            .map(|&k| d.option(&mut cv, i, k, a, &mut clamped))
+            .collect::<Result<Vec<_>, _>>()?
+            .into_iter();
+        let x = opts.next().unwrap_or_default();
+        let (ff_u_f, ff_o_f) = if o.fastest_only {
+            (None, None)
+        } else {
+            let (f, t) = d.fast_forward(&mut cv, i)?;
+            (Some(f), Some(t))
+        };
+        layers.push(RematLayer {
+            u_f: x.u_f,
+            u_b: x.u_b,
+            a,
+            abar: x.abar,
+            o_f: x.o_f,
+            o_b: x.o_b,
             delta: None,
+            options: opts.collect(),
+            ff_u_f,
+            ff_o_f,
         });
     }
+    // A loss block: bw/bwd_tmp with ln+1 entries (the last one the loss).
     let zero = Lit::Num(BigRational::zero());
+    let loss_col = |col: &[Vec<Lit>]| col.get(ln).and_then(|x| x.first()).cloned();
     let loss = RematLoss {
         u_f: 0,
-        u_b: cv.ticks(loss_bw.as_ref().unwrap_or(&zero), &format!("bw[{ln}][0]"))?,
+        u_b: cv.ticks(
+            loss_col(&d.bw).as_ref().unwrap_or(&zero),
+            &format!("bw[{ln}][0]"),
+        )?,
         abar: 0,
         o_f: 0,
         o_b: cv.bytes(
-            loss_bt.as_ref().unwrap_or(&zero),
+            loss_col(&d.bwd_tmp).as_ref().unwrap_or(&zero),
             &format!("bwd_tmp[{ln}][0]"),
         )?,
     };
-    let a0 = cv.bytes(&cw[0], "cw[0]")?;
+    let a0 = cv.bytes(&d.cw[0], "cw[0]")?;
+    let how = if o.fastest_only {
+        format!(
+            " One option per block (--fastest-only): the fastest (least fw + bw, then least \
+             cbw): options {chosen:?}; ff_fw/ff_fwd_tmp read and ignored."
+        )
+    } else {
+        " Every option kept (nb_sol = {:?}; option 0 as the layer, the others as `options`; \
+         a block's backward options form the variant group bwd{ℓ}); F{ℓ} is the fast forward \
+         ff_fw/ff_fwd_tmp."
+            .replace("{:?}", &format!("{:?}", &d.nb_sol[..ln]))
+    };
     let extra = format!(
-        " One option per block (variant groups not yet modelled): the fastest (least fw + bw, \
-         then least cbw): options {chosen:?}; ff_fw/ff_fwd_tmp read and ignored.{}",
+        "{how}{}",
         if clamped > 0 {
-            format!(" {clamped} block(s) had cbw < cw: |ā| raised to |a|.")
+            format!(" {clamped} option(s) had cbw < cw: |ā| raised to |a|.")
         } else {
             String::new()
         }

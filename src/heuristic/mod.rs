@@ -29,6 +29,13 @@ pub enum HeuristicError {
         heuristic: &'static str,
         reason: String,
     },
+    /// The instance has a feature the heuristic does not model (e.g. a
+    /// `remat_chain` block with several options): refused, never approximated.
+    #[error("heuristic {heuristic} does not model this instance: {feature}")]
+    Unsupported {
+        heuristic: &'static str,
+        feature: crate::family::remat_chain::RematFeature,
+    },
     /// A bug: the heuristic's schedule fails the checker.
     #[error("heuristic {heuristic} built a schedule the checker rejects: {first}")]
     Invalid {

@@ -345,6 +345,9 @@ fn heuristic_cell(
             failed("invalid", first)
         }
         Err(HeuristicError::NoSchedule { reason, .. }) => failed("no schedule", reason),
+        Err(HeuristicError::Unsupported { feature, .. }) => {
+            failed("refused", format!("does not model it: {feature}"))
+        }
         Err(other) => failed("no schedule", other.to_string()),
     }
 }

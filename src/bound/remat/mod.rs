@@ -2,13 +2,18 @@
 //!
 //! - `remat-compute`: Σ_ℓ (u_F + u_B) over the layers and the loss. Every B_ℓ
 //!   runs, and needs s_ℓ, which only F^ℓ_all produces: each layer runs at least
-//!   one forward and one backward on the one GPU stream.
+//!   one forward and one backward on the one GPU stream. A block with several
+//!   options runs one backward `B{ℓ}.{k}` (its group `bwd{ℓ}`), which reads
+//!   `s{ℓ}.{k}`, produced only by `Fall{ℓ}.{k}`: the block adds
+//!   min_k (u_F,k + u_B,k).
 //! - `remat-split`: min(A, B) with B = Σ(u_F + u_B) + min_ℓ u_F (some forward runs
 //!   twice) and A = max(Σu_F, V/β) + max(Σu_B, V/β) (every forward runs once: the
 //!   bytes V that cannot stay on the GPU when the loss's backward starts are
-//!   offloaded before it and prefetched after it).
+//!   offloaded before it and prefetched after it). Its proof covers the
+//!   appendix's chains only: a chain with several options per block or a
+//!   distinct fast forward is refused ([`Failure::Unsupported`]).
 //!
-//! Owns: [`RematCompute`], [`RematSplit`], [`split_bound`].
+//! Owns: [`RematCompute`], [`RematSplit`], [`compute_bound`], [`split_bound`].
 //! Must not import: heuristics, exact solvers, the checker.
 
 use super::{BoundError, BoundMethod, Failure, LowerBound, Strength};
@@ -59,6 +64,22 @@ fn infeasible(name: &'static str, c: &RematChain) -> Result<(), BoundError> {
 
 pub struct RematCompute;
 
+/// The `remat-compute` value: per layer the least u_F + u_B over its options,
+/// plus the loss's.
+pub fn compute_bound(c: &RematChain) -> i128 {
+    let dm = c.dims();
+    let layers: i128 = (1..=dm.l)
+        .map(|k| {
+            c.options_of(k)
+                .iter()
+                .map(|x| x.u_f as i128 + x.u_b as i128)
+                .min()
+                .unwrap_or(0)
+        })
+        .sum();
+    layers + dm.u_f[dm.l + 1] as i128 + dm.u_b[dm.l + 1] as i128
+}
+
 impl BoundMethod for RematCompute {
     fn name(&self) -> &'static str {
         "remat-compute"
@@ -69,9 +90,8 @@ impl BoundMethod for RematCompute {
     fn bound(&self, f: &InstanceFile, _inst: &Instance) -> Result<LowerBound, BoundError> {
         let c = chain(self.name(), f)?;
         infeasible(self.name(), c)?;
-        let (sf, sb) = sums(c);
         Ok(LowerBound::from_ticks(
-            (sf + sb) as i64,
+            compute_bound(c) as i64,
             self.name(),
             Strength::Certified,
         ))
@@ -113,6 +133,10 @@ impl BoundMethod for RematSplit {
     fn bound(&self, f: &InstanceFile, _inst: &Instance) -> Result<LowerBound, BoundError> {
         let c = chain(self.name(), f)?;
         infeasible(self.name(), c)?;
+        c.plain().map_err(|e| BoundError::Failed {
+            bound: self.name(),
+            cause: Failure::Unsupported(e),
+        })?;
         Ok(LowerBound {
             value: split_bound(c),
             source: self.name().into(),

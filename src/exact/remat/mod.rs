@@ -44,6 +44,8 @@ fn unsupported(method: Method, reason: impl Into<String>) -> ExactError {
 /// The scope test: a compiled `remat_chain`, one-shot, the default release
 /// rule, every op of a layer of positive duration.
 pub fn scope(inst: &Instance, method: Method) -> Result<Layout, ExactError> {
+    // Several options per block compile to variant groups: not encoded.
+    super::refuse_extensions(inst, method)?;
     let lay = Layout::recognise(inst, method)?;
     if inst.mode != Mode::OneShot {
         return Err(unsupported(method, "a cyclic remat_chain"));

@@ -16,7 +16,9 @@ use crate::family::InstanceFile;
 use crate::model::{OpId, TensorId};
 use crate::simulate::SeqPlan;
 
-/// The remat heuristics.
+/// The remat heuristics. Each refuses a chain beyond the appendix's problem
+/// ([`RematChain::plain`]: several options per block, a distinct fast forward)
+/// with [`HeuristicError::Unsupported`].
 pub fn heuristics() -> Vec<Box<dyn Heuristic>> {
     vec![
         Box::new(rotor::Rotor::default()),
@@ -30,7 +32,14 @@ pub(crate) fn chain<'a>(
     file: &'a InstanceFile,
 ) -> Result<&'a RematChain, HeuristicError> {
     match file {
-        InstanceFile::RematChain(c) => Ok(c),
+        InstanceFile::RematChain(c) => {
+            c.plain()
+                .map(|()| c)
+                .map_err(|feature| HeuristicError::Unsupported {
+                    heuristic: name,
+                    feature,
+                })
+        }
         other => Err(HeuristicError::NotApplicable {
             heuristic: name,
             family: other.family().into(),

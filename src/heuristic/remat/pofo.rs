@@ -496,7 +496,9 @@ impl Heuristic for Pofo {
     }
     fn model_value(&self, file: &InstanceFile) -> Option<f64> {
         match file {
-            InstanceFile::RematChain(c) => self.solve(c).map(|p| p.model_value),
+            InstanceFile::RematChain(c) if c.plain().is_ok() => {
+                self.solve(c).map(|p| p.model_value)
+            }
             _ => None,
         }
     }
