@@ -99,18 +99,45 @@ pub struct CoreFile {
 }
 
 impl CoreFile {
+    /// The core model this file names: names resolved to ids, each unknown
+    /// name reported with the field it appears in. Errors come in file order:
+    /// ops first, then groups, then the order.
     pub fn compile(&self) -> Result<Instance, ModelError> {
-        let tmap: HashMap<&str, TensorId> = self
-            .tensors
-            .iter()
-            .enumerate()
-            .map(|(i, t)| (t.name.as_str(), TensorId(i as u32)))
-            .collect();
         let omap: HashMap<&str, OpId> = self
             .ops
             .iter()
             .enumerate()
             .map(|(i, o)| (o.name.as_str(), OpId(i as u32)))
+            .collect();
+        let ops = self.compile_ops(&omap)?;
+        let groups = self.compile_groups(&omap)?;
+        let order = self.compile_order(&omap)?;
+        Ok(Instance {
+            name: self.name.clone(),
+            family: "core".into(),
+            tensors: self.tensors.clone(),
+            ops,
+            order,
+            machine: Machine {
+                gpu_capacity: Bytes(self.gpu_memory),
+                cpu_capacity: self.cpu_memory.map(Bytes),
+                duplex: self.duplex,
+                bandwidth: self.bandwidth.to_bandwidth(),
+            },
+            mode: self.mode,
+            release: self.release,
+            groups,
+        })
+    }
+
+    /// The ops with their tensor lists and `after` resolved; an unknown name
+    /// is reported as `ops[i].LIST[j]` so the user can find it in the file.
+    fn compile_ops(&self, omap: &HashMap<&str, OpId>) -> Result<Vec<Op>, ModelError> {
+        let tmap: HashMap<&str, TensorId> = self
+            .tensors
+            .iter()
+            .enumerate()
+            .map(|(i, t)| (t.name.as_str(), TensorId(i as u32)))
             .collect();
         let resolve =
             |i: usize, list: &str, names: &[String]| -> Result<Vec<TensorId>, ModelError> {
@@ -144,12 +171,17 @@ impl CoreFile {
                     .after
                     .iter()
                     .enumerate()
-                    .map(|(j, n)| op_id(&omap, format!("ops[{i}].after[{j}]"), n))
+                    .map(|(j, n)| op_id(omap, format!("ops[{i}].after[{j}]"), n))
                     .collect::<Result<_, _>>()?,
             });
         }
-        let groups = self
-            .groups
+        Ok(ops)
+    }
+
+    /// The variant groups (G1) with their members resolved to op ids; an
+    /// unknown member is reported as `groups[g].members[j]`.
+    fn compile_groups(&self, omap: &HashMap<&str, OpId>) -> Result<Vec<Group>, ModelError> {
+        self.groups
             .iter()
             .enumerate()
             .map(|(g, grp)| {
@@ -159,19 +191,24 @@ impl CoreFile {
                         .members
                         .iter()
                         .enumerate()
-                        .map(|(j, n)| op_id(&omap, format!("groups[{g}].members[{j}]"), n))
+                        .map(|(j, n)| op_id(omap, format!("groups[{g}].members[{j}]"), n))
                         .collect::<Result<_, _>>()?,
                     runs: grp.runs,
                 })
             })
-            .collect::<Result<Vec<_>, ModelError>>()?;
+            .collect::<Result<Vec<_>, ModelError>>()
+    }
+
+    /// The compute order: "free", a list of op names, or slots of group names
+    /// (G2); an unknown name is reported as `order[k]` or `order.slots[k]`.
+    fn compile_order(&self, omap: &HashMap<&str, OpId>) -> Result<ComputeOrder, ModelError> {
         let gmap: HashMap<&str, GroupId> = self
             .groups
             .iter()
             .enumerate()
             .map(|(i, g)| (g.name.as_str(), GroupId(i as u32)))
             .collect();
-        let order = match &self.order {
+        Ok(match &self.order {
             OrderFile::Free(s) if s == "free" => ComputeOrder::Free,
             OrderFile::Free(s) => {
                 return Err(invalid(
@@ -207,22 +244,6 @@ impl CoreFile {
                     })
                     .collect::<Result<_, _>>()?,
             ),
-        };
-        Ok(Instance {
-            name: self.name.clone(),
-            family: "core".into(),
-            tensors: self.tensors.clone(),
-            ops,
-            order,
-            machine: Machine {
-                gpu_capacity: Bytes(self.gpu_memory),
-                cpu_capacity: self.cpu_memory.map(Bytes),
-                duplex: self.duplex,
-                bandwidth: self.bandwidth.to_bandwidth(),
-            },
-            mode: self.mode,
-            release: self.release,
-            groups,
         })
     }
 

@@ -611,69 +611,16 @@ fn expand(
     let mut out = vec![];
     let now = Ticks(n.time);
     let mut base = n.clone();
-    // Finished (one-shot): no delete is needed once nothing more is allocated
-    // (and a delete at this instant could precede the start of a zero-duration
-    // op that produced the tensor at this very instant, §2.4). A cyclic path
-    // ends only where it closes its cycle (tested before expanding).
-    if !ctx.cyclic && base.next == ctx.order.len() && base.running.is_none() {
-        let mut ms = n.time;
-        let mut cur = base.trail.clone();
-        while let Some(t) = cur {
-            ms = ms.max(t.event.end().0);
-            cur = t.prev.clone();
-        }
+    if let Some(ms) = finished_makespan(ctx, &base) {
         out.push((base, Some(ms)));
         return out;
     }
-    // Dead tensors go at once: a present copy nobody reads again only takes room.
-    // Under the default rule a copy still in use waits for its holder's end.
-    for i in 0..base.state.tensors.len() {
-        let t = TensorId(i as u32);
-        if ctx.inst.tensor(t).size.0 > 0
-            && matches!(base.state.tensors[i].gpu, GpuCopy::Present(_))
-            && !ctx.needed(t, base.next)
-            && !ctx.held(&base, t)
-        {
-            let b = base.state.delete(t, now, &ctx.future(base.next));
-            if !b.is_empty() {
-                return out;
-            }
-            push(&mut base.trail, Event::Delete { tensor: t, at: now });
-        }
+    if !delete_dead(ctx, &mut base, now) {
+        return out;
     }
-    // Live tensors that could be evicted (current CPU copy, present, not needed by
-    // an op that would start now is checked by the transitions themselves).
     let running = base.running.map(|(k, _)| k);
-    let evictable: Vec<TensorId> = (0..base.state.tensors.len())
-        .map(|i| TensorId(i as u32))
-        .filter(|t| {
-            let ts = base.state.tensor(*t);
-            ctx.inst.tensor(*t).size.0 > 0
-                && matches!(ts.gpu, GpuCopy::Present(_))
-                && ts.cpu_current()
-                && !ctx.modified_by(running, *t)
-                && !ctx.held(&base, *t)
-        })
-        .collect();
-    // Op starts: none, or a run of consecutive ops (all but the last of duration 0).
-    // Cyclic: the first op starts at time 0 (a rotation of any periodic schedule).
-    let mut op_runs: Vec<usize> = if ctx.cyclic && base.next == 0 {
-        vec![]
-    } else {
-        vec![0]
-    };
-    if base.running.is_none() {
-        let mut k = base.next;
-        while k < ctx.order.len() {
-            op_runs.push(k + 1 - base.next);
-            if ctx.dur[k] > 0 {
-                break;
-            }
-            k += 1;
-        }
-    }
-    let m = evictable.len();
-    for &run in &op_runs {
+    let evictable = evictable_tensors(ctx, &base, running);
+    for run in op_runs(ctx, &base) {
         // Transfers start after this instant's deletes and op starts (MODEL.md
         // §2.4): a tensor that a zero-duration op of the run produces can be
         // offloaded at once, and a live tensor deleted now can be prefetched
@@ -693,44 +640,156 @@ fn expand(
             busy,
         );
         for combo in &combos {
-            let allocates = run > 0 || combo.iter().flatten().any(|s| s.dir == Direction::Prefetch);
-            let mut accepted: Vec<u64> = vec![];
-            // Deletes of live tensors only when an allocation here needs the room,
-            // and only minimal sets (a larger set can wait for a later allocation).
-            let (mut tried, mut listed) = (0usize, 0usize);
-            for mask in masks_by_size(m) {
-                if mask != 0 && !allocates {
-                    break;
-                }
-                if mask == u64::MAX {
-                    *truncated = true;
-                    break;
-                }
-                if accepted.first() == Some(&0) {
-                    // Every other set is a superset of the empty one.
-                    break;
-                }
-                listed += 1;
-                if accepted.iter().any(|a| a & mask == *a) {
-                    if listed > mask_budget.saturating_mul(64) {
-                        *truncated = true;
-                        break;
-                    }
-                    continue;
-                }
-                if tried >= mask_budget {
-                    *truncated = true;
-                    break;
-                }
-                tried += 1;
-                if let Some(child) = apply(ctx, &base, run, combo, &evictable, mask) {
-                    accepted.push(mask);
-                    out.push((child, None));
-                }
-            }
+            let step = Step {
+                base: &base,
+                run,
+                combo,
+                evictable: &evictable,
+            };
+            push_delete_sets(ctx, &step, mask_budget, truncated, &mut out);
         }
     }
     out
+}
+
+/// The makespan of a finished one-shot node (every op done, none running),
+/// read off its trail; None if the node still has work. No delete is needed
+/// once nothing more is allocated (and a delete at this instant could precede
+/// the start of a zero-duration op that produced the tensor at this very
+/// instant, §2.4). A cyclic path ends only where it closes its cycle (tested
+/// before expanding), so cyclic nodes are never finished here.
+fn finished_makespan(ctx: &Ctx, base: &Node) -> Option<i64> {
+    if ctx.cyclic || base.next != ctx.order.len() || base.running.is_some() {
+        return None;
+    }
+    let mut ms = base.time;
+    let mut cur = base.trail.clone();
+    while let Some(t) = cur {
+        ms = ms.max(t.event.end().0);
+        cur = t.prev.clone();
+    }
+    Some(ms)
+}
+
+/// Dead tensors go at once: a present copy nobody reads again only takes room.
+/// Under the default rule a copy still in use waits for its holder's end.
+/// False when such a delete breaks a rule: the node then has no successors.
+fn delete_dead(ctx: &Ctx, base: &mut Node, now: Ticks) -> bool {
+    for i in 0..base.state.tensors.len() {
+        let t = TensorId(i as u32);
+        if ctx.inst.tensor(t).size.0 > 0
+            && matches!(base.state.tensors[i].gpu, GpuCopy::Present(_))
+            && !ctx.needed(t, base.next)
+            && !ctx.held(base, t)
+        {
+            let b = base.state.delete(t, now, &ctx.future(base.next));
+            if !b.is_empty() {
+                return false;
+            }
+            push(&mut base.trail, Event::Delete { tensor: t, at: now });
+        }
+    }
+    true
+}
+
+/// Live tensors that could be evicted: present, with a current CPU copy, not
+/// modified by the running op and not held (whether an op that would start now
+/// needs one is checked by the transitions themselves).
+fn evictable_tensors(ctx: &Ctx, base: &Node, running: Option<usize>) -> Vec<TensorId> {
+    (0..base.state.tensors.len())
+        .map(|i| TensorId(i as u32))
+        .filter(|t| {
+            let ts = base.state.tensor(*t);
+            ctx.inst.tensor(*t).size.0 > 0
+                && matches!(ts.gpu, GpuCopy::Present(_))
+                && ts.cpu_current()
+                && !ctx.modified_by(running, *t)
+                && !ctx.held(base, *t)
+        })
+        .collect()
+}
+
+/// Op starts: none, or a run of consecutive ops (all but the last of duration
+/// 0), as run lengths. Cyclic: the first op starts at time 0 (a rotation of
+/// any periodic schedule), so the empty run is not offered there.
+fn op_runs(ctx: &Ctx, base: &Node) -> Vec<usize> {
+    let mut runs: Vec<usize> = if ctx.cyclic && base.next == 0 {
+        vec![]
+    } else {
+        vec![0]
+    };
+    if base.running.is_none() {
+        let mut k = base.next;
+        while k < ctx.order.len() {
+            runs.push(k + 1 - base.next);
+            if ctx.dur[k] > 0 {
+                break;
+            }
+            k += 1;
+        }
+    }
+    runs
+}
+
+/// One choice of op starts and transfer starts at a node, before the deletes
+/// of live tensors are chosen.
+struct Step<'a> {
+    base: &'a Node,
+    run: usize,
+    combo: &'a [Option<Start>],
+    evictable: &'a [TensorId],
+}
+
+/// The children of one [`Step`], one per delete set of evictable tensors.
+/// Deletes of live tensors only when an allocation here needs the room, and
+/// only minimal sets (a larger set can wait for a later allocation). At most
+/// `mask_budget` sets are tried (and 64 times as many listed); a cut sets
+/// `truncated`.
+fn push_delete_sets(
+    ctx: &Ctx,
+    step: &Step,
+    mask_budget: usize,
+    truncated: &mut bool,
+    out: &mut Vec<(Node, Option<i64>)>,
+) {
+    let allocates = step.run > 0
+        || step
+            .combo
+            .iter()
+            .flatten()
+            .any(|s| s.dir == Direction::Prefetch);
+    let mut accepted: Vec<u64> = vec![];
+    let (mut tried, mut listed) = (0usize, 0usize);
+    for mask in masks_by_size(step.evictable.len()) {
+        if mask != 0 && !allocates {
+            break;
+        }
+        if mask == u64::MAX {
+            *truncated = true;
+            break;
+        }
+        if accepted.first() == Some(&0) {
+            // Every other set is a superset of the empty one.
+            break;
+        }
+        listed += 1;
+        if accepted.iter().any(|a| a & mask == *a) {
+            if listed > mask_budget.saturating_mul(64) {
+                *truncated = true;
+                break;
+            }
+            continue;
+        }
+        if tried >= mask_budget {
+            *truncated = true;
+            break;
+        }
+        tried += 1;
+        if let Some(child) = apply(ctx, step.base, step.run, step.combo, step.evictable, mask) {
+            accepted.push(mask);
+            out.push((child, None));
+        }
+    }
 }
 
 /// Every subset of `m` items as a bit mask, by increasing size (Gosper's hack
