@@ -629,11 +629,12 @@ impl RangeMax {
     }
 }
 
-/// Convenience: the op ids in the instance's fixed order (empty for free order).
+/// Convenience: the op ids in the instance's fixed order (empty for a free or
+/// slotted order).
 pub fn fixed_order(inst: &Instance) -> Vec<OpId> {
     match &inst.order {
         ComputeOrder::Fixed(v) => v.clone(),
-        ComputeOrder::Free => Vec::new(),
+        ComputeOrder::Free | ComputeOrder::Slots(_) => Vec::new(),
     }
 }
 

@@ -156,6 +156,7 @@ impl ActivationChain {
                 temp: Bytes(self.layers[i].ex_f),
                 device: Device::Gpu,
                 required: true,
+                after: vec![],
             });
         }
         for i in 0..n {
@@ -174,6 +175,7 @@ impl ActivationChain {
                 temp: Bytes(self.layers[i].ex_b),
                 device: Device::Gpu,
                 required: true,
+                after: vec![],
             });
         }
         let mut order: Vec<OpId> = (0..n).map(|i| self.f_id(i)).collect();
@@ -192,6 +194,7 @@ impl ActivationChain {
             },
             mode: Mode::OneShot,
             release: self.release,
+            groups: vec![],
         })
     }
 

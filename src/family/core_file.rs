@@ -33,10 +33,34 @@ pub struct OpFile {
     pub device: Device,
     #[serde(default = "yes")]
     pub required: bool,
+    /// Precedence (G6): op names whose latest earlier run must have ended
+    /// before this op starts.
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub after: Vec<String>,
+}
+
+/// A variant group (G1) by name, its members by op name.
+#[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct GroupFile {
+    pub name: String,
+    pub members: Vec<String>,
+    #[serde(default)]
+    pub runs: Multiplicity,
 }
 
 fn yes() -> bool {
     true
+}
+
+/// An op named in `field`, or the error naming that field.
+fn op_id(omap: &HashMap<&str, OpId>, field: String, name: &str) -> Result<OpId, ModelError> {
+    omap.get(name)
+        .copied()
+        .ok_or_else(|| ModelError::UnknownName {
+            field,
+            name: name.to_string(),
+        })
 }
 
 #[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
@@ -45,6 +69,10 @@ pub enum OrderFile {
     /// The literal string "free".
     Free(String),
     Fixed(Vec<String>),
+    /// `{"slots": [group names]}` (G2).
+    Slots {
+        slots: Vec<String>,
+    },
 }
 
 #[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
@@ -55,6 +83,9 @@ pub struct CoreFile {
     pub note: Option<String>,
     pub tensors: Vec<Tensor>,
     pub ops: Vec<OpFile>,
+    /// Variant groups (G1); absent for instances without op variants.
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub groups: Vec<GroupFile>,
     pub order: OrderFile,
     pub gpu_memory: u64,
     #[serde(default)]
@@ -109,8 +140,37 @@ impl CoreFile {
                 temp: Bytes(o.temp),
                 device: o.device,
                 required: o.required,
+                after: o
+                    .after
+                    .iter()
+                    .enumerate()
+                    .map(|(j, n)| op_id(&omap, format!("ops[{i}].after[{j}]"), n))
+                    .collect::<Result<_, _>>()?,
             });
         }
+        let groups = self
+            .groups
+            .iter()
+            .enumerate()
+            .map(|(g, grp)| {
+                Ok(Group {
+                    name: grp.name.clone(),
+                    members: grp
+                        .members
+                        .iter()
+                        .enumerate()
+                        .map(|(j, n)| op_id(&omap, format!("groups[{g}].members[{j}]"), n))
+                        .collect::<Result<_, _>>()?,
+                    runs: grp.runs,
+                })
+            })
+            .collect::<Result<Vec<_>, ModelError>>()?;
+        let gmap: HashMap<&str, GroupId> = self
+            .groups
+            .iter()
+            .enumerate()
+            .map(|(i, g)| (g.name.as_str(), GroupId(i as u32)))
+            .collect();
         let order = match &self.order {
             OrderFile::Free(s) if s == "free" => ComputeOrder::Free,
             OrderFile::Free(s) => {
@@ -133,6 +193,20 @@ impl CoreFile {
                     })
                     .collect::<Result<_, _>>()?,
             ),
+            OrderFile::Slots { slots } => ComputeOrder::Slots(
+                slots
+                    .iter()
+                    .enumerate()
+                    .map(|(k, n)| {
+                        gmap.get(n.as_str())
+                            .copied()
+                            .ok_or_else(|| ModelError::UnknownName {
+                                field: format!("order.slots[{k}]"),
+                                name: n.clone(),
+                            })
+                    })
+                    .collect::<Result<_, _>>()?,
+            ),
         };
         Ok(Instance {
             name: self.name.clone(),
@@ -148,6 +222,7 @@ impl CoreFile {
             },
             mode: self.mode,
             release: self.release,
+            groups,
         })
     }
 
@@ -172,6 +247,16 @@ impl CoreFile {
                     temp: o.temp.0,
                     device: o.device,
                     required: o.required,
+                    after: o.after.iter().map(|q| inst.op(*q).name.clone()).collect(),
+                })
+                .collect(),
+            groups: inst
+                .groups
+                .iter()
+                .map(|g| GroupFile {
+                    name: g.name.clone(),
+                    members: g.members.iter().map(|o| inst.op(*o).name.clone()).collect(),
+                    runs: g.runs,
                 })
                 .collect(),
             order: match &inst.order {
@@ -179,6 +264,9 @@ impl CoreFile {
                 ComputeOrder::Fixed(v) => {
                     OrderFile::Fixed(v.iter().map(|o| inst.op(*o).name.clone()).collect())
                 }
+                ComputeOrder::Slots(v) => OrderFile::Slots {
+                    slots: v.iter().map(|g| inst.groups[g.ix()].name.clone()).collect(),
+                },
             },
             gpu_memory: inst.machine.gpu_capacity.0,
             cpu_memory: inst.machine.cpu_capacity.map(|b| b.0),

@@ -325,6 +325,7 @@ impl OpSequence {
                     temp: Bytes::ZERO,
                     device: Device::Gpu,
                     required: true,
+                    after: vec![],
                 }
             })
             .collect();
@@ -342,6 +343,7 @@ impl OpSequence {
             },
             mode: Mode::Cyclic,
             release: self.release,
+            groups: vec![],
         })
     }
 }

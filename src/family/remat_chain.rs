@@ -283,6 +283,7 @@ impl RematChain {
             temp: Bytes(temp),
             device: Device::Gpu,
             required,
+            after: vec![],
         };
         let mut ops = Vec::with_capacity(3 * l + 2);
         for k in 1..=l {
@@ -345,6 +346,7 @@ impl RematChain {
             },
             mode: Mode::OneShot,
             release: self.release,
+            groups: vec![],
         })
     }
 

@@ -148,6 +148,7 @@ impl WeightChain {
                 temp: Bytes(0),
                 device: Device::Gpu,
                 required: true,
+                after: vec![],
             });
         }
         for i in 1..=l {
@@ -177,6 +178,7 @@ impl WeightChain {
                 temp: Bytes(self.layers[i - 1].w),
                 device: Device::Gpu,
                 required: true,
+                after: vec![],
             });
         }
         let mut order: Vec<OpId> = (1..=l).map(|i| self.f_id(i)).collect();
@@ -195,6 +197,7 @@ impl WeightChain {
             },
             mode: Mode::Cyclic,
             release: self.release,
+            groups: vec![],
         })
     }
 

@@ -258,7 +258,9 @@ impl Structure {
 fn fixed_sequence(inst: &Instance) -> Result<Vec<OpId>, ExactError> {
     let seq = match &inst.order {
         ComputeOrder::Fixed(v) => v.clone(),
-        ComputeOrder::Free => return Err(unsupported("the compute order must be fixed")),
+        ComputeOrder::Free | ComputeOrder::Slots(_) => {
+            return Err(unsupported("the compute order must be fixed"))
+        }
     };
     if seq.is_empty() {
         return Err(unsupported("the order has no ops"));

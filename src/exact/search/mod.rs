@@ -304,6 +304,7 @@ fn search_scope(inst: &Instance) -> Result<(Vec<OpId>, Vec<Vec<usize>>), ExactEr
     let order = match &inst.order {
         ComputeOrder::Fixed(v) => v.clone(),
         ComputeOrder::Free => return Err(unsupported("free compute order")),
+        ComputeOrder::Slots(_) => return Err(unsupported("slotted compute order")),
     };
     let mut seen = vec![false; inst.ops.len()];
     for o in &order {

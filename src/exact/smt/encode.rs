@@ -170,6 +170,7 @@ fn fixed_order(inst: &Instance) -> Result<Vec<OpId>, ExactError> {
     let order = match &inst.order {
         ComputeOrder::Fixed(v) => v.clone(),
         ComputeOrder::Free => return Err(unsupported("free compute order")),
+        ComputeOrder::Slots(_) => return Err(unsupported("slotted compute order")),
     };
     if order.is_empty() {
         return Err(unsupported("no ops to schedule"));

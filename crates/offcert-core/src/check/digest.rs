@@ -8,7 +8,8 @@
 //! `offcert` module; Cargo enforces it).
 
 use crate::model::{
-    ComputeOrder, Device, Direction, Duplex, Instance, Mode, Placement, ReleaseRule, TensorKind,
+    ComputeOrder, Device, Direction, Duplex, Instance, Mode, Multiplicity, Placement, ReleaseRule,
+    TensorKind,
 };
 use crate::schedule::{Event, Schedule};
 use sha2::{Digest, Sha256};
@@ -63,8 +64,21 @@ impl Enc {
     }
 }
 
+/// Does the instance use a v3 feature (groups, slots or `after`)? Only those
+/// instances get the v3 tag, so every other instance keeps its v2 digest.
+fn uses_v3(inst: &Instance) -> bool {
+    !inst.groups.is_empty()
+        || matches!(inst.order, ComputeOrder::Slots(_))
+        || inst.ops.iter().any(|o| !o.after.is_empty())
+}
+
 pub fn instance_digest(inst: &Instance) -> String {
-    let mut e = Enc::new(b"offcert-instance-v2\0");
+    let v3 = uses_v3(inst);
+    let mut e = Enc::new(if v3 {
+        b"offcert-instance-v3\0"
+    } else {
+        b"offcert-instance-v2\0"
+    });
     e.str(&inst.family);
     e.str(&inst.name);
     e.u8(match inst.mode {
@@ -125,12 +139,32 @@ pub fn instance_digest(inst: &Instance) -> String {
             Device::Cpu => 1,
         });
         e.u8(o.required as u8);
+        // v3: each op's predecessors (G6).
+        if v3 {
+            e.ids(o.after.iter().map(|q| q.0));
+        }
     }
     match &inst.order {
         ComputeOrder::Free => e.u8(0),
         ComputeOrder::Fixed(v) => {
             e.u8(1);
             e.ids(v.iter().map(|o| o.0));
+        }
+        ComputeOrder::Slots(v) => {
+            e.u8(2);
+            e.ids(v.iter().map(|g| g.0));
+        }
+    }
+    // v3: the variant groups (G1), after the order.
+    if v3 {
+        e.u64(inst.groups.len() as u64);
+        for g in &inst.groups {
+            e.str(&g.name);
+            e.ids(g.members.iter().map(|o| o.0));
+            e.u8(match g.runs {
+                Multiplicity::ExactlyOnce => 0,
+                Multiplicity::AtLeastOnce => 1,
+            });
         }
     }
     e.finish()

@@ -28,6 +28,17 @@ pub struct TensorId(pub u32);
 #[serde(transparent)]
 pub struct OpId(pub u32);
 
+/// Index of a variant group in [`Instance::groups`].
+#[derive(Clone, Copy, Debug, PartialEq, Eq, PartialOrd, Ord, Hash, Serialize, Deserialize)]
+#[serde(transparent)]
+pub struct GroupId(pub u32);
+
+impl GroupId {
+    pub fn ix(self) -> usize {
+        self.0 as usize
+    }
+}
+
 impl TensorId {
     pub fn ix(self) -> usize {
         self.0 as usize
@@ -130,8 +141,37 @@ pub struct Op {
     #[serde(default)]
     pub device: Device,
     /// Must it run (at least once)? Variants of a rematerialised op may be optional.
+    /// A member of a variant group must not be `required` (the group decides).
     #[serde(default = "yes")]
     pub required: bool,
+    /// Precedence without data (G6, OFFMATE's CPU management time H): every run
+    /// of this op starts at or after the end of the latest run of each listed op
+    /// that started before it (`models/MODEL.md` §2).
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub after: Vec<OpId>,
+}
+
+/// How often the members of a variant group run, together, per schedule
+/// (one-shot) or per period (cyclic).
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq, Hash, Serialize, Deserialize)]
+#[serde(rename_all = "snake_case")]
+pub enum Multiplicity {
+    /// Exactly one run of exactly one member (a block's option; the GPU or the
+    /// CPU Adam step of one parameter: a double update is a violation).
+    #[default]
+    ExactlyOnce,
+    /// At least one run of some member.
+    AtLeastOnce,
+}
+
+/// A variant group (G1): interchangeable ops, of which the schedule runs one.
+#[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
+pub struct Group {
+    pub name: String,
+    /// Its member ops; an op belongs to at most one group.
+    pub members: Vec<OpId>,
+    #[serde(default)]
+    pub runs: Multiplicity,
 }
 
 /// How the GPU↔CPU link is shared.
@@ -207,6 +247,12 @@ pub enum ComputeOrder {
     Fixed(Vec<OpId>),
     /// Any order the dependencies allow; every required op at least once.
     Free,
+    /// A GPU sequence of slots (G2), each a group: the GPU runs of slotted
+    /// groups' members, in start order, fill the slots in order, one member
+    /// each; a slot whose group ran on another device (the CPU Adam step) is
+    /// skipped. Ops outside slotted groups are unordered (and run at least once
+    /// if `required`).
+    Slots(Vec<GroupId>),
 }
 
 /// One-shot (a single training step, minimise its makespan) or cyclic
@@ -287,6 +333,9 @@ pub struct Instance {
     /// Which release rule the replay applies (the digest covers it).
     #[serde(default)]
     pub release: ReleaseRule,
+    /// Variant groups (G1); empty for families without op variants.
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub groups: Vec<Group>,
 }
 
 /// Why an instance is not well formed. The `field` is a path into the instance
@@ -360,38 +409,74 @@ impl Instance {
     }
 
     /// The ops every schedule runs: the fixed order (with repeats), or every
-    /// required op of a free order.
+    /// required op of a free or slotted order (group members are never
+    /// `required`; their groups are counted by [`Instance::group_minimum`]).
     fn ops_that_run(&self) -> Vec<OpId> {
         match &self.order {
             ComputeOrder::Fixed(v) => v.clone(),
-            ComputeOrder::Free => (0..self.ops.len() as u32)
+            ComputeOrder::Free | ComputeOrder::Slots(_) => (0..self.ops.len() as u32)
                 .map(OpId)
                 .filter(|o| self.op(*o).required)
                 .collect(),
         }
     }
 
-    /// Sum of all compute durations in the fixed order (or of required ops).
+    /// The group an op belongs to, if any.
+    pub fn group_of(&self, o: OpId) -> Option<GroupId> {
+        self.groups
+            .iter()
+            .position(|g| g.members.contains(&o))
+            .map(|i| GroupId(i as u32))
+    }
+
+    /// The least duration among a group's members, and the device they all run
+    /// on (`None` when members sit on different devices).
+    pub fn group_minimum(&self, g: GroupId) -> (Ticks, Option<Device>) {
+        let members = &self.groups[g.ix()].members;
+        let least = members
+            .iter()
+            .map(|o| self.op(*o).duration)
+            .min()
+            .unwrap_or(Ticks::ZERO);
+        let first = members.first().map(|o| self.op(*o).device);
+        let same = members.iter().all(|o| Some(self.op(*o).device) == first);
+        (least, if same { first } else { None })
+    }
+
+    /// Sum of all compute durations in the fixed order (or of required ops),
+    /// plus each group's cheapest member (G10).
     pub fn total_compute(&self) -> Ticks {
-        Ticks(
-            self.ops_that_run()
-                .iter()
-                .map(|o| self.op(*o).duration.0)
-                .sum(),
-        )
+        let ops: i64 = self
+            .ops_that_run()
+            .iter()
+            .map(|o| self.op(*o).duration.0)
+            .sum();
+        let groups: i64 = (0..self.groups.len() as u32)
+            .map(|g| self.group_minimum(GroupId(g)).0 .0)
+            .sum();
+        Ticks(ops + groups)
     }
 
     /// The compute on the busiest device: each device runs one op at a time
     /// (R2), so this bounds every makespan (and period) from below, whereas
-    /// [`Instance::total_compute`] does not once CPU and GPU ops overlap.
+    /// [`Instance::total_compute`] does not once CPU and GPU ops overlap. A
+    /// group counts on a device only when all its members run there, at its
+    /// cheapest member's duration.
     pub fn busiest_device_compute(&self) -> Ticks {
         let ids = self.ops_that_run();
         let on = |d: Device| -> i64 {
-            ids.iter()
+            let ops: i64 = ids
+                .iter()
                 .map(|o| self.op(*o))
                 .filter(|op| op.device == d)
                 .map(|op| op.duration.0)
-                .sum()
+                .sum();
+            let groups: i64 = (0..self.groups.len() as u32)
+                .map(|g| self.group_minimum(GroupId(g)))
+                .filter(|(_, dev)| *dev == Some(d))
+                .map(|(t, _)| t.0)
+                .sum();
+            ops + groups
         };
         Ticks(on(Device::Gpu).max(on(Device::Cpu)))
     }
@@ -436,7 +521,73 @@ impl Instance {
             validate_op_tensors(i, op, nt)?;
         }
         self.validate_order()?;
+        self.validate_groups()?;
         self.validate_bandwidth()
+    }
+
+    /// Groups (G1), slots (G2) and precedences (G6): ids in range, names
+    /// unique, an op in at most one group, members not `required`, a slot
+    /// names a group at most once, and an op is not its own predecessor.
+    fn validate_groups(&self) -> Result<(), ModelError> {
+        let no = self.ops.len();
+        let mut owner: Vec<Option<usize>> = vec![None; no];
+        let mut names = HashMap::new();
+        for (g, grp) in self.groups.iter().enumerate() {
+            if grp.name.is_empty() {
+                return Err(invalid(format!("groups[{g}].name"), "empty name"));
+            }
+            if names.insert(grp.name.as_str(), g).is_some() {
+                return Err(ModelError::DuplicateName {
+                    field: format!("groups[{g}].name"),
+                    name: grp.name.clone(),
+                });
+            }
+            if grp.members.is_empty() {
+                return Err(invalid(format!("groups[{g}].members"), "empty group"));
+            }
+            for (j, o) in grp.members.iter().enumerate() {
+                let field = format!("groups[{g}].members[{j}]");
+                if o.ix() >= no {
+                    return Err(invalid(field, format!("op id {} out of range", o.0)));
+                }
+                if let Some(h) = owner[o.ix()] {
+                    return Err(invalid(field, format!("op already in group {h}")));
+                }
+                owner[o.ix()] = Some(g);
+                if self.ops[o.ix()].required {
+                    return Err(invalid(
+                        field,
+                        "a group member must have `required: false` (its group decides)",
+                    ));
+                }
+            }
+        }
+        if let ComputeOrder::Slots(slots) = &self.order {
+            let mut seen = vec![false; self.groups.len()];
+            for (k, g) in slots.iter().enumerate() {
+                if g.ix() >= self.groups.len() {
+                    return Err(invalid(
+                        format!("order[{k}]"),
+                        format!("group id {} out of range", g.0),
+                    ));
+                }
+                if std::mem::replace(&mut seen[g.ix()], true) {
+                    return Err(invalid(format!("order[{k}]"), "a group fills one slot"));
+                }
+            }
+        }
+        for (i, op) in self.ops.iter().enumerate() {
+            for (j, q) in op.after.iter().enumerate() {
+                let field = format!("ops[{i}].after[{j}]");
+                if q.ix() >= no {
+                    return Err(invalid(field, format!("op id {} out of range", q.0)));
+                }
+                if q.ix() == i {
+                    return Err(invalid(field, "an op cannot follow itself"));
+                }
+            }
+        }
+        Ok(())
     }
 
     /// Tensor names non-empty and unique; the total size fits 64 bits.

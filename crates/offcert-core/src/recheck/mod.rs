@@ -1000,7 +1000,7 @@ fn order(inst: &Instance, s: &Schedule, out: &mut Vec<Finding>) {
         .collect();
     ran.sort();
     match &inst.order {
-        ComputeOrder::Free => {
+        ComputeOrder::Free | ComputeOrder::Slots(_) => {
             for (k, o) in inst.ops.iter().enumerate() {
                 if o.required && !ran.iter().any(|r| r.3.ix() == k) {
                     out.push(Finding {
