@@ -5,6 +5,7 @@
 //! Must not import: exact solvers.
 
 pub mod activation;
+pub mod offmate;
 pub mod op_sequence;
 pub mod remat;
 pub mod weight;
@@ -87,5 +88,6 @@ pub fn all() -> Vec<Box<dyn Heuristic>> {
     v.extend(weight::heuristics());
     v.extend(op_sequence::heuristics());
     v.extend(remat::heuristics());
+    v.extend(offmate::heuristics());
     v
 }

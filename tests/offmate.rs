@@ -1,0 +1,238 @@
+//! `offmate`: the family's compilation, its fixtures (each asserting the exact
+//! violations), the post-processing and realiser (every realised schedule goes
+//! through the checker; a rejection is reported with its reason, and on random
+//! instances and plans it can only be a capacity breach), and the bundled
+//! Llama2-7B instances.
+
+mod common;
+
+use common::offmate_gen::{offmate_instance, offmate_plan, Draw};
+use common::*;
+use offcert::check::{check, CheckOutcome, Report, Violation};
+use offcert::family::offmate::Offmate;
+use offcert::family::InstanceFile;
+use offcert::heuristic::offmate::{self as om, Baseline, PlanSource, Update};
+use offcert::model::{ComputeOrder, Device, Instance};
+use quickcheck::TestResult;
+use std::sync::atomic::{AtomicUsize, Ordering};
+
+fn fixture(schedule: &str) -> (Instance, Report) {
+    let dir = repo().join("instances/fixtures");
+    let (inst, s) = load(&dir.join("offmate2.json"), &dir.join(schedule));
+    let r = match check(&inst, &s) {
+        CheckOutcome::Valid(c) => c.report().clone(),
+        CheckOutcome::Invalid(r) => r.report().clone(),
+    };
+    (inst, r)
+}
+
+fn kinds(r: &Report) -> Vec<String> {
+    let mut k: Vec<String> = r.violations.iter().map(|v| v.kind()).collect();
+    k.sort();
+    k.dedup();
+    k
+}
+
+fn tensor(inst: &Instance, name: &str) -> offcert::model::TensorId {
+    inst.tensor_by_name(name).unwrap()
+}
+
+#[test]
+fn compiles_to_groups_slots_and_cpu_ops() {
+    let (_, inst) =
+        offcert::io::load_instance(&repo().join("instances/fixtures/offmate2.json")).unwrap();
+    let names: Vec<&str> = inst.groups.iter().map(|g| g.name.as_str()).collect();
+    assert_eq!(names, ["fwd1", "fwd2", "bwd1", "bwd2", "upd.w1", "upd.w2"]);
+    let ComputeOrder::Slots(slots) = &inst.order else {
+        panic!("slots expected")
+    };
+    let order: Vec<&str> = slots.iter().map(|g| names[g.ix()]).collect();
+    assert_eq!(order, ["fwd1", "fwd2", "bwd2", "upd.w2", "bwd1", "upd.w1"]);
+    let opt_c = inst.op(inst.op_by_name("optC.w2").unwrap());
+    assert_eq!(opt_c.device, Device::Cpu);
+    assert_eq!(opt_c.duration.0, 4);
+    assert_eq!(inst.op(inst.op_by_name("optG.w2").unwrap()).duration.0, 1);
+    assert_eq!(inst.tensor(tensor(&inst, "m.w1")).size.0, 8);
+    assert_eq!(inst.machine.cpu_capacity.map(|b| b.0), Some(100));
+}
+
+#[test]
+fn valid_fixture_is_certified() {
+    let (_, r) = fixture("offmate2.valid.schedule.json");
+    assert!(r.violations.is_empty(), "{:?}", r.violations);
+    assert_eq!(r.makespan.0, 15);
+    assert!(r.peak_cpu_memory.0 > 0);
+}
+
+#[test]
+fn weight_deleted_while_its_block_runs() {
+    let (inst, r) = fixture("offmate2.deleted-in-use.invalid.schedule.json");
+    assert_eq!(r.violations.len(), 1, "{:?}", r.violations);
+    assert!(matches!(&r.violations[0],
+        Violation::ReleasedWhileInUse { tensor, .. } if *tensor == tensor_id(&inst, "w2")));
+}
+
+fn tensor_id(inst: &Instance, n: &str) -> offcert::model::TensorId {
+    tensor(inst, n)
+}
+
+#[test]
+fn cpu_updated_weight_prefetched_before_the_cpu_step_ends() {
+    let (inst, r) = fixture("offmate2.early-prefetch.invalid.schedule.json");
+    let w2 = tensor(&inst, "w2");
+    assert!(
+        r.violations
+            .iter()
+            .any(|v| matches!(v, Violation::InputStale { tensor, .. } if *tensor == w2)),
+        "{:?}",
+        r.violations
+    );
+    assert_eq!(
+        kinds(&r),
+        ["input_stale", "state_mismatch"],
+        "{:?}",
+        r.violations
+    );
+}
+
+#[test]
+fn both_adam_steps_of_one_parameter() {
+    let (inst, r) = fixture("offmate2.double-update.invalid.schedule.json");
+    assert_eq!(r.violations.len(), 1, "{:?}", r.violations);
+    let _upd = inst.groups.iter().position(|g| g.name == "upd.w2").unwrap();
+    assert_eq!(
+        r.violations[0].kind(),
+        "group_ran_twice",
+        "{:?}",
+        r.violations
+    );
+}
+
+#[test]
+fn gpu_updated_weight_deleted_without_offload() {
+    let (inst, r) = fixture("offmate2.lost-update.invalid.schedule.json");
+    let w1 = tensor(&inst, "w1");
+    assert!(
+        r.violations
+            .iter()
+            .any(|v| matches!(v, Violation::DataLoss { tensor, .. } if *tensor == w1)),
+        "{:?}",
+        r.violations
+    );
+    assert_eq!(
+        kinds(&r),
+        ["data_loss", "input_stale", "state_mismatch"],
+        "{:?}",
+        r.violations
+    );
+}
+
+fn compiled(off: &Offmate) -> Instance {
+    InstanceFile::Offmate(off.clone()).compile().unwrap()
+}
+
+static VALID: AtomicUsize = AtomicUsize::new(0);
+static REFUTED: AtomicUsize = AtomicUsize::new(0);
+static CPU_UPDATES: AtomicUsize = AtomicUsize::new(0);
+static MOVED: AtomicUsize = AtomicUsize::new(0);
+
+/// Every realised schedule goes through the checker; on random instances and
+/// random plans the only reasons it may refute one are the capacities (the
+/// realiser obeys every other rule by construction), and a refutation carries
+/// the checker's reason.
+#[test]
+fn realised_schedules_break_no_rule_but_capacity() {
+    fn prop(bytes: Vec<u8>, tight: bool) -> TestResult {
+        let mut d = Draw::new(&bytes);
+        let off = offmate_instance(&mut d, tight);
+        let inst = compiled(&off);
+        let plan = offmate_plan(&mut d, &off);
+        let run = om::run_plan(&off, &inst, &plan, PlanSource::Baseline(Baseline::AllGpu)).unwrap();
+        if run
+            .rounded
+            .params
+            .iter()
+            .any(|p| matches!(p.update, Update::Cpu(_)))
+        {
+            CPU_UPDATES.fetch_add(1, Ordering::Relaxed);
+        }
+        if run
+            .rounded
+            .params
+            .iter()
+            .any(|p| p.resident.iter().any(|r| !r))
+        {
+            MOVED.fetch_add(1, Ordering::Relaxed);
+        }
+        match &run.outcome {
+            CheckOutcome::Valid(c) => {
+                VALID.fetch_add(1, Ordering::Relaxed);
+                assert!(run.step_sum <= c.report().makespan);
+            }
+            CheckOutcome::Invalid(r) => {
+                REFUTED.fetch_add(1, Ordering::Relaxed);
+                for v in &r.report().violations {
+                    assert!(
+                        matches!(
+                            v,
+                            Violation::MemoryExceeded { .. } | Violation::CpuMemoryExceeded { .. }
+                        ),
+                        "{}: {off:?} {plan:?}",
+                        v.describe(&inst)
+                    );
+                }
+                assert!(!offcert::report::offmate::row(&inst, &run).label.is_empty());
+            }
+        }
+        TestResult::passed()
+    }
+    qc(300, 200).quickcheck(prop as fn(Vec<u8>, bool) -> TestResult);
+    for (what, n) in [
+        ("valid", &VALID),
+        ("refuted", &REFUTED),
+        ("cpu updates", &CPU_UPDATES),
+        ("moved", &MOVED),
+    ] {
+        assert!(n.load(Ordering::Relaxed) >= 10, "{what}: {n:?}");
+    }
+}
+
+/// With room for everything, every baseline plan is certified.
+#[test]
+fn baselines_are_certified_with_room() {
+    fn prop(bytes: Vec<u8>) -> TestResult {
+        let mut d = Draw::new(&bytes);
+        let off = offmate_instance(&mut d, false);
+        let inst = compiled(&off);
+        for b in Baseline::all() {
+            let plan = om::baseline_plan(&off, b);
+            let run = om::run_plan(&off, &inst, &plan, PlanSource::Baseline(b)).unwrap();
+            if let CheckOutcome::Invalid(r) = &run.outcome {
+                panic!(
+                    "{}: {:?} on {off:?}",
+                    b.name(),
+                    r.report()
+                        .violations
+                        .iter()
+                        .map(|v| v.describe(&inst))
+                        .collect::<Vec<_>>()
+                );
+            }
+        }
+        TestResult::passed()
+    }
+    qc(100, 60).quickcheck(prop as fn(Vec<u8>) -> TestResult);
+}
+
+#[test]
+fn llama_instances_have_the_exact_parameter_count() {
+    for m in ["rtx3060", "rtx3090"] {
+        let path = repo().join(format!("instances/paper/offmate/llama2-7b-{m}.json"));
+        let (f, inst) = offcert::io::load_instance(&path).unwrap();
+        let off = f.offmate().unwrap();
+        let params: u64 = off.params.iter().map(|p| p.bytes.0).sum();
+        assert_eq!(params, 4 * 6_738_415_616);
+        assert_eq!(off.l(), 34);
+        assert_eq!(inst.groups.len(), 2 * 34 + off.params.len());
+    }
+}
