@@ -25,7 +25,7 @@ use crate::family::offmate_compile::{names, ticks_for};
 use crate::heuristic::HeuristicError;
 use crate::model::{Direction, Duplex, Instance, OpId, TensorId};
 use crate::schedule::{CyclicState, Event, Schedule};
-use crate::units::{Bytes, Ticks};
+use crate::units::Ticks;
 use std::collections::HashMap;
 
 /// A realised schedule and the paper-model figures of the rounded plan.
@@ -46,10 +46,8 @@ struct Ctx<'a> {
     t_ix: HashMap<&'a str, TensorId>,
     o_ix: HashMap<&'a str, OpId>,
     events: Vec<Event>,
-    /// End of each CPU-updated parameter's gradient offload.
-    grad_off_end: HashMap<usize, Ticks>,
-    /// End of each offloaded internal's offload, by tensor.
-    h_off_end: HashMap<TensorId, Ticks>,
+    /// End of the latest offload of each tensor (gradients, internals).
+    off_end: HashMap<TensorId, Ticks>,
 }
 
 /// One queued transfer: tensor, ready time, delete flag.
@@ -71,13 +69,13 @@ impl<'a> Ctx<'a> {
         ticks_for(self.inst.machine.bandwidth, self.inst.tensor(t).size)
     }
     /// Transfers in order of readiness on one channel from `free`; returns
-    /// (channel end, busy ticks) and the end of each item.
+    /// (channel end, busy ticks) and each item's tensor and end.
     fn run_channel(
         &mut self,
         dir: Direction,
         mut items: Vec<Item>,
         mut free: Ticks,
-    ) -> (Ticks, Ticks, Vec<Ticks>) {
+    ) -> (Ticks, Ticks, Vec<(TensorId, Ticks)>) {
         items.sort_by_key(|i| i.1);
         let mut busy = Ticks::ZERO;
         let mut ends = Vec::new();
@@ -93,7 +91,7 @@ impl<'a> Ctx<'a> {
                 end,
                 delete,
             });
-            ends.push(end);
+            ends.push((tensor, end));
             free = end;
         }
         (free, busy, ends)
@@ -117,27 +115,23 @@ pub fn realise(off: &Offmate, inst: &Instance, r: &Rounded) -> Result<Realised, 
         t_ix,
         o_ix,
         events: Vec::new(),
-        grad_off_end: HashMap::new(),
-        h_off_end: HashMap::new(),
+        off_end: HashMap::new(),
     };
     let n = 2 * off.l();
     let mut tau = Ticks::ZERO;
     let mut steps = Vec::with_capacity(n);
     let mut step_sum = Ticks::ZERO;
-    let mut deletes: Vec<(TensorId, usize)> = Vec::new();
     for t in 0..n {
         let (end, busiest) = realise_step(&mut c, t, tau)?;
-        for (tensor, resident) in residency(&c, t)? {
-            if resident.0 && !resident.1 {
-                deletes.push((tensor, t));
-            }
-        }
         let end = end.max(tau);
         steps.push(end - tau);
         step_sum = step_sum + busiest;
-        for &(tensor, s) in deletes.iter().filter(|d| d.1 == t) {
-            let at = if s + 1 == n { Ticks::ZERO } else { end };
-            c.events.push(Event::Delete { tensor, at });
+        // Deletes at the step's end; the last step's at time 0 of the next period.
+        let at = if t + 1 == n { Ticks::ZERO } else { end };
+        for (tensor, (now, next)) in residency(&c, t)? {
+            if now && !next {
+                c.events.push(Event::Delete { tensor, at });
+            }
         }
         tau = end;
     }
@@ -220,21 +214,9 @@ fn realise_step(c: &mut Ctx, t: usize, tau: Ticks) -> Result<(Ticks, Ticks), Heu
             d2h.push((c.t(&names::m(name))?, ready, false));
         }
     }
-    let d2h_items: Vec<TensorId> = d2h.iter().map(|d| d.0).collect();
     let (d2h_end, d2h_busy, ends) = c.run_channel(Direction::Offload, d2h, tau);
-    for (k, tensor) in d2h_items.into_iter().enumerate() {
-        if c.inst.tensor(tensor).name.starts_with("grad.") {
-            let p = c
-                .off
-                .params
-                .iter()
-                .position(|q| names::grad(&q.name) == c.inst.tensor(tensor).name);
-            if let Some(p) = p {
-                c.grad_off_end.insert(p, ends[k]);
-            }
-        } else {
-            c.h_off_end.insert(tensor, ends[k]);
-        }
+    for (tensor, end) in ends {
+        c.off_end.insert(tensor, end);
     }
     let (cpu_end, cpu_busy, optc_end) = cpu_ops(c, t, tau)?;
     let h2d = prefetches(c, t, tau, &optc_end)?;
@@ -251,7 +233,6 @@ fn realise_step(c: &mut Ctx, t: usize, tau: Ticks) -> Result<(Ticks, Ticks), Heu
         d2h_busy.max(h2d_busy)
     };
     let busiest = gpu_busy.max(link).max(cpu_busy);
-    let _ = n;
     Ok((gpu_end.max(d2h_end).max(h2d_end).max(cpu_end), busiest))
 }
 
@@ -273,8 +254,10 @@ fn cpu_ops(
         if c.r.params[p].update != Update::Cpu(t) {
             continue;
         }
-        let ready = c.grad_off_end.get(&p).copied().unwrap_or(tau);
-        let op = c.o(&names::opt_c(&c.off.params[p].name))?;
+        let name = &c.off.params[p].name;
+        let grad = c.t(&names::grad(name))?;
+        let ready = c.off_end.get(&grad).copied().unwrap_or(tau);
+        let op = c.o(&names::opt_c(name))?;
         busy = busy + c.inst.op(op).duration;
         free = c.compute(op, free.max(ready));
         ends.insert(p, free);
@@ -299,7 +282,7 @@ fn prefetches(
         // offloaded when its backward is not right after its forward
         if off.blocks[ub].options[uo].offloaded.0 > 0 && ub + 1 < n - 1 - ub {
             let h = c.t(&names::h(ub + 1, uo))?;
-            let ready = c.h_off_end.get(&h).copied().unwrap_or(tau).max(tau);
+            let ready = c.off_end.get(&h).copied().unwrap_or(tau).max(tau);
             out.push((h, ready, false));
         }
     }
@@ -372,6 +355,5 @@ fn initial_state(c: &Ctx) -> Result<CyclicState, HeuristicError> {
             cpu.push(c.t(&names::h(b + 1, o))?);
         }
     }
-    let _ = Bytes::ZERO;
     Ok(CyclicState { gpu, cpu })
 }
