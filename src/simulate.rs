@@ -72,6 +72,10 @@ pub struct SeqPlan {
 pub enum SimError {
     #[error("the simulator handles one-shot instances with a fixed order of GPU ops")]
     Unsupported,
+    /// The instance uses groups, slots or `after`, which the simulator does not
+    /// realise.
+    #[error("the simulator does not realise {0}")]
+    Extension(crate::model::Extension),
     #[error("tensor {0} may not be transferred")]
     NotTransferable(String),
     #[error("tensor {0} appears twice in the plan")]
@@ -118,6 +122,7 @@ struct Flight {
 /// Build the ASAP schedule of `plan`. Every offloaded tensor's transfer lasts
 /// exactly ⌈size/β⌉ ticks.
 pub fn asap(inst: &Instance, plan: &Plan) -> Result<Schedule, SimError> {
+    refuse_extensions(inst)?;
     let order = match (&inst.order, inst.mode) {
         (ComputeOrder::Fixed(v), Mode::OneShot)
             if v.iter().all(|o| inst.op(*o).device == Device::Gpu) =>
@@ -133,6 +138,7 @@ pub fn asap(inst: &Instance, plan: &Plan) -> Result<Schedule, SimError> {
 /// Build the ASAP schedule of a sequence with per-position decisions (see the
 /// module documentation). Every transfer lasts exactly ⌈size/β⌉ ticks.
 pub fn asap_sequence(inst: &Instance, sp: &SeqPlan) -> Result<Schedule, SimError> {
+    refuse_extensions(inst)?;
     if inst.mode != Mode::OneShot || sp.seq.iter().any(|o| inst.op(*o).device != Device::Gpu) {
         return Err(SimError::Unsupported);
     }
@@ -143,6 +149,14 @@ pub fn asap_sequence(inst: &Instance, sp: &SeqPlan) -> Result<Schedule, SimError
     }
     let planned = planned_sequence_offloads(inst, sp, &deletes)?;
     realise(inst, sp.seq.clone(), planned, deletes, sp.lookahead)
+}
+
+/// Groups, slots and `after` are checked, never realised here.
+fn refuse_extensions(inst: &Instance) -> Result<(), SimError> {
+    match inst.extensions().first() {
+        Some(&e) => Err(SimError::Extension(e)),
+        None => Ok(()),
+    }
 }
 
 /// The shared ASAP loop. `deletes[p]` are released at the end of position `p`

@@ -7,7 +7,7 @@ mod common;
 
 use common::*;
 use offcert::check::{check, CheckOutcome, Violation, Warning};
-use offcert::model::{Channel, Device, Direction, OpId, ReleaseRule, TensorId};
+use offcert::model::{Channel, Device, Direction, GroupId, OpId, ReleaseRule, TensorId};
 use offcert::recheck::{recheck, Finding};
 use offcert::schedule::EventId;
 use offcert::semantics::{Breach, GpuCopy, Holder, Lookahead, State};
@@ -572,6 +572,88 @@ fn rule_steady_state_cyclic() {
 }
 
 /// Every fixture is used above, and follows the naming convention.
+// grp1: F B optG optC = ops 0 1 2 3; fwd bwd upd = groups 0 1 2.
+const GRP_B: OpId = OpId(1);
+const GRP_OPTC: OpId = OpId(3);
+const GRP_UPD: GroupId = GroupId(2);
+
+#[test]
+fn rule_groups_double_update_and_never_ran() {
+    let r = valid("grp1.json", "grp1.cpu-update.valid.schedule.json");
+    assert_eq!(r.makespan, Ticks(7));
+    let r = valid("grp1.json", "grp1.gpu-update.valid.schedule.json");
+    assert_eq!(r.makespan, Ticks(5));
+    assert_eq!(
+        invalid("grp1.json", "grp1.double-update.invalid.schedule.json"),
+        vec![Violation::GroupRanTwice {
+            group: GRP_UPD,
+            first: EventId(2),
+            second: EventId(3),
+        }]
+    );
+    assert_eq!(
+        invalid("grp1.json", "grp1.never-ran.invalid.schedule.json"),
+        vec![Violation::GroupNeverRan { group: GRP_UPD }]
+    );
+    assert_eq!(
+        rechecked("grp1.json", "grp1.double-update.invalid.schedule.json"),
+        vec![finding("groups", "group_ran_twice", None, None, None)]
+    );
+}
+
+#[test]
+fn rule_slots_out_of_order() {
+    valid("grp1.json", "grp1.gpu-update.valid.schedule.json");
+    assert_eq!(
+        invalid("grp1.json", "grp1.slot-order.invalid.schedule.json"),
+        vec![Violation::SlotOutOfOrder {
+            position: 0,
+            expected: GroupId(0),
+            found: GRP_B,
+            event: EventId(0),
+        }]
+    );
+}
+
+#[test]
+fn rule_precedence_cpu_op_before_its_predecessor_ends() {
+    valid("grp1.json", "grp1.cpu-update.valid.schedule.json");
+    assert_eq!(
+        invalid("grp1.json", "grp1.after.invalid.schedule.json"),
+        vec![Violation::StartedBeforePredecessor {
+            event: EventId(2),
+            at: Ticks(3),
+            op: GRP_OPTC,
+            after: GRP_B,
+            pred_event: Some(EventId(1)),
+            pred_end: Some(Ticks(4)),
+        }]
+    );
+    assert_eq!(
+        rechecked("grp1.json", "grp1.after.invalid.schedule.json"),
+        vec![finding(
+            "precedence",
+            "started_before_predecessor",
+            Some(2),
+            Some(3),
+            None
+        )]
+    );
+}
+
+#[test]
+fn rule_memory_cpu_side_cyclic_with_a_cpu_op() {
+    valid("grp1.json", "grp1.cpu-update.valid.schedule.json");
+    assert_eq!(
+        invalid("grp1.json", "grp1.cpu-memory.invalid.schedule.json"),
+        vec![Violation::CpuMemoryExceeded {
+            at: Ticks(4),
+            used: Bytes(8),
+            capacity: Bytes(4),
+        }]
+    );
+}
+
 #[test]
 fn every_fixture_has_a_note_and_the_expected_verdict() {
     let dir = repo().join("instances/fixtures");

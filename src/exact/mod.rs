@@ -87,6 +87,13 @@ pub struct Outcome {
 pub enum ExactError {
     #[error("{method:?}: this instance is outside the method's scope: {reason}")]
     Unsupported { method: Method, reason: String },
+    /// The instance uses a core-model extension (groups, slots, `after`) that
+    /// no exact method encodes yet: refused, never solved without it.
+    #[error("{method:?}: this instance uses {feature}, which the method does not encode")]
+    Unencoded {
+        method: Method,
+        feature: crate::model::Extension,
+    },
     #[error("{method:?}: the time horizon ({horizon} slots) is too large (limit {limit})")]
     HorizonTooLarge {
         method: Method,
@@ -125,6 +132,18 @@ pub struct Rejected(pub Vec<crate::check::Violation>);
 /// Durations are multiplied by K and β becomes b/(τ·K) bytes per new tick, so
 /// |t|/β′ = |t|·τ·K/b is an integer. Returns the instance and K (1 when the
 /// times are already whole), or `None` on overflow.
+/// Refuse an instance that uses an extension (groups, slots, `after`): the
+/// first one, named.
+pub(crate) fn refuse_extensions(
+    inst: &crate::model::Instance,
+    method: Method,
+) -> Result<(), ExactError> {
+    match inst.extensions().first() {
+        Some(&feature) => Err(ExactError::Unencoded { method, feature }),
+        None => Ok(()),
+    }
+}
+
 pub fn rescale(inst: &crate::model::Instance) -> Option<(crate::model::Instance, u64)> {
     use num_integer::Integer;
     let bw = inst.machine.bandwidth;

@@ -738,3 +738,136 @@ impl Arbitrary for RandomWeights {
         }
     }
 }
+
+/// A random instance with variant groups (R11), an optional slotted order
+/// (R12) and precedences (R13), and a valid schedule of it: every chosen run
+/// back to back on one timeline, so nothing overlaps.
+///
+/// Ranges: 1–8 ops from `ops` = (a, b, c): duration `a % 3` ticks (zero
+/// included: the tie rules of R12/R13), on the CPU when `b % 4 == 0`; `c % 4`
+/// = 0 is an ungrouped op (required when `c & 4`), 1–3 a member of group
+/// `c % 4 − 1`; op i > 0 runs after op `(a >> 3) % i` when `a & 4` and that
+/// op runs before it. `bits`: 1 = slotted order (the groups in the order of
+/// their chosen GPU member, then the CPU-filled ones), 2 = cyclic (period =
+/// the timeline's length, at least 1), 4 = at-least-once groups; `bits >> 3`
+/// picks each group's member. Memory is never tight here (one 4 B tensor that
+/// no op reads; 8 B of GPU): the memory rules are tested elsewhere.
+pub fn grouped_schedule(ops: &[(u8, u8, u8)], bits: u8) -> Option<(Instance, Schedule)> {
+    use offcert::model::*;
+    use offcert::schedule::{CyclicState, Event};
+    use offcert::units::{Bandwidth, Bytes, Ticks};
+    let ops = &ops[..ops.len().min(8)];
+    if ops.is_empty() {
+        return None;
+    }
+    let mut members: Vec<Vec<u32>> = vec![Vec::new(); 3];
+    for (i, &(_, _, c)) in ops.iter().enumerate() {
+        if c % 4 != 0 {
+            members[(c % 4 - 1) as usize].push(i as u32);
+        }
+    }
+    let gids: Vec<usize> = (0..3).filter(|g| !members[*g].is_empty()).collect();
+    // The chosen member of each (kept) group.
+    let chosen: Vec<u32> = gids
+        .iter()
+        .map(|g| members[*g][(bits >> 3) as usize % members[*g].len()])
+        .collect();
+    let runs = |i: usize| {
+        let c = ops[i].2;
+        if c % 4 == 0 {
+            c & 4 != 0
+        } else {
+            chosen.contains(&(i as u32))
+        }
+    };
+    let mut inst_ops = Vec::new();
+    for (i, &(a, b, c)) in ops.iter().enumerate() {
+        let q = if i > 0 { (a >> 3) as usize % i } else { 0 };
+        let after = if i > 0 && a & 4 != 0 && runs(q) && runs(i) {
+            vec![OpId(q as u32)]
+        } else {
+            vec![]
+        };
+        inst_ops.push(Op {
+            name: format!("o{i}"),
+            duration: Ticks((a % 3) as i64),
+            reads: vec![],
+            produces: vec![],
+            consumes: vec![],
+            frees: vec![],
+            modifies: vec![],
+            temp: Bytes(0),
+            device: if b % 4 == 0 { Device::Cpu } else { Device::Gpu },
+            required: c % 4 == 0 && c & 4 != 0,
+            after,
+        });
+    }
+    let groups: Vec<Group> = gids
+        .iter()
+        .map(|g| Group {
+            name: format!("g{g}"),
+            members: members[*g].iter().map(|o| OpId(*o)).collect(),
+            runs: if bits & 4 != 0 {
+                Multiplicity::AtLeastOnce
+            } else {
+                Multiplicity::ExactlyOnce
+            },
+        })
+        .collect();
+    // The timeline: the running ops in index order, back to back.
+    let mut t = 0;
+    let mut events = Vec::new();
+    for (i, op) in inst_ops.iter().enumerate() {
+        if runs(i) {
+            events.push(Event::Compute {
+                op: OpId(i as u32),
+                start: Ticks(t),
+                end: Ticks(t + op.duration.0),
+            });
+            t += op.duration.0;
+        }
+    }
+    let order = if bits & 1 != 0 {
+        let gpu = |k: usize| inst_ops[chosen[k] as usize].device == Device::Gpu;
+        let mut slots: Vec<(bool, u32, GroupId)> = (0..gids.len())
+            .map(|k| (!gpu(k), chosen[k], GroupId(k as u32)))
+            .collect();
+        slots.sort();
+        ComputeOrder::Slots(slots.into_iter().map(|s| s.2).collect())
+    } else {
+        ComputeOrder::Free
+    };
+    let cyclic = bits & 2 != 0;
+    let inst = Instance {
+        name: "grouped".into(),
+        family: "core".into(),
+        tensors: vec![Tensor {
+            name: "w".into(),
+            size: Bytes(4),
+            kind: TensorKind::Weight,
+            transferable: true,
+            initial: Placement::Gpu,
+        }],
+        ops: inst_ops,
+        order,
+        machine: Machine {
+            gpu_capacity: Bytes(8),
+            cpu_capacity: Some(Bytes(8)),
+            duplex: Duplex::FullDuplex,
+            bandwidth: Bandwidth::new(4, 1),
+        },
+        mode: if cyclic { Mode::Cyclic } else { Mode::OneShot },
+        release: ReleaseRule::AfterEnd,
+        groups,
+    };
+    inst.validate().ok()?;
+    let s = Schedule {
+        period: cyclic.then_some(Ticks(t.max(1))),
+        initial: cyclic.then(|| CyclicState {
+            gpu: vec![TensorId(0)],
+            cpu: vec![],
+        }),
+        events,
+    };
+    Some((inst, s))
+}

@@ -300,6 +300,7 @@ pub fn solve(inst: &Instance, limits: &Limits) -> Result<Outcome, ExactError> {
 /// The fixed GPU order and the reads of each tensor by position, or why the
 /// instance is out of the search's scope.
 fn search_scope(inst: &Instance) -> Result<(Vec<OpId>, Vec<Vec<usize>>), ExactError> {
+    crate::exact::refuse_extensions(inst, Method::Search)?;
     let cyclic = inst.mode == Mode::Cyclic;
     let order = match &inst.order {
         ComputeOrder::Fixed(v) => v.clone(),

@@ -167,6 +167,7 @@ fn or(v: &[String]) -> String {
 
 /// The fixed GPU order, each op once, or why the instance is out of scope.
 fn fixed_order(inst: &Instance) -> Result<Vec<OpId>, ExactError> {
+    crate::exact::refuse_extensions(inst, Method::Smt)?;
     let order = match &inst.order {
         ComputeOrder::Fixed(v) => v.clone(),
         ComputeOrder::Free => return Err(unsupported("free compute order")),

@@ -7,7 +7,9 @@
 //! Owns: [`confirm`]. Must not import: anything outside this crate.
 
 use super::Violation;
-use crate::model::{ComputeOrder, Direction, Instance, OpId, ReleaseRule, TensorId};
+use crate::model::{
+    ComputeOrder, Device, Direction, GroupId, Instance, Multiplicity, OpId, ReleaseRule, TensorId,
+};
 use crate::schedule::{Event, EventId, Schedule};
 use crate::semantics::{Holder, Version};
 use crate::units::{Bandwidth, Bytes, Ticks};
@@ -155,6 +157,131 @@ pub(super) fn confirm(v: &Violation, inst: &Instance, s: &Schedule) -> bool {
             tensor,
         } => state_mismatch(&x, tensor, (*start_gpu, *start_cpu), (*end_gpu, *end_cpu)),
         NotSteady { event, tensor } => x.is_transfer_of(event, tensor, None),
+        GroupNeverRan { group } => group_runs(&x, group).is_empty(),
+        GroupRanTwice {
+            group,
+            first,
+            second,
+        } => ran_twice(&x, group, first, second),
+        SlotOutOfOrder {
+            position,
+            expected,
+            found,
+            event,
+        } => {
+            slot_position(&x, *position, found, event)
+                && inst.group_of(*found) != Some(*expected)
+                && matches!(&inst.order, ComputeOrder::Slots(v) if v.contains(expected))
+        }
+        SlotExtra {
+            position,
+            found,
+            event,
+        } => {
+            slot_position(&x, *position, found, event)
+                && matches!(&inst.order, ComputeOrder::Slots(v)
+                    if v.iter().filter(|g| slot_filled_on_gpu(&x, g)).count() <= *position)
+        }
+        StartedBeforePredecessor {
+            event,
+            at,
+            op,
+            after,
+            pred_event,
+            pred_end,
+        } => before_predecessor(&x, (event, *at, op), after, *pred_event, *pred_end),
+    }
+}
+
+/// Rule *groups*: the compute events of a group's members.
+fn group_runs(x: &Inputs, group: &GroupId) -> Vec<EventId> {
+    let Some(g) = x.inst.groups.get(group.ix()) else {
+        return Vec::new();
+    };
+    x.s.events
+        .iter()
+        .enumerate()
+        .filter(|(_, e)| matches!(e, Event::Compute { op, .. } if g.members.contains(op)))
+        .map(|(i, _)| EventId(i as u32))
+        .collect()
+}
+
+/// Rule *groups*: two distinct runs of members of an exactly-once group.
+fn ran_twice(x: &Inputs, group: &GroupId, first: &EventId, second: &EventId) -> bool {
+    let runs = group_runs(x, group);
+    first != second
+        && runs.contains(first)
+        && runs.contains(second)
+        && x.inst.groups[group.ix()].runs == Multiplicity::ExactlyOnce
+}
+
+/// Key of the replay's start order: start, zero-duration first, file order.
+fn start_key(x: &Inputs, e: &EventId) -> Option<(Ticks, bool, u32)> {
+    x.ev(e).map(|ev| (ev.start(), ev.end() > ev.start(), e.0))
+}
+
+/// Is a GPU run of a member of a slotted group?
+fn slotted_gpu_run(x: &Inputs, ev: &Event) -> bool {
+    let ComputeOrder::Slots(slots) = &x.inst.order else {
+        return false;
+    };
+    matches!(ev, Event::Compute { op, .. }
+        if x.inst.op(*op).device == Device::Gpu
+            && x.inst.group_of(*op).is_some_and(|g| slots.contains(&g)))
+}
+
+/// Rule *slots*: `event` is a GPU run of `found`, a slotted group's member, and
+/// exactly `position` such runs start before it.
+fn slot_position(x: &Inputs, position: usize, found: &OpId, event: &EventId) -> bool {
+    let Some(key) = start_key(x, event) else {
+        return false;
+    };
+    let before = (0..x.s.events.len() as u32)
+        .map(EventId)
+        .filter(|e| slotted_gpu_run(x, &x.s.events[e.ix()]))
+        .filter(|e| start_key(x, e).is_some_and(|k| k < key))
+        .count();
+    x.is_compute_of(event, found)
+        && slotted_gpu_run(x, &x.s.events[event.ix()])
+        && before == position
+}
+
+/// Rule *slots*: the group has a GPU run (its slot is not skipped).
+fn slot_filled_on_gpu(x: &Inputs, g: &GroupId) -> bool {
+    group_runs(x, g)
+        .iter()
+        .any(|e| matches!(x.ev(e), Some(Event::Compute { op, .. }) if x.inst.op(*op).device == Device::Gpu))
+}
+
+/// Rule *precedence*: `event` is a run of `op` starting at `at`, `after` is one
+/// of its predecessors, and the named predecessor run ends after `at` (one or
+/// more periods earlier for cyclic schedules), or (no run named) none of
+/// `after` starts before `at` (cyclic: none at all).
+fn before_predecessor(
+    x: &Inputs,
+    (event, at, op): (&EventId, Ticks, &OpId),
+    after: &OpId,
+    pred_event: Option<EventId>,
+    pred_end: Option<Ticks>,
+) -> bool {
+    let run =
+        matches!(x.ev(event), Some(Event::Compute { op: o, start, .. }) if o == op && *start == at);
+    if !run || !x.inst.op(*op).after.contains(after) {
+        return false;
+    }
+    match (pred_event, pred_end) {
+        (Some(p), Some(end)) => {
+            x.is_compute_of(&p, after)
+                && end > at
+                && x.ev(&p).is_some_and(|e| x.same_time(end, e.end()))
+        }
+        (None, None) => {
+            let key = start_key(x, event);
+            !(0..x.s.events.len() as u32)
+                .map(EventId)
+                .any(|e| x.is_compute_of(&e, after) && (x.p.0 > 0 || start_key(x, &e) < key))
+        }
+        _ => false,
     }
 }
 

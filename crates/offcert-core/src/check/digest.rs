@@ -67,9 +67,7 @@ impl Enc {
 /// Does the instance use a v3 feature (groups, slots or `after`)? Only those
 /// instances get the v3 tag, so every other instance keeps its v2 digest.
 fn uses_v3(inst: &Instance) -> bool {
-    !inst.groups.is_empty()
-        || matches!(inst.order, ComputeOrder::Slots(_))
-        || inst.ops.iter().any(|o| !o.after.is_empty())
+    !inst.extensions().is_empty()
 }
 
 pub fn instance_digest(inst: &Instance) -> String {

@@ -7,7 +7,7 @@
 //! Must not import: anything outside offcert-core (no solver, heuristic or
 //! `offcert` module; Cargo enforces it).
 
-use crate::model::{Channel, Device, Direction, Instance, OpId, TensorId};
+use crate::model::{Channel, Device, Direction, GroupId, Instance, OpId, TensorId};
 use crate::schedule::{EventId, Schedule};
 use crate::semantics::{Holder, Version};
 use crate::units::{Bandwidth, Bytes, Ticks};
@@ -195,6 +195,45 @@ pub enum Violation {
     /// Rule *completeness* (cyclic): a transfer crossing the boundary reads a
     /// current value in one period and a stale one in the next: no steady state.
     NotSteady { event: EventId, tensor: TensorId },
+    /// Rule *groups* (R11): no member of the group runs (in the schedule, or
+    /// in a period).
+    GroupNeverRan { group: GroupId },
+    /// Rule *groups* (R11): an exactly-once group runs twice (e.g. both the GPU
+    /// and the CPU Adam step of one parameter: a double update). `first` and
+    /// `second` are its first two runs in start order.
+    GroupRanTwice {
+        group: GroupId,
+        first: EventId,
+        second: EventId,
+    },
+    /// Rule *slots* (R12): the `position`-th GPU run of a slotted group's
+    /// member (`event`, an op of another group) should fill a slot of
+    /// `expected`.
+    SlotOutOfOrder {
+        position: usize,
+        expected: GroupId,
+        found: OpId,
+        event: EventId,
+    },
+    /// Rule *slots* (R12): a GPU run of a slotted group's member after every
+    /// slot to be filled on the GPU is filled (a slot takes one run).
+    SlotExtra {
+        position: usize,
+        found: OpId,
+        event: EventId,
+    },
+    /// Rule *precedence* (R13): `event`, a run of `op` starting at `at`, starts
+    /// before the latest earlier run of its predecessor `after` ends:
+    /// `pred_event` ending at `pred_end` (shifted by whole periods into the
+    /// timeline of `at`), or no run of `after` started before it (`None`).
+    StartedBeforePredecessor {
+        event: EventId,
+        at: Ticks,
+        op: OpId,
+        after: OpId,
+        pred_event: Option<EventId>,
+        pred_end: Option<Ticks>,
+    },
 }
 
 /// Something legal but worth knowing.
@@ -239,6 +278,9 @@ impl Violation {
             | NeverRan { .. }
             | StateMismatch { .. } => "completeness",
             NotSteady { .. } => "steady-state",
+            GroupNeverRan { .. } | GroupRanTwice { .. } => "groups",
+            SlotOutOfOrder { .. } | SlotExtra { .. } => "slots",
+            StartedBeforePredecessor { .. } => "precedence",
         }
     }
 
@@ -274,14 +316,19 @@ impl Violation {
             | DataLoss { at, .. }
             | ReleasedWhileInUse { at, .. }
             | MemoryExceeded { at, .. }
-            | CpuMemoryExceeded { at, .. } => *at,
+            | CpuMemoryExceeded { at, .. }
+            | StartedBeforePredecessor { at, .. } => *at,
             TransferTooFast { .. }
             | OutOfOrder { .. }
             | MissingOp { .. }
             | ExtraOp { .. }
             | NeverRan { .. }
             | StateMismatch { .. }
-            | NotSteady { .. } => Ticks(-1),
+            | NotSteady { .. }
+            | GroupNeverRan { .. }
+            | GroupRanTwice { .. }
+            | SlotOutOfOrder { .. }
+            | SlotExtra { .. } => Ticks(-1),
         }
     }
 
@@ -300,6 +347,7 @@ impl Violation {
         let t = |x: &TensorId| inst.tensor(*x).name.clone();
         let o = |x: &OpId| inst.op(*x).name.clone();
         let v = |x: &Option<Version>| x.map_or("none".to_string(), |v| format!("v{v}"));
+        let g = |x: &GroupId| inst.groups[x.ix()].name.clone();
         match self {
             ComputeOverlap { device, first, second, first_end, second_start } => format!(
                 "{device:?} stream: events[{}] runs until {first_end} but events[{}] starts at {second_start}",
@@ -379,6 +427,30 @@ impl Violation {
                 "events[{}]: the transfer of {} crossing the period boundary reads a different version in successive periods",
                 event.0, t(tensor)
             ),
+            GroupNeverRan { group } => format!("group {}: none of its members runs", g(group)),
+            GroupRanTwice { group, first, second } => format!(
+                "group {} runs exactly once, but runs in events[{}] and again in events[{}]",
+                g(group), first.0, second.0
+            ),
+            SlotOutOfOrder { position, expected, found, event } => format!(
+                "GPU slot {position}: expected a member of group {}, found {} (events[{}]) of group {}",
+                g(expected), o(found), event.0,
+                inst.group_of(*found).map_or("-".to_string(), |x| g(&x))
+            ),
+            SlotExtra { position, found, event } => format!(
+                "GPU slot {position}: {} (events[{}]) runs after every GPU slot is filled",
+                o(found), event.0
+            ),
+            StartedBeforePredecessor { event, at, op, after, pred_event, pred_end } => match (pred_event, pred_end) {
+                (Some(p), Some(end)) => format!(
+                    "events[{}] at {at}: {} starts before its predecessor {} (events[{}]) ends at {end}",
+                    event.0, o(op), o(after), p.0
+                ),
+                _ => format!(
+                    "events[{}] at {at}: {} starts before any run of its predecessor {}",
+                    event.0, o(op), o(after)
+                ),
+            },
         }
     }
 }

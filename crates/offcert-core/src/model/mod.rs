@@ -174,6 +174,30 @@ pub struct Group {
     pub runs: Multiplicity,
 }
 
+/// A core-model feature that the exact methods and the simulator do not encode
+/// (they refuse an instance that uses one, naming it).
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash, Serialize, Deserialize)]
+#[serde(rename_all = "snake_case")]
+#[non_exhaustive]
+pub enum Extension {
+    /// Variant groups (G1, R11).
+    Groups,
+    /// A slotted compute order (G2, R12).
+    Slots,
+    /// Precedences without data, `Op.after` (G6, R13).
+    After,
+}
+
+impl std::fmt::Display for Extension {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.write_str(match self {
+            Extension::Groups => "variant groups (R11)",
+            Extension::Slots => "a slotted compute order (R12)",
+            Extension::After => "precedences without data, `after` (R13)",
+        })
+    }
+}
+
 /// How the GPU↔CPU link is shared.
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize, Deserialize)]
 #[serde(rename_all = "snake_case")]
@@ -419,6 +443,22 @@ impl Instance {
                 .filter(|o| self.op(*o).required)
                 .collect(),
         }
+    }
+
+    /// The extensions (groups, slots, `after`) this instance uses, in that
+    /// order; empty for every instance of the chain families.
+    pub fn extensions(&self) -> Vec<Extension> {
+        let mut v = Vec::new();
+        if !self.groups.is_empty() {
+            v.push(Extension::Groups);
+        }
+        if matches!(self.order, ComputeOrder::Slots(_)) {
+            v.push(Extension::Slots);
+        }
+        if self.ops.iter().any(|o| !o.after.is_empty()) {
+            v.push(Extension::After);
+        }
+        v
     }
 
     /// The group an op belongs to, if any.

@@ -1,5 +1,5 @@
 //! The independent re-check: a second, deliberately plain implementation of the
-//! rules of `models/MODEL.md` (R1–R10), used to cross-check the certified checker
+//! rules of `models/MODEL.md` (R1–R13), used to cross-check the certified checker
 //! on fixtures and on random schedules.
 //!
 //! Owns: [`recheck`], [`Verdict`], [`Finding`].
@@ -15,6 +15,10 @@
 //! - "needed later": a scan of every compute event, instead of a binary search;
 //! - completeness: the sequence of ops that ran is compared with the order as a
 //!   whole; the cyclic boundary state is compared tensor by tensor;
+//! - groups and slots (R11, R12): runs counted per group; the sequence of
+//!   slotted GPU runs compared with the slots as a whole;
+//! - precedence (R13): every predecessor run is walked period by period to its
+//!   last copy before the run, instead of a closed-form shift;
 //! - the state is its own small model of copies and versions, written from the
 //!   transition table of MODEL.md §2.3 rather than from `semantics`;
 //! - "in use" (R10): no list of pins; at a release it scans every unrolled op
@@ -23,7 +27,10 @@
 //! It is quadratic on purpose and meant for small schedules (tests), not for the
 //! million-event benchmark.
 
-use crate::model::{ComputeOrder, Device, Direction, Instance, Mode, OpId, ReleaseRule, TensorId};
+use crate::model::{
+    ComputeOrder, Device, Direction, GroupId, Instance, Mode, Multiplicity, OpId, ReleaseRule,
+    TensorId,
+};
 use crate::schedule::{Event, EventId, Schedule};
 use crate::units::{Bytes, Ticks};
 use std::collections::BTreeSet;
@@ -985,9 +992,115 @@ fn resources(inst: &Instance, s: &Schedule, cyclic: bool, period: i64, out: &mut
     }
 }
 
+fn finding(
+    rule: &'static str,
+    kind: &'static str,
+    event: Option<usize>,
+    at: Option<Ticks>,
+) -> Finding {
+    Finding {
+        rule,
+        kind,
+        event: event.map(|i| EventId(i as u32)),
+        at,
+        tensor: None,
+    }
+}
+
+/// Rule *groups* (R11): count each group's runs.
+fn groups(inst: &Instance, ran: &[(Ticks, bool, usize, OpId)], out: &mut Vec<Finding>) {
+    for g in &inst.groups {
+        let n = ran.iter().filter(|r| g.members.contains(&r.3)).count();
+        if n == 0 {
+            out.push(finding("groups", "group_never_ran", None, None));
+        } else if n > 1 && g.runs == Multiplicity::ExactlyOnce {
+            out.push(finding("groups", "group_ran_twice", None, None));
+        }
+    }
+}
+
+/// Rule *slots* (R12): the groups of the slotted GPU runs, as one sequence,
+/// must be the slots that have a GPU run, in order.
+fn slot_sequence(
+    inst: &Instance,
+    slots: &[GroupId],
+    ran: &[(Ticks, bool, usize, OpId)],
+    out: &mut Vec<Finding>,
+) {
+    let group_of = |o: OpId| {
+        slots
+            .iter()
+            .copied()
+            .find(|g| inst.groups[g.ix()].members.contains(&o))
+    };
+    let seq: Vec<GroupId> = ran
+        .iter()
+        .filter(|r| inst.op(r.3).device == Device::Gpu)
+        .filter_map(|r| group_of(r.3))
+        .collect();
+    let want: Vec<GroupId> = slots.iter().copied().filter(|g| seq.contains(g)).collect();
+    if seq == want {
+        return;
+    }
+    let kind = if seq.starts_with(&want) {
+        "slot_extra"
+    } else {
+        "slot_out_of_order"
+    };
+    out.push(finding("slots", kind, None, None));
+}
+
+/// Rule *precedence* (R13): for every run of an op and each of its
+/// predecessors, walk each predecessor run by whole periods (cyclic) to the
+/// last copy that comes before the run in start order (start, zero-duration
+/// first, file order); the latest such copy must have ended.
+fn precedence(
+    inst: &Instance,
+    s: &Schedule,
+    ran: &[(Ticks, bool, usize, OpId)],
+    out: &mut Vec<Finding>,
+) {
+    let p = match (inst.mode, s.period) {
+        (Mode::Cyclic, Some(p)) if p.0 > 0 => p.0,
+        _ => 0,
+    };
+    for &(t, pos, i, o) in ran {
+        for q in &inst.op(o).after {
+            let mut best: Option<(i64, i64)> = None;
+            for &(qs, qpos, j, qo) in ran {
+                if qo != *q {
+                    continue;
+                }
+                let len = s.events[j].end().0 - qs.0;
+                let before = |start: i64| (start, qpos, j) < (t.0, pos, i);
+                let mut start = qs.0;
+                if p > 0 {
+                    while !before(start) {
+                        start -= p;
+                    }
+                    while before(start + p) {
+                        start += p;
+                    }
+                } else if !before(start) {
+                    continue;
+                }
+                best = best.max(Some((start, start + len)));
+            }
+            if best.is_none_or(|(_, end)| end > t.0) {
+                out.push(finding(
+                    "precedence",
+                    "started_before_predecessor",
+                    Some(i),
+                    Some(t),
+                ));
+            }
+        }
+    }
+}
+
 /// Rule *completeness* for compute: per device, the ops in order of start
 /// (zero-length ones first at a tie, then file order) must be the instance's
-/// order; with a free order every required op must run.
+/// order; with a free or slotted order every required op must run.
 fn order(inst: &Instance, s: &Schedule, out: &mut Vec<Finding>) {
     let mut ran: Vec<(Ticks, bool, usize, OpId)> = s
         .events
@@ -999,6 +1112,11 @@ fn order(inst: &Instance, s: &Schedule, out: &mut Vec<Finding>) {
         })
         .collect();
     ran.sort();
+    groups(inst, &ran, out);
+    precedence(inst, s, &ran, out);
+    if let ComputeOrder::Slots(slots) = &inst.order {
+        slot_sequence(inst, slots, &ran, out);
+    }
     match &inst.order {
         ComputeOrder::Free | ComputeOrder::Slots(_) => {
             for (k, o) in inst.ops.iter().enumerate() {

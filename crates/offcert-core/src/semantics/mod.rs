@@ -19,6 +19,7 @@
 //! the copy (only the copy that stayed through the whole op takes it).
 
 pub mod order;
+pub mod precedence;
 
 use crate::model::{Device, Direction, Instance, OpId, ReleaseRule, TensorId};
 use crate::schedule::CyclicState;
