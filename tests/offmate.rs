@@ -33,10 +33,6 @@ fn kinds(r: &Report) -> Vec<String> {
     k
 }
 
-fn tensor(inst: &Instance, name: &str) -> offcert::model::TensorId {
-    inst.tensor_by_name(name).unwrap()
-}
-
 #[test]
 fn compiles_to_groups_slots_and_cpu_ops() {
     let (_, inst) =
@@ -67,13 +63,10 @@ fn valid_fixture_is_certified() {
 #[test]
 fn weight_deleted_while_its_block_runs() {
     let (inst, r) = fixture("offmate2.deleted-in-use.invalid.schedule.json");
+    let w2 = tensor(&inst, "w2");
     assert_eq!(r.violations.len(), 1, "{:?}", r.violations);
     assert!(matches!(&r.violations[0],
-        Violation::ReleasedWhileInUse { tensor, .. } if *tensor == tensor_id(&inst, "w2")));
-}
-
-fn tensor_id(inst: &Instance, n: &str) -> offcert::model::TensorId {
-    tensor(inst, n)
+        Violation::ReleasedWhileInUse { tensor, .. } if *tensor == w2));
 }
 
 #[test]
@@ -99,10 +92,9 @@ fn cpu_updated_weight_prefetched_before_the_cpu_step_ends() {
 fn both_adam_steps_of_one_parameter() {
     let (inst, r) = fixture("offmate2.double-update.invalid.schedule.json");
     assert_eq!(r.violations.len(), 1, "{:?}", r.violations);
-    let _upd = inst.groups.iter().position(|g| g.name == "upd.w2").unwrap();
-    assert_eq!(
-        r.violations[0].kind(),
-        "group_ran_twice",
+    let upd = inst.groups.iter().position(|g| g.name == "upd.w2").unwrap();
+    assert!(
+        matches!(&r.violations[0], Violation::GroupRanTwice { group, .. } if group.ix() == upd),
         "{:?}",
         r.violations
     );
@@ -233,6 +225,57 @@ fn llama_instances_have_the_exact_parameter_count() {
         let params: u64 = off.params.iter().map(|p| p.bytes.0).sum();
         assert_eq!(params, 4 * 6_738_415_616);
         assert_eq!(off.l(), 34);
-        assert_eq!(inst.groups.len(), 2 * 34 + off.params.len());
+        // fwd, bwd, upd.p per parameter, and one step marker per step (H > 0)
+        assert_eq!(inst.groups.len(), 2 * 34 + off.params.len() + 68);
     }
+}
+
+/// H: the realised schedule runs `mgmt{t}` inside step t; a step that starts
+/// before the previous step's management ends breaks R13 with the exact
+/// predecessor.
+#[test]
+fn management_time_is_a_precedence() {
+    let (f, _) =
+        offcert::io::load_instance(&repo().join("instances/fixtures/offmate2.json")).unwrap();
+    let mut off = f.offmate().unwrap().clone();
+    off.cpu_management = offcert::units::Ticks(3);
+    let inst = compiled(&off);
+    let plan = om::baseline_plan(&off, Baseline::AllGpu);
+    let run = om::run_plan(&off, &inst, &plan, PlanSource::Baseline(Baseline::AllGpu)).unwrap();
+    let CheckOutcome::Valid(c) = &run.outcome else {
+        panic!("{:?}", run.outcome)
+    };
+    // Steps F1 2 → 3 (H), F2 2 → 3, B2 4 + optG 1 = 5, B1 4 + optG 1 = 5.
+    assert_eq!(c.report().makespan.0, 16);
+    // mgmt1 [3,6) → [4,7) and mgmt2 [6,9) → [7,10): step2's marker at 6 now
+    // starts before mgmt1 ends.
+    let mut s = c.schedule().clone();
+    let late: Vec<_> = ["mgmt1", "mgmt2"]
+        .iter()
+        .map(|n| inst.op_by_name(n).unwrap())
+        .collect();
+    for e in s.events.iter_mut() {
+        if let offcert::schedule::Event::Compute { op, start, end } = e {
+            if late.contains(op) {
+                *start = offcert::units::Ticks(start.0 + 1);
+                *end = offcert::units::Ticks(end.0 + 1);
+            }
+        }
+    }
+    let CheckOutcome::Invalid(r) = check(&inst, &s) else {
+        panic!("a late mgmt1 must be refuted")
+    };
+    let step2 = inst.op_by_name("step2").unwrap();
+    assert_eq!(
+        r.report().violations.len(),
+        1,
+        "{:?}",
+        r.report().violations
+    );
+    assert!(
+        matches!(&r.report().violations[0],
+            Violation::StartedBeforePredecessor { op, after, .. } if *op == step2 && *after == late[0]),
+        "{:?}",
+        r.report().violations
+    );
 }

@@ -7,12 +7,13 @@
 //! (persistent, transferable), and per trainable used `p`: `grad.p` (|p|) and
 //! `m.p` (k|p|, persistent). Blocks are 1-based in names, options 0-based.
 //! Ops: `F{i}.{o}`, `B{i}.{o}` (GPU), `optG.p` (GPU), `optC.p` (CPU), and, when
-//! H > 0, `mgmt{t}` (CPU, H ticks, t = 0..2L−1). Groups (exactly once per
-//! period): `fwd{i}`, `bwd{i}`, `upd.p`. Order: slots fwd1…fwdL, then per block
+//! H > 0, per step t = 0..2L−1 a zero-duration GPU marker `step{t}` and
+//! `mgmt{t}` (CPU, H ticks). Groups (exactly once per period): `fwd{i}`,
+//! `bwd{i}`, `upd.p` (and `step{t}`). Order: slots fwd1…fwdL, then per block
 //! i = L…1 `bwd{i}` followed by the `upd.p` of the parameters whose last
-//! gradient it produces. H: `mgmt{t}` starts after the end of step t−1's block
-//! op, and step t+1's block op starts after the end of `mgmt{t}`, so the CPU
-//! spends H in every step and a step lasts at least H (eq. (23)).
+//! gradient it produces; with H, `step{t}` right before each step's block slot.
+//! H: `mgmt{t}` starts after `step{t}`, and `step{t+1}` after `mgmt{t}`, so the
+//! CPU spends H in every step and a step lasts at least H (eq. (23)).
 //!
 //! Owns: [`Offmate::compile`] and the naming. Must not import: schedules,
 //! semantics, the checker, solvers.
@@ -56,6 +57,9 @@ pub mod names {
     }
     pub fn mgmt(t: usize) -> String {
         format!("mgmt{t}")
+    }
+    pub fn step(t: usize) -> String {
+        format!("step{t}")
     }
 }
 
@@ -134,11 +138,22 @@ impl Offmate {
         let mut groups = Vec::new();
         self.add_block_ops(&mut b, &mut groups);
         let upd = self.add_optimiser_ops(&mut b, &mut groups);
-        self.add_management(&mut b, &groups);
+        let ticks = self.add_management(&mut b, &mut groups);
         let l = self.l();
-        let mut slots: Vec<GroupId> = (0..l).map(|i| GroupId(i as u32)).collect();
+        let mut slots: Vec<GroupId> = Vec::new();
+        let mut step = 0;
+        let mut slot = |slots: &mut Vec<GroupId>, g: GroupId| {
+            if let Some(tk) = ticks.get(step) {
+                slots.push(*tk);
+            }
+            slots.push(g);
+            step += 1;
+        };
+        for i in 0..l {
+            slot(&mut slots, GroupId(i as u32));
+        }
         for i in (1..=l).rev() {
-            slots.push(GroupId((l + i - 1) as u32));
+            slot(&mut slots, GroupId((l + i - 1) as u32));
             slots.extend(upd.iter().filter(|(blk, _)| *blk == i).map(|(_, g)| *g));
         }
         Ok(Instance {
@@ -322,25 +337,35 @@ impl Offmate {
         out
     }
 
-    /// H (G6): `mgmt{t}` after step t−1's block op; step t+1's block op after `mgmt{t}`.
-    fn add_management(&self, b: &mut Builder, groups: &[Group]) {
+    /// H (G6): per step t a zero-duration GPU marker `step{t}` (its own group,
+    /// slotted right before the step's block op) and a CPU op `mgmt{t}` (H)
+    /// after it; the next step's marker comes after `mgmt{t}`. So `mgmt{t}`
+    /// runs within step t and a step lasts at least H (eq. (23)). Precedences
+    /// name only ops that run every period (R13). Returns the markers' groups.
+    fn add_management(&self, b: &mut Builder, groups: &mut Vec<Group>) -> Vec<GroupId> {
         if self.cpu_management.0 == 0 {
-            return;
+            return Vec::new();
         }
         let n = 2 * self.l();
-        let step_members = |t: usize| -> Vec<OpId> {
-            let (blk, fwd) = self.step_block(t);
-            let g = if fwd { blk } else { self.l() + blk };
-            groups[g].members.clone()
-        };
+        let mut ticks = Vec::new();
+        let mut marks = Vec::new();
+        for t in 0..n {
+            marks.push(OpId(b.ops.len() as u32));
+            b.op(names::step(t), Ticks::ZERO, Device::Gpu);
+            ticks.push(GroupId(groups.len() as u32));
+            groups.push(Group {
+                name: names::step(t),
+                members: vec![*marks.last().expect("pushed")],
+                runs: Multiplicity::ExactlyOnce,
+            });
+        }
         for t in 0..n {
             let id = OpId(b.ops.len() as u32);
             let op = b.op(names::mgmt(t), self.cpu_management, Device::Cpu);
             op.required = true;
-            op.after = step_members((t + n - 1) % n);
-            for m in step_members((t + 1) % n) {
-                b.ops[m.ix()].after.push(id);
-            }
+            op.after = vec![marks[t]];
+            b.ops[marks[(t + 1) % n].ix()].after.push(id);
         }
+        ticks
     }
 }

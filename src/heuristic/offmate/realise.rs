@@ -2,7 +2,7 @@
 //! ([`Rounded`]) become a cyclic [`Schedule`] of timed events.
 //!
 //! Step t starts at τ_t, the sum of the earlier realised step lengths. In it:
-//! the GPU runs the block's op at τ_t, then (backward steps) the `optG.p` of the
+//! the GPU runs the step marker (when H > 0) and the block's op at τ_t, then (backward steps) the `optG.p` of the
 //! parameters whose last gradient it produced; the CPU runs `mgmt{t}` (H) at
 //! τ_t, then the `optC.p` placed in the step, each after its gradient's offload
 //! ends; d2h carries, in order of readiness, the gradients of CPU-updated
@@ -174,6 +174,9 @@ fn realise_step(c: &mut Ctx, t: usize, tau: Ticks) -> Result<(Ticks, Ticks), Heu
     let n = 2 * l;
     let (blk, fwd) = off.step_block(t);
     let (i, o) = (blk + 1, c.r.option[blk]);
+    if off.cpu_management.0 > 0 {
+        c.compute(c.o(&names::step(t))?, tau); // the zero-duration step marker
+    }
     let op = c.o(&if fwd { names::f(i, o) } else { names::b(i, o) })?;
     let op_end = c.compute(op, tau);
     let mut gpu_end = op_end;
