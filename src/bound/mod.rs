@@ -6,6 +6,7 @@
 //! Must not import: heuristics, exact solvers' internals.
 
 pub mod activation;
+pub mod offmate;
 pub mod op_sequence;
 pub mod remat;
 pub mod weight;
@@ -177,6 +178,7 @@ pub fn all() -> Vec<Box<dyn BoundMethod>> {
     v.extend(weight::bounds());
     v.extend(op_sequence::bounds());
     v.extend(remat::bounds());
+    v.extend(offmate::bounds());
     v
 }
 

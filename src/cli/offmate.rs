@@ -133,10 +133,13 @@ pub fn run(a: OffmateArgs) -> anyhow::Result<ExitCode> {
 
 /// The ILP's plan (the `bound::offmate` solver).
 fn solve(
-    _off: &crate::family::offmate::Offmate,
-    _mode: IlpMode,
-    _limit: Duration,
-    _no_cpu_optim: bool,
+    off: &crate::family::offmate::Offmate,
+    mode: IlpMode,
+    limit: Duration,
+    no_cpu_optim: bool,
 ) -> Result<crate::family::offmate::StepPlan, String> {
-    Err("the ILP solver is not in this build yet".into())
+    let opts = crate::bound::offmate::IlpOptions {
+        cpu_optimizer: !no_cpu_optim,
+    };
+    crate::bound::offmate::solve_ilp_with(off, mode, limit, opts).map_err(|e| e.to_string())
 }

@@ -4,7 +4,9 @@
 //! Owns: the integer program of the exact MILP ([`Lp`], [`Lin`], [`Var`],
 //! `integer.rs`) with its solve ([`Lp::solve`]) and `.lp` writer (`write.rs`);
 //! the exact rational MILP of the bounds ([`rational::Milp`]) with its solve
-//! ([`solve_rational`]); [`LpError`]. highs and good_lp types never leave this
+//! ([`solve_rational`]: status, dual bound, LP duals) and its MIP solve with the
+//! incumbent ([`solve_mip`]: OFFMATE's ILP, a time-limited run labelled
+//! feasible with its gap, never optimal); [`LpError`]. highs and good_lp types never leave this
 //! module. Nothing here is trusted: callers replay every schedule with the
 //! checker, and re-derive certified bounds in exact arithmetic.
 //! Must not import: the checker, the exact methods, bounds, heuristics.
@@ -280,4 +282,118 @@ pub fn solve_rational(m: &Milp, relax: bool, time_limit: Duration) -> Result<Sol
         dual_bound,
         row_duals,
     })
+}
+
+/// How a MIP solve of a rational MILP ended, with the incumbent when there is one.
+#[derive(Clone, Debug, PartialEq)]
+pub enum MipStatus {
+    /// HiGHS closed the gap to zero (mip_rel_gap and mip_abs_gap set to 0).
+    Optimal,
+    /// Stopped by a limit (or HiGHS said optimal with a gap left) with an
+    /// incumbent: `gap` = (primal − dual) / |primal| as HiGHS's own figures give it.
+    Feasible { gap: f64 },
+    /// Proven infeasible.
+    Infeasible,
+    /// Stopped by a limit without an incumbent.
+    NoSolution,
+    /// Any other HiGHS model status, by its name.
+    Other(String),
+}
+
+/// What HiGHS said about a rational MILP solved to optimality (or to its limit).
+#[derive(Clone, Debug)]
+pub struct MipSolved {
+    pub status: MipStatus,
+    /// The incumbent's objective (without the constant); NaN without one.
+    pub objective: f64,
+    /// HiGHS's proven lower bound (without the constant).
+    pub dual_bound: f64,
+    /// The incumbent's column values (empty without one).
+    pub columns: Vec<f64>,
+}
+
+/// (primal − dual) / |primal|, 0 when both are 0 (HiGHS's own definition of the gap).
+fn relative_gap(primal: f64, dual: f64) -> f64 {
+    if !dual.is_finite() {
+        return f64::INFINITY;
+    }
+    let diff = (primal - dual).max(0.0);
+    if diff == 0.0 {
+        0.0
+    } else {
+        diff / primal.abs().max(f64::MIN_POSITIVE)
+    }
+}
+
+/// Solve the rational MILP as a MIP with zero gap tolerances, returning the
+/// incumbent. A run stopped by `time_limit` is [`MipStatus::Feasible`] with its
+/// gap, never optimal; so is an "optimal" whose own gap is not zero. Nothing
+/// here is trusted: the values are solver output (`solver-reported`).
+pub fn solve_mip(m: &Milp, time_limit: Duration) -> Result<MipSolved, LpError> {
+    let mut model = row_problem(m, false).optimise(Sense::Minimise);
+    model.make_quiet();
+    model.set_option("time_limit", time_limit.as_secs_f64().max(0.001));
+    model.set_option("threads", 1);
+    model.set_option("mip_rel_gap", 0.0);
+    model.set_option("mip_abs_gap", 0.0);
+    let solved = model
+        .try_solve()
+        .map_err(|e| LpError::Run(format!("{e:?}")))?;
+    let has_solution = solved.primal_solution_status() == highs::HighsSolutionStatus::Feasible;
+    let dual_bound = solved
+        .double_info_value(c"mip_dual_bound")
+        .map_err(|e| LpError::Info(format!("{e:?}")))?;
+    let (objective, columns) = if has_solution {
+        (
+            solved.objective_value(),
+            solved.get_solution().columns().to_vec(),
+        )
+    } else {
+        (f64::NAN, Vec::new())
+    };
+    use HighsModelStatus as S;
+    let status = match solved.status() {
+        S::Optimal if !has_solution => return Err(LpError::OptimalWithoutSolution),
+        // With both gap tolerances at zero, HiGHS stops "optimal" only once the
+        // bounds meet; a residual of 1e-9 relative is floating-point noise in
+        // the two figures, a larger one an open gap.
+        S::Optimal => match relative_gap(objective, dual_bound) {
+            g if g > 1e-9 => MipStatus::Feasible { gap: g },
+            _ => MipStatus::Optimal,
+        },
+        S::Infeasible => MipStatus::Infeasible,
+        S::ReachedTimeLimit
+        | S::ReachedIterationLimit
+        | S::ReachedSolutionLimit
+        | S::ReachedInterrupt
+        | S::ReachedMemoryLimit => {
+            if has_solution {
+                MipStatus::Feasible {
+                    gap: relative_gap(objective, dual_bound),
+                }
+            } else {
+                MipStatus::NoSolution
+            }
+        }
+        other => MipStatus::Other(format!("{other:?}")),
+    };
+    Ok(MipSolved {
+        status,
+        objective,
+        dual_bound,
+        columns,
+    })
+}
+
+#[cfg(test)]
+mod tests {
+    use super::relative_gap;
+
+    #[test]
+    fn the_gap_is_relative_to_the_incumbent() {
+        assert_eq!(relative_gap(100.0, 100.0), 0.0);
+        assert_eq!(relative_gap(100.0, 90.0), 0.1);
+        assert_eq!(relative_gap(0.0, 0.0), 0.0);
+        assert_eq!(relative_gap(5.0, f64::NEG_INFINITY), f64::INFINITY);
+    }
 }
