@@ -34,6 +34,11 @@ pub struct OffmateArgs {
     /// Time limit per ILP solve, in seconds; a run stopped by it is `feasible, gap g`.
     #[arg(long, default_value_t = 60.0)]
     pub time_limit: f64,
+    /// When the checker refutes a plan's schedule for GPU memory only, solve the
+    /// ILP again for a budget lowered by the excess, at most this many times
+    /// (every attempt is printed).
+    #[arg(long, default_value_t = 3)]
+    pub repairs: usize,
     /// Forbid the CPU optimiser in the ILP (Table 2's "w/o CPU optim" ablation).
     #[arg(long)]
     pub no_cpu_optim: bool,
@@ -43,6 +48,10 @@ pub struct OffmateArgs {
     /// Write the first row's realised schedule (checked or not) to this file.
     #[arg(long)]
     pub out: Option<PathBuf>,
+    /// Also print, per step, the ILP's Time_t, the realised length and the
+    /// streams' busy ticks (GPU, d2h, h2d, CPU) of the first row.
+    #[arg(long)]
+    pub steps: bool,
     /// Print JSON.
     #[arg(long)]
     pub json: bool,
@@ -91,13 +100,15 @@ pub fn run(a: OffmateArgs) -> anyhow::Result<ExitCode> {
     };
     let mut runs = Vec::new();
     let mut notes = Vec::new();
+    let opts = crate::bound::offmate::IlpOptions {
+        cpu_optimizer: !a.no_cpu_optim,
+    };
     for mode in modes {
-        match solve(off, mode, limit, a.no_cpu_optim) {
-            Ok(plan) => {
-                let r = om::run_plan(off, &inst, &plan, om::ilp_source(&plan))?;
-                runs.push(r);
+        for r in om::ilp_runs(off, &inst, mode, limit, opts, a.repairs) {
+            match r {
+                Ok(run) => runs.push(run),
+                Err(e) => notes.push(format!("no plan: {e}")),
             }
-            Err(e) => notes.push(format!("ILP ({mode:?}): no plan: {e}")),
         }
     }
     for b in baselines(&a.baselines)? {
@@ -127,19 +138,9 @@ pub fn run(a: OffmateArgs) -> anyhow::Result<ExitCode> {
             println!("  {n}");
         }
         print!("{}", rep::render(&rows));
+        if let (true, Some(first)) = (a.steps, runs.first()) {
+            print!("{}", rep::render_steps(first));
+        }
     }
     Ok(super::verdict_code(ok && notes.is_empty()))
-}
-
-/// The ILP's plan (the `bound::offmate` solver).
-fn solve(
-    off: &crate::family::offmate::Offmate,
-    mode: IlpMode,
-    limit: Duration,
-    no_cpu_optim: bool,
-) -> Result<crate::family::offmate::StepPlan, String> {
-    let opts = crate::bound::offmate::IlpOptions {
-        cpu_optimizer: !no_cpu_optim,
-    };
-    crate::bound::offmate::solve_ilp_with(off, mode, limit, opts).map_err(|e| e.to_string())
 }

@@ -56,13 +56,25 @@ pub fn row(inst: &Instance, run: &OffmateRun) -> OffmateRow {
             mode,
             status,
             objective,
+            budget,
+            cpu_optimizer,
         } => {
             let st = match status {
                 PlanStatus::Optimal => "optimal".to_string(),
                 PlanStatus::Feasible { gap } => format!("feasible, gap {:.2}%", 100.0 * gap),
             };
+            let mut label = format!("OFFMATE ILP ({})", mode_name(*mode));
+            if !cpu_optimizer {
+                label.push_str(", no CPU optimiser");
+            }
+            if *budget != inst.machine.gpu_capacity {
+                label.push_str(&format!(
+                    ", solved for {} B (repair: M_GPU less the excess)",
+                    budget.0
+                ));
+            }
             (
-                format!("OFFMATE ILP ({})", mode_name(*mode)),
+                label,
                 Some(format!("solver-reported, ILP {}, {st}", mode_name(*mode))),
                 Some(*objective),
             )
@@ -145,6 +157,27 @@ fn shorten(s: &str, n: usize) -> String {
             s.chars().take(n).collect::<String>()
         )
     }
+}
+
+/// Per step: the ILP's Time_t (when the run's plan is the ILP's), the realised
+/// length and the streams' busy ticks.
+pub fn render_steps(run: &OffmateRun) -> String {
+    let from_ilp = matches!(run.source, PlanSource::Ilp { .. });
+    let mut out = String::from(
+        "  step   ILP Time_t   realised        GPU        d2h        h2d        CPU\n",
+    );
+    for (t, (len, b)) in run.steps.iter().enumerate() {
+        let ilp = from_ilp
+            .then(|| run.plan_time.get(t))
+            .flatten()
+            .map(|x| format!("{x:.0}"))
+            .unwrap_or_else(|| "-".into());
+        out.push_str(&format!(
+            "  {t:>4} {ilp:>12} {:>10} {:>10} {:>10} {:>10} {:>10}\n",
+            len.0, b[0].0, b[1].0, b[2].0, b[3].0
+        ));
+    }
+    out
 }
 
 /// JSON rows.

@@ -14,10 +14,11 @@ pub mod realise;
 pub mod select;
 
 use super::HeuristicError;
+use crate::bound::offmate::{solve_ilp_with, IlpOptions};
 use crate::check::{check, CheckOutcome};
 use crate::family::offmate::{IlpMode, Offmate, PlanStatus, StepFractions, StepPlan};
 use crate::model::Instance;
-use crate::units::Ticks;
+use crate::units::{Bytes, Ticks};
 
 pub use postprocess::{round, ParamRound, Rounded, Update};
 pub use realise::{realise, Realised};
@@ -33,6 +34,11 @@ pub enum PlanSource {
         mode: IlpMode,
         status: PlanStatus,
         objective: f64,
+        /// The GPU memory the ILP was solved for (below the instance's after a
+        /// budget repair).
+        budget: Bytes,
+        /// Was the CPU optimiser allowed?
+        cpu_optimizer: bool,
     },
     /// An ILP-free baseline plan (no objective).
     Baseline(Baseline),
@@ -75,6 +81,10 @@ pub struct OffmateRun {
     pub rounded: Rounded,
     /// The post-processed plan's time in the paper's step model.
     pub step_sum: Ticks,
+    /// Per step: realised length and (GPU, d2h, h2d, CPU) busy ticks.
+    pub steps: Vec<(Ticks, [Ticks; 4])>,
+    /// The plan's Time_t per step (solver-reported; zeros for a baseline).
+    pub plan_time: Vec<f64>,
     /// The checker's verdict on the realised schedule.
     pub outcome: CheckOutcome,
 }
@@ -93,17 +103,86 @@ pub fn run_plan(
         source,
         rounded,
         step_sum: realised.step_sum,
+        plan_time: plan.time.clone(),
+        steps: realised
+            .steps
+            .iter()
+            .copied()
+            .zip(realised.streams.iter().copied())
+            .collect(),
         outcome,
     })
 }
 
-/// The source of an ILP plan.
-pub fn ilp_source(plan: &StepPlan) -> PlanSource {
+/// The source of an ILP plan solved for `budget` bytes of GPU memory.
+pub fn ilp_source(plan: &StepPlan, budget: Bytes, cpu_optimizer: bool) -> PlanSource {
     PlanSource::Ilp {
         mode: plan.mode,
         status: plan.status.clone(),
         objective: plan.objective,
+        budget,
+        cpu_optimizer,
     }
+}
+
+/// OFFMATE end to end: the ILP in `mode` (time limit, options), the
+/// post-processing, the realiser and the checker. When the checker refutes the
+/// schedule for GPU memory only, the ILP is solved again for a budget lowered
+/// by the excess (the checker's peak less the capacity), at most `repairs`
+/// times; every attempt is returned, refuted ones included. An ILP that gives
+/// no plan ends the list with its error.
+pub fn ilp_runs(
+    off: &Offmate,
+    inst: &Instance,
+    mode: IlpMode,
+    limit: std::time::Duration,
+    opts: IlpOptions,
+    repairs: usize,
+) -> Vec<Result<OffmateRun, String>> {
+    let mut out = Vec::new();
+    let mut budget = off.gpu_memory;
+    for _ in 0..=repairs {
+        let mut solved_for = off.clone();
+        solved_for.gpu_memory = budget;
+        let plan = match solve_ilp_with(&solved_for, mode, limit, opts) {
+            Ok(p) => p,
+            Err(e) => {
+                out.push(Err(format!("ILP ({mode:?}, budget {} B): {e}", budget.0)));
+                break;
+            }
+        };
+        let source = ilp_source(&plan, budget, opts.cpu_optimizer);
+        let run = match run_plan(off, inst, &plan, source) {
+            Ok(r) => r,
+            Err(e) => {
+                out.push(Err(e.to_string()));
+                break;
+            }
+        };
+        let excess = memory_excess(inst, &run.outcome);
+        out.push(Ok(run));
+        match excess {
+            Some(x) if x.0 < budget.0 => budget = Bytes(budget.0 - x.0),
+            _ => break,
+        }
+    }
+    out
+}
+
+/// The GPU memory above the capacity when the checker refuted the schedule for
+/// GPU memory and nothing else; `None` otherwise.
+fn memory_excess(inst: &Instance, outcome: &CheckOutcome) -> Option<Bytes> {
+    let CheckOutcome::Invalid(r) = outcome else {
+        return None;
+    };
+    let only_memory = r
+        .report()
+        .violations
+        .iter()
+        .all(|v| matches!(v, crate::check::Violation::MemoryExceeded { .. }));
+    let peak = r.report().peak_memory.0;
+    let cap = inst.machine.gpu_capacity.0;
+    (only_memory && peak > cap).then(|| Bytes(peak - cap))
 }
 
 /// A baseline plan in the ILP's notation (so that it goes through the same

@@ -10,7 +10,7 @@
 //! SELECT per group picks the CPU-updated tensors among the candidates (trainable
 //! tensors absent from the GPU at some step between g_w and f_w), and their
 //! updates are placed greedily, by increasing block index, in the steps whose
-//! Opt budget has room. Finally Algorithm 1 runs again on the optimiser states of
+//! CPU room (the ILP's Time_t − H) holds them. Finally Algorithm 1 runs again on the optimiser states of
 //! the GPU-updated tensors (StoO, OflO).
 //!
 //! Two readings are made explicit (`models/MODEL.md` §4.6): residency is decided
@@ -180,12 +180,11 @@ pub fn round(off: &Offmate, plan: &StepPlan) -> Result<Rounded, HeuristicError> 
             state_offload: None,
         })
         .collect();
-    let mut cpu_budget: Vec<f64> = vec![0.0; n];
-    for (w, g) in plan.groups.iter().enumerate() {
-        for (t, b) in cpu_budget.iter_mut().enumerate() {
-            *b += g.trainable.0 as f64 * snap(plan.fractions[w][t].opt);
-        }
-    }
+    // CPU room per step, in ticks: the ILP's Time_t less H (eq. (23)).
+    let h = off.cpu_management.0 as f64;
+    let mut cpu_budget: Vec<f64> = (0..n)
+        .map(|t| plan.time.get(t).map_or(0.0, |x| (x - h).max(0.0)))
+        .collect();
     let mut order: Vec<usize> = (0..plan.groups.len()).collect();
     order.sort_by_key(|&w| plan.groups[w].blocks[0]);
     for w in order {
@@ -274,10 +273,13 @@ fn pos(t: usize, start: usize, n: usize) -> usize {
 }
 
 /// The CPU-update candidates of group w: trainable tensors absent from the GPU
-/// at some step strictly between g_w and f_w. A candidate's update runs in its
-/// last absent stretch before f_w (its gradient left at g_w; no GPU copy goes
-/// stale, and its prefetch, at the stretch's end, follows the update). Then one
-/// SELECT and a greedy placement in the Opt budget.
+/// at some step strictly between g_w and f_w. A candidate's update runs after
+/// g_w (its gradient leaves then) and no later than its last absent step before
+/// f_w (whose prefetch follows the update); its GPU copy, stale once the update
+/// ends, is deleted at the end of the update's step. Then one SELECT of at least
+/// X_w|w|_g bytes and a greedy placement (groups by increasing block index): the
+/// first step whose CPU room (the ILP's Time_t − H, less the updates placed
+/// there) holds the update, else the step with the most room.
 fn choose_cpu_updates(
     off: &Offmate,
     plan: &StepPlan,
@@ -297,8 +299,8 @@ fn choose_cpu_updates(
         return;
     }
     let end = pos(fw, gw, n);
-    // (param, first and last walk position of its last absent stretch before f_w)
-    let mut cand: Vec<(usize, usize, usize)> = Vec::new();
+    // (param, last walk position at which it is absent before f_w)
+    let mut cand: Vec<(usize, usize)> = Vec::new();
     for &p in &g.params {
         if !off.params[p].trainable {
             continue;
@@ -306,37 +308,41 @@ fn choose_cpu_updates(
         let r = &params[p].resident;
         let absent = |j: usize| !r[(gw + j) % n];
         if let Some(last) = (1..end).rev().find(|&j| absent(j)) {
-            let mut first = last;
-            while first > 1 && absent(first - 1) {
-                first -= 1;
-            }
-            cand.push((p, first, last));
+            cand.push((p, last));
         }
     }
-    let sizes: Vec<u64> = cand
-        .iter()
-        .map(|&(p, _, _)| off.params[p].bytes.0)
-        .collect();
+    let sizes: Vec<u64> = cand.iter().map(|&(p, _)| off.params[p].bytes.0).collect();
     let all: Vec<usize> = (0..cand.len()).collect();
     let mut chosen = select_in(&sizes, &all, target);
     chosen.sort_unstable();
     for k in chosen {
-        let (p, first, last) = cand[k];
-        let bytes = off.params[p].bytes.0 as f64;
-        let steps: Vec<usize> = (first..=last).map(|j| (gw + j) % n).collect();
+        let (p, last) = cand[k];
+        let alpha = off.optimizer.cpu_speed.to_bandwidth();
+        let cost = alpha
+            .min_ticks(off.params[p].bytes)
+            .map_or(f64::MAX, |x| x.0 as f64);
+        // Positions 1..=last: any step after g_w up to the last absent step
+        // before f_w, whose prefetch follows the update.
+        let steps: Vec<usize> = (1..=last).map(|j| (gw + j) % n).collect();
         let step = steps
             .iter()
             .copied()
-            .find(|&t| cpu_budget[t] + 0.5 >= bytes)
+            .find(|&t| cpu_budget[t] >= cost)
             .unwrap_or_else(|| {
                 *steps
                     .iter()
                     .max_by(|a, b| cpu_budget[**a].total_cmp(&cpu_budget[**b]).then(b.cmp(a)))
                     .expect("window has step g_w")
             });
-        cpu_budget[step] -= bytes;
+        cpu_budget[step] -= cost;
         params[p].update = Update::Cpu(step);
         params[p].offload = None;
+        // The GPU copy is stale once the update ends: deleted at the end of the
+        // update's step (less memory, the same prefetch), so no stale copy is
+        // ever resident, at the period boundary included.
+        for j in pos(step, gw, n) + 1..=last {
+            params[p].resident[(gw + j) % n] = false;
+        }
     }
 }
 

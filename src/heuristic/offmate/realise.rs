@@ -37,6 +37,8 @@ pub struct Realised {
     /// Per step, the busiest stream's total (GPU, d2h, h2d, CPU), summed: the
     /// post-processed plan's time in the paper's step model (≤ the period).
     pub step_sum: Ticks,
+    /// Per step, (GPU, d2h, h2d, CPU) busy ticks: the streams' totals.
+    pub streams: Vec<[Ticks; 4]>,
 }
 
 struct Ctx<'a> {
@@ -121,8 +123,11 @@ pub fn realise(off: &Offmate, inst: &Instance, r: &Rounded) -> Result<Realised, 
     let mut tau = Ticks::ZERO;
     let mut steps = Vec::with_capacity(n);
     let mut step_sum = Ticks::ZERO;
+    let mut streams = Vec::with_capacity(n);
     for t in 0..n {
-        let (end, busiest) = realise_step(&mut c, t, tau)?;
+        let (end, busy) = realise_step(&mut c, t, tau)?;
+        let busiest = busy_max(&busy, inst.machine.duplex);
+        streams.push(busy);
         let end = end.max(tau);
         steps.push(end - tau);
         step_sum = step_sum + busiest;
@@ -146,6 +151,7 @@ pub fn realise(off: &Offmate, inst: &Instance, r: &Rounded) -> Result<Realised, 
         schedule: Schedule::cyclic(tau, initial, c.events),
         steps,
         step_sum,
+        streams,
     })
 }
 
@@ -167,8 +173,8 @@ fn residency(c: &Ctx, t: usize) -> Result<Vec<(TensorId, (bool, bool))>, Heurist
     Ok(out)
 }
 
-/// The step's events from τ; returns (its end, its busiest stream's total).
-fn realise_step(c: &mut Ctx, t: usize, tau: Ticks) -> Result<(Ticks, Ticks), HeuristicError> {
+/// The step's events from τ; returns its end and its streams' busy ticks.
+fn realise_step(c: &mut Ctx, t: usize, tau: Ticks) -> Result<(Ticks, [Ticks; 4]), HeuristicError> {
     let off = c.off;
     let l = off.l();
     let n = 2 * l;
@@ -229,14 +235,18 @@ fn realise_step(c: &mut Ctx, t: usize, tau: Ticks) -> Result<(Ticks, Ticks), Heu
         tau
     };
     let (h2d_end, h2d_busy, _) = c.run_channel(Direction::Prefetch, h2d, free);
-    let gpu_busy = gpu_end - tau;
-    let link = if c.inst.machine.duplex == Duplex::HalfDuplex {
-        d2h_busy + h2d_busy
+    let busy = [gpu_end - tau, d2h_busy, h2d_busy, cpu_busy];
+    Ok((gpu_end.max(d2h_end).max(h2d_end).max(cpu_end), busy))
+}
+
+/// The busiest stream of a step (half duplex: both directions share the link).
+fn busy_max(b: &[Ticks; 4], duplex: Duplex) -> Ticks {
+    let link = if duplex == Duplex::HalfDuplex {
+        b[1] + b[2]
     } else {
-        d2h_busy.max(h2d_busy)
+        b[1].max(b[2])
     };
-    let busiest = gpu_busy.max(link).max(cpu_busy);
-    Ok((gpu_end.max(d2h_end).max(h2d_end).max(cpu_end), busiest))
+    b[0].max(link).max(b[3])
 }
 
 /// `mgmt{t}` and the step's `optC.p`; returns (CPU end, busy, each optC's end).
