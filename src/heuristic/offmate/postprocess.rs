@@ -275,8 +275,8 @@ fn pos(t: usize, start: usize, n: usize) -> usize {
 /// The CPU-update candidates of group w: trainable tensors absent from the GPU
 /// at some step strictly between g_w and f_w. A candidate's update runs after
 /// g_w (its gradient leaves then) and no later than its last absent step before
-/// f_w (whose prefetch follows the update); its GPU copy, stale once the update
-/// ends, is deleted at the end of the update's step. Then one SELECT of at least
+/// f_w (whose prefetch follows the update); its GPU copy, which the update
+/// would make stale, is deleted before the update's step. Then one SELECT of at least
 /// X_w|w|_g bytes and a greedy placement (groups by increasing block index): the
 /// first step whose CPU room (the ILP's Time_t − H, less the updates placed
 /// there) holds the update, else the step with the most room.
@@ -337,10 +337,10 @@ fn choose_cpu_updates(
         cpu_budget[step] -= cost;
         params[p].update = Update::Cpu(step);
         params[p].offload = None;
-        // The GPU copy is stale once the update ends: deleted at the end of the
-        // update's step (less memory, the same prefetch), so no stale copy is
-        // ever resident, at the period boundary included.
-        for j in pos(step, gw, n) + 1..=last {
+        // The GPU copy would be stale once the update ends: it is deleted
+        // before the update's step (less memory, the same prefetch), so no
+        // stale copy is ever resident, at the period boundary included.
+        for j in pos(step, gw, n)..=last {
             params[p].resident[(gw + j) % n] = false;
         }
     }
