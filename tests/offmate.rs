@@ -279,3 +279,26 @@ fn management_time_is_a_precedence() {
         r.report().violations
     );
 }
+
+/// Bad input names the field (exit 2 in the CLI): an unknown parameter of a
+/// block, a block without options.
+#[test]
+fn bad_offmate_files_name_the_field() {
+    let base = r#"{"family":"offmate","name":"x","input":1,"blocks":[{"name":"b","out":1,
+        "params":PARAMS,"options":OPTIONS}],"params":[{"name":"w","bytes":4}],
+        "optimizer":{"states":2,"gpu_speed":1,"cpu_speed":1},"gpu_memory":10,
+        "cpu_memory":10,"bandwidth":1}"#;
+    let opt = r#"[{"t_fwd":1,"t_bwd":1,"saved":0,"offloaded":0}]"#;
+    for (params, options, field) in [
+        (r#"["nope"]"#, opt, "blocks[0].params[0]"),
+        (r#"["w"]"#, "[]", "blocks[0].options"),
+    ] {
+        let text = base.replace("PARAMS", params).replace("OPTIONS", options);
+        let err = offcert::io::parse_instance("bad.json", &text)
+            .unwrap_err()
+            .to_string();
+        assert!(err.contains(field), "{err}");
+    }
+    let ok = base.replace("PARAMS", r#"["w"]"#).replace("OPTIONS", opt);
+    assert!(offcert::io::parse_instance("ok.json", &ok).is_ok());
+}
