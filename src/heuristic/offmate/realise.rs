@@ -155,8 +155,11 @@ pub fn realise(off: &Offmate, inst: &Instance, r: &Rounded) -> Result<Realised, 
     })
 }
 
+/// A tensor and whether it is on the GPU during step t and during step t+1.
+type Residency = (TensorId, (bool, bool));
+
 /// Every parameter and state tensor with its residency (during t, during t+1).
-fn residency(c: &Ctx, t: usize) -> Result<Vec<(TensorId, (bool, bool))>, HeuristicError> {
+fn residency(c: &Ctx, t: usize) -> Result<Vec<Residency>, HeuristicError> {
     let n = 2 * c.off.l();
     let u = (t + 1) % n;
     let mut out = Vec::new();
