@@ -3,7 +3,9 @@
 //!
 //! Owns: [`InputError`] and the loaders. Must not import: the checker or solvers.
 
-use crate::family::{ActivationChain, CoreFile, InstanceFile, OpSequence, RematChain, WeightChain};
+use crate::family::{
+    ActivationChain, CoreFile, InstanceFile, Offmate, OpSequence, RematChain, WeightChain,
+};
 use crate::model::{Instance, ModelError};
 use crate::schedule::{Schedule, ScheduleError, ScheduleFile};
 use serde::de::DeserializeOwned;
@@ -87,7 +89,7 @@ pub fn parse_instance_file(file: &str, text: &str) -> Result<InstanceFile, Input
             file: file.into(),
             field: "family".into(),
             message:
-                "missing (one of activation_chain, weight_chain, remat_chain, core, op_sequence)"
+                "missing (one of activation_chain, weight_chain, remat_chain, core, op_sequence, offmate)"
                     .into(),
         }),
     };
@@ -97,12 +99,13 @@ pub fn parse_instance_file(file: &str, text: &str) -> Result<InstanceFile, Input
         "remat_chain" => InstanceFile::RematChain(typed::<RematChain>(file, v)?),
         "core" => InstanceFile::Core(typed::<CoreFile>(file, v)?),
         "op_sequence" => InstanceFile::OpSequence(typed::<OpSequence>(file, v)?),
+        "offmate" => InstanceFile::Offmate(typed::<Offmate>(file, v)?),
         other => {
             return Err(InputError::Field {
                 file: file.into(),
                 field: "family".into(),
                 message: format!(
-                    "unknown family `{other}` (expected activation_chain, weight_chain, remat_chain, core or op_sequence)"
+                    "unknown family `{other}` (expected activation_chain, weight_chain, remat_chain, core, op_sequence or offmate)"
                 ),
             })
         }

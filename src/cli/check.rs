@@ -112,6 +112,13 @@ pub fn render_text(inst: &Instance, r: &CheckOutcome, ifile: &str, sfile: &str) 
         "peak GPU memory: {} B at t={} (capacity {} B)",
         r.peak_memory, r.peak_at, inst.machine.gpu_capacity
     );
+    if let Some(cap) = inst.machine.cpu_capacity {
+        let _ = writeln!(
+            s,
+            "peak CPU memory: {} B (capacity {} B)",
+            r.peak_cpu_memory, cap
+        );
+    }
     for c in &r.channel_busy {
         let _ = writeln!(s, "channel {} busy: {} ticks", c.channel.name(), c.busy);
     }

@@ -13,6 +13,7 @@ pub mod export;
 pub mod gap;
 pub mod heuristic;
 pub mod import;
+pub mod offmate;
 pub mod plot;
 pub mod solve;
 pub mod solve_anytime;
@@ -59,6 +60,8 @@ pub enum Command {
     Plot(plot::PlotArgs),
     /// Import a program as an instance (`import et`: a PyTorch execution trace).
     Import(import::ImportArgs),
+    /// OFFMATE end to end: ILP, post-processing, realiser, checker (and baselines).
+    Offmate(offmate::OffmateArgs),
     /// The out-of-core paper's Table 1 on a synthetic ResNet-50 (window heuristic, checked).
     WindowTable1(table1::Table1Args),
 }
@@ -78,6 +81,7 @@ pub fn run() -> anyhow::Result<ExitCode> {
         Command::Plot(a) => plot::run(a),
         Command::Import(a) => import::run(a),
         Command::WindowTable1(a) => table1::run(a),
+        Command::Offmate(a) => offmate::run(a),
     }
 }
 

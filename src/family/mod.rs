@@ -9,6 +9,7 @@
 pub mod activation_chain;
 pub mod core_file;
 pub mod offmate;
+pub mod offmate_compile;
 pub mod op_sequence;
 pub mod remat_chain;
 pub mod remat_import;
@@ -21,6 +22,7 @@ use serde::{Deserialize, Serialize};
 
 pub use activation_chain::ActivationChain;
 pub use core_file::CoreFile;
+pub use offmate::Offmate;
 pub use op_sequence::OpSequence;
 pub use remat_chain::RematChain;
 pub use weight_chain::WeightChain;
@@ -34,6 +36,7 @@ pub enum InstanceFile {
     RematChain(RematChain),
     Core(CoreFile),
     OpSequence(OpSequence),
+    Offmate(Offmate),
 }
 
 impl InstanceFile {
@@ -45,6 +48,7 @@ impl InstanceFile {
             InstanceFile::RematChain(r) => r.compile()?,
             InstanceFile::Core(c) => c.compile()?,
             InstanceFile::OpSequence(o) => o.compile()?,
+            InstanceFile::Offmate(o) => o.compile()?,
         };
         inst.validate()?;
         Ok(inst)
@@ -58,6 +62,7 @@ impl InstanceFile {
             InstanceFile::RematChain(r) => r.release,
             InstanceFile::Core(c) => c.release,
             InstanceFile::OpSequence(o) => o.release,
+            InstanceFile::Offmate(o) => o.release,
         }
     }
 
@@ -69,6 +74,7 @@ impl InstanceFile {
             InstanceFile::RematChain(c) => c.release = r,
             InstanceFile::Core(c) => c.release = r,
             InstanceFile::OpSequence(o) => o.release = r,
+            InstanceFile::Offmate(o) => o.release = r,
         }
     }
 
@@ -80,10 +86,12 @@ impl InstanceFile {
         }
     }
 
-    /// The `offmate` instance, when the file is one. None until the `offmate`
-    /// front-end adds its `InstanceFile` variant (then: match that variant).
-    pub fn offmate(&self) -> Option<&offmate::Offmate> {
-        None
+    /// The `offmate` instance, when the file is one.
+    pub fn offmate(&self) -> Option<&Offmate> {
+        match self {
+            InstanceFile::Offmate(o) => Some(o),
+            _ => None,
+        }
     }
 
     /// The activation chain, when the file is one.
@@ -101,6 +109,7 @@ impl InstanceFile {
             InstanceFile::RematChain(_) => "remat_chain",
             InstanceFile::Core(_) => "core",
             InstanceFile::OpSequence(_) => "op_sequence",
+            InstanceFile::Offmate(_) => "offmate",
         }
     }
 }

@@ -6,6 +6,7 @@
 
 pub mod activation;
 pub mod improve;
+pub mod offmate;
 pub mod op_sequence;
 pub mod remat;
 pub mod weight;
@@ -95,6 +96,7 @@ pub fn all() -> Vec<Box<dyn Heuristic>> {
     v.extend(weight::heuristics());
     v.extend(op_sequence::heuristics());
     v.extend(remat::heuristics());
+    v.extend(offmate::heuristics());
     v
 }
 

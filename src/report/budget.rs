@@ -190,7 +190,7 @@ pub fn budget_range(file: &InstanceFile) -> Option<(u64, u64)> {
             Some((least, sum_w.checked_add(extra)?))
         }
         InstanceFile::RematChain(c) => Some((c.min_memory()?, c.store_all_peak()?)),
-        InstanceFile::Core(_) => None,
+        InstanceFile::Core(_) | InstanceFile::Offmate(_) => None,
         InstanceFile::OpSequence(o) => {
             let u = o.uses().ok()?;
             Some((u.least_memory(), u.resident_peak()))
@@ -207,6 +207,7 @@ pub fn with_budget(file: &InstanceFile, bytes: u64) -> InstanceFile {
         InstanceFile::RematChain(c) => c.gpu_memory = bytes,
         InstanceFile::Core(c) => c.gpu_memory = bytes,
         InstanceFile::OpSequence(o) => o.gpu_memory = bytes,
+        InstanceFile::Offmate(o) => o.gpu_memory = crate::units::Bytes(bytes),
     }
     f
 }
@@ -219,6 +220,7 @@ pub fn own_budget(file: &InstanceFile) -> u64 {
         InstanceFile::RematChain(c) => c.gpu_memory,
         InstanceFile::Core(c) => c.gpu_memory,
         InstanceFile::OpSequence(o) => o.gpu_memory,
+        InstanceFile::Offmate(o) => o.gpu_memory.0,
     }
 }
 

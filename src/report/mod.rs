@@ -14,6 +14,7 @@
 pub mod budget;
 pub mod exact;
 pub mod gap;
+pub mod offmate;
 pub mod plot;
 pub mod schedule_plot;
 pub mod svg;

@@ -9,13 +9,15 @@
 //! - [`gen`]: every random instance generator, each with its ranges in its doc
 //!   comment (from raw quickcheck values, or `Arbitrary` types);
 //! - [`cyclic`]: the earliest-start cyclic schedule of a weight chain;
-//! - [`mutate`]: the schedule mutations of the property tests.
+//! - [`mutate`]: the schedule mutations of the property tests;
+//! - [`offmate_gen`]: random `offmate` instances and ILP-shaped plans.
 #![allow(dead_code, unused_imports)]
 
 pub mod build;
 pub mod cyclic;
 pub mod gen;
 pub mod mutate;
+pub mod offmate_gen;
 
 pub use build::*;
 pub use cyclic::*;

@@ -20,6 +20,8 @@ pub mod volume;
 use crate::family::offmate::{IlpMode, Offmate, PlanStatus, StepFractions, StepPlan};
 use crate::lp::{self, rational, LpError, MipStatus, SolveStatus};
 use crate::model::ModelError;
+use num_rational::BigRational;
+use num_traits::Zero;
 use std::time::Duration;
 
 pub use ilp::{build, Ilp};
@@ -49,8 +51,41 @@ pub fn solve_ilp(
     mode: IlpMode,
     time_limit: Duration,
 ) -> Result<StepPlan, OffmateIlpError> {
+    solve_ilp_with(inst, mode, time_limit, IlpOptions::default())
+}
+
+/// Options of an ILP solve beyond its mode.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct IlpOptions {
+    /// May parameters be updated on the CPU? `false` fixes every Opt_t^w to 0
+    /// (Table 2's "w/o CPU optim" ablation).
+    pub cpu_optimizer: bool,
+}
+
+impl Default for IlpOptions {
+    fn default() -> Self {
+        IlpOptions {
+            cpu_optimizer: true,
+        }
+    }
+}
+
+/// [`solve_ilp`] with [`IlpOptions`].
+pub fn solve_ilp_with(
+    inst: &Offmate,
+    mode: IlpMode,
+    time_limit: Duration,
+    opts: IlpOptions,
+) -> Result<StepPlan, OffmateIlpError> {
     inst.validate()?;
-    let model = build(inst, mode);
+    let mut model = build(inst, mode);
+    if !opts.cpu_optimizer {
+        for f in model.frac.iter().flatten() {
+            if let Some(c) = f.opt {
+                model.milp.cols[c].hi = Some(BigRational::zero());
+            }
+        }
+    }
     let s = lp::solve_mip(&model.milp, time_limit)?;
     let status = match s.status {
         MipStatus::Optimal => PlanStatus::Optimal,

@@ -104,6 +104,8 @@ pub struct Report {
     pub makespan: Ticks,
     pub peak_memory: Bytes,
     pub peak_at: Ticks,
+    /// Peak CPU memory (CPU copies, offloads in flight), same window as the GPU peak.
+    pub peak_cpu_memory: Bytes,
     pub channel_busy: Vec<ChannelBusy>,
     /// Time within the makespan (or period) the GPU compute stream is idle.
     pub compute_idle: Ticks,
@@ -382,6 +384,7 @@ fn replay(inst: &Instance, s: &Schedule, profile: Option<&mut MemoryProfile>) ->
         makespan: m.makespan,
         peak_memory: swept.peak.0,
         peak_at: swept.peak.1,
+        peak_cpu_memory: swept.cpu_peak,
         channel_busy: m.channel_busy,
         compute_idle: m.compute_idle,
         violations,

@@ -26,6 +26,9 @@ pub(super) struct Swept {
     pub warnings: Vec<Warning>,
     /// The peak GPU memory in the reported window, and its first instant.
     pub peak: (Bytes, Ticks),
+    /// The peak CPU memory in the reported window (CPU copies and offloads in
+    /// flight; the model never releases a CPU copy).
+    pub cpu_peak: Bytes,
     /// The declared start state, and the states at P and 2P (cyclic).
     pub start_boundary: Boundary,
     pub snapshots: Vec<Boundary>,
@@ -100,6 +103,7 @@ impl<'a> Sweep<'a> {
             violations: Vec::new(),
             warnings: Vec::new(),
             peak: (state.gpu_bytes(), Ticks::ZERO),
+            cpu_peak: Bytes(state.cpu_used.max(0) as u64),
             start_boundary: state.boundary(),
             snapshots: Vec::new(),
             reads_latest: if w.cyclic {
@@ -296,6 +300,9 @@ impl<'a> Sweep<'a> {
             self.exceeded_now = true;
             let v = self.memory_exceeded(a, c, now, used);
             self.out.violations.push(v);
+        }
+        if self.state.cpu_used > self.out.cpu_peak.0 as i128 {
+            self.out.cpu_peak = Bytes(self.state.cpu_used as u64);
         }
         if let Some(cap) = self.inst.machine.cpu_capacity {
             if self.state.cpu_used > cap.0 as i128 && !self.cpu_exceeded_now {
