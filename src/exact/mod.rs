@@ -22,6 +22,9 @@ use std::sync::Arc;
 use std::time::Duration;
 
 pub mod search;
+/// The anytime search (best schedule + certified lower bound within a time
+/// limit): [`search::anytime`].
+pub use search::anytime;
 pub mod smt;
 
 /// Which exact method.

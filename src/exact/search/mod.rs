@@ -27,6 +27,7 @@
 //! relaxation `after_start` an op's inputs may go one tick after its start.
 //! Cyclic: a period's trailing zero-duration ops may run at P (R8).
 
+pub mod anytime;
 mod cyclic;
 
 use crate::exact::{ExactError, Limits, Method, Outcome, Status};
@@ -485,7 +486,7 @@ fn best_first(
                 closed.insert(key, n.time);
             }
         }
-        for child in expand(ctx, &n) {
+        for child in expand(ctx, &n, usize::MAX, &mut false) {
             counter += 1;
             if let Some(ms) = child.1 {
                 done.push((ms, child.0.trail.clone()));
@@ -593,8 +594,17 @@ fn rebuild(ctx: &Ctx, (ms, trail, root, flagged): End) -> Result<(Schedule, Tick
 }
 
 /// Successors of a node whose completions are done: (child, Some(makespan) if
-/// the child is a finished one-shot schedule).
-fn expand(ctx: &Ctx, n: &Node) -> Vec<(Node, Option<i64>)> {
+/// the child is a finished one-shot schedule). At most `mask_budget` delete
+/// sets of live tensors are tried per choice of op starts and transfer starts;
+/// when that budget cuts the list short, `truncated` is set (the successors
+/// are then a subset of the complete list: the anytime search keeps the
+/// node's estimate in its bound, `anytime.rs`).
+fn expand(
+    ctx: &Ctx,
+    n: &Node,
+    mask_budget: usize,
+    truncated: &mut bool,
+) -> Vec<(Node, Option<i64>)> {
     let mut out = vec![];
     let now = Ticks(n.time);
     let mut base = n.clone();
@@ -681,18 +691,35 @@ fn expand(ctx: &Ctx, n: &Node) -> Vec<(Node, Option<i64>)> {
         );
         for combo in &combos {
             let allocates = run > 0 || combo.iter().flatten().any(|s| s.dir == Direction::Prefetch);
-            let mut accepted: Vec<u32> = vec![];
+            let mut accepted: Vec<u64> = vec![];
             // Deletes of live tensors only when an allocation here needs the room,
             // and only minimal sets (a larger set can wait for a later allocation).
-            let mut masks: Vec<u32> = (0..(1u32 << m)).collect();
-            masks.sort_by_key(|x| x.count_ones());
-            for mask in masks {
+            let (mut tried, mut listed) = (0usize, 0usize);
+            for mask in masks_by_size(m) {
                 if mask != 0 && !allocates {
                     break;
                 }
+                if mask == u64::MAX {
+                    *truncated = true;
+                    break;
+                }
+                if accepted.first() == Some(&0) {
+                    // Every other set is a superset of the empty one.
+                    break;
+                }
+                listed += 1;
                 if accepted.iter().any(|a| a & mask == *a) {
+                    if listed > mask_budget.saturating_mul(64) {
+                        *truncated = true;
+                        break;
+                    }
                     continue;
                 }
+                if tried >= mask_budget {
+                    *truncated = true;
+                    break;
+                }
+                tried += 1;
                 if let Some(child) = apply(ctx, &base, run, combo, &evictable, mask) {
                     accepted.push(mask);
                     out.push((child, None));
@@ -701,6 +728,35 @@ fn expand(ctx: &Ctx, n: &Node) -> Vec<(Node, Option<i64>)> {
         }
     }
     out
+}
+
+/// Every subset of `m` items as a bit mask, by increasing size (Gosper's hack
+/// within each size). More than 63 items cannot be listed: the iterator then
+/// yields `u64::MAX` after the empty set, which [`expand`] treats as a cut.
+fn masks_by_size(m: usize) -> impl Iterator<Item = u64> {
+    // (size of the current subsets, the current mask); None when done.
+    let mut cur: Option<(usize, u64)> = Some((0, 0));
+    std::iter::from_fn(move || {
+        let (size, mask) = cur?;
+        cur = if m > 63 {
+            // Too many to list: the empty set, then the marker.
+            (mask == 0).then_some((1, u64::MAX))
+        } else if mask == 0 || mask == u64::MAX {
+            (size < m && mask == 0).then(|| (size + 1, (1u64 << (size + 1)) - 1))
+        } else {
+            let c = mask & mask.wrapping_neg();
+            let r = mask + c;
+            let next = (((r ^ mask) >> 2) / c) | r;
+            if next < (1u64 << m) {
+                Some((size, next))
+            } else if size < m {
+                Some((size + 1, (1u64 << (size + 1)) - 1))
+            } else {
+                None
+            }
+        };
+        Some(mask)
+    })
 }
 
 /// The state after deleting every tensor of `evictable` and starting the next
@@ -800,7 +856,7 @@ fn apply(
     run: usize,
     combo: &[Option<Start>],
     evictable: &[TensorId],
-    mask: u32,
+    mask: u64,
 ) -> Option<Node> {
     let mut n = base.clone();
     apply_deletes(ctx, &mut n, evictable, mask)?;
@@ -824,10 +880,10 @@ fn apply(
 }
 
 /// The deletes of `mask` over `evictable` (R6).
-fn apply_deletes(ctx: &Ctx, n: &mut Node, evictable: &[TensorId], mask: u32) -> Option<()> {
+fn apply_deletes(ctx: &Ctx, n: &mut Node, evictable: &[TensorId], mask: u64) -> Option<()> {
     let now = Ticks(n.time);
     for (j, t) in evictable.iter().enumerate() {
-        if mask & (1 << j) != 0 {
+        if mask & (1u64 << j) != 0 {
             if !n.state.delete(*t, now, &ctx.future(n.next)).is_empty() {
                 return None;
             }
@@ -946,4 +1002,26 @@ fn next_instant(ctx: &Ctx, n: &Node, started_any: bool) -> Option<i64> {
         return None;
     }
     Some(next)
+}
+
+#[cfg(test)]
+mod mask_tests {
+    use super::masks_by_size;
+
+    #[test]
+    fn every_subset_once_by_increasing_size() {
+        for m in 0..=10usize {
+            let v: Vec<u64> = masks_by_size(m).collect();
+            assert_eq!(v.len(), 1 << m, "m = {m}");
+            let mut seen = std::collections::HashSet::new();
+            for w in v.windows(2) {
+                assert!(w[0].count_ones() <= w[1].count_ones());
+            }
+            for x in &v {
+                assert!(*x < (1u64 << m) && seen.insert(*x));
+            }
+        }
+        assert_eq!(masks_by_size(63).take(3).collect::<Vec<_>>(), vec![0, 1, 2]);
+        assert_eq!(masks_by_size(64).collect::<Vec<_>>(), vec![0, u64::MAX]);
+    }
 }

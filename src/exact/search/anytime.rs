@@ -1,0 +1,556 @@
+//! Anytime exact search: the A* search of this module's parent, run as a
+//! best-first branch and bound with an incumbent, so that it returns, within
+//! a time limit, the best checked schedule it knows and a **certified lower
+//! bound**: the least estimate among the nodes it has not finished with
+//! (`proofs/ANYTIME.md`). When the two meet the result is optimal.
+//!
+//! Owns: [`AnytimeOptions`], [`AnytimeOutcome`], [`Progress`], [`Stop`] and
+//! [`solve_anytime`]; the strengthened estimate (remaining compute, the
+//! prefetches still owed on the prefetch channel); the open list with its
+//! floor (the least estimate of every node given up: dropped for memory, or
+//! expanded only in part).
+//! Must not import: heuristics, bounds (incumbents and bound values come in
+//! as arguments: [`AnytimeOptions::incumbent`], [`AnytimeOptions::known_bound`]),
+//! the MILP, the SMT method.
+//!
+//! Every successor is the parent's (the shared semantics' transitions, the
+//! structural limits of `proofs/SEARCH.md`); every schedule it returns is
+//! replayed by the checker. The search is complete within those limits, which
+//! is what makes the least open estimate a bound.
+
+use super::{closes_period, context, expand, rebuild, search_scope, start_nodes, Ctx, Node};
+use crate::check::{check, CheckOutcome, Checked};
+use crate::exact::{ExactError, Method, Rejected};
+use crate::model::Direction;
+use crate::semantics::GpuCopy;
+use crate::units::Ticks;
+use std::cmp::Reverse;
+use std::collections::{BinaryHeap, HashMap};
+use std::sync::atomic::{AtomicBool, Ordering};
+use std::sync::Arc;
+use std::time::{Duration, Instant};
+
+/// A progress report, passed to [`AnytimeOptions::progress`].
+#[derive(Clone, Debug, PartialEq)]
+pub struct Progress {
+    pub elapsed: Duration,
+    /// The best makespan (period) known so far, checked.
+    pub incumbent: Option<Ticks>,
+    /// The certified lower bound so far (the known bound included).
+    pub lower_bound: Ticks,
+    /// States expanded so far.
+    pub states: u64,
+    /// Nodes in the open list.
+    pub open: usize,
+}
+
+impl Progress {
+    /// (incumbent − bound) / bound, if there is an incumbent and a positive bound.
+    pub fn gap(&self) -> Option<f64> {
+        gap(self.incumbent, self.lower_bound)
+    }
+}
+
+fn gap(inc: Option<Ticks>, lb: Ticks) -> Option<f64> {
+    let u = inc?;
+    (lb.0 > 0).then(|| (u.0 - lb.0) as f64 / lb.0 as f64)
+}
+
+/// The callback type of [`AnytimeOptions::progress`].
+pub type ProgressFn<'a> = dyn Fn(&Progress) + 'a;
+
+/// Controls of [`solve_anytime`]. `Default`: 60 s, no incumbent, no known
+/// bound, no progress, no interrupt.
+pub struct AnytimeOptions<'a> {
+    pub time_limit: Duration,
+    /// A checked schedule of this instance to start from (a heuristic's); it
+    /// is re-checked against the instance, and the search prunes every node
+    /// whose estimate reaches its makespan.
+    pub incumbent: Option<Checked>,
+    /// A lower bound on the optimum proved elsewhere (a certified bound of
+    /// `crate::bound`); the caller vouches for it. It is reported in
+    /// [`AnytimeOutcome::lower_bound`] (the max with the search's own) and
+    /// ends the search once the incumbent meets it; the search's own bound,
+    /// [`AnytimeOutcome::search_bound`], never uses it.
+    pub known_bound: Option<Ticks>,
+    /// Called every [`AnytimeOptions::progress_every`] and at the end.
+    pub progress: Option<&'a ProgressFn<'a>>,
+    pub progress_every: Duration,
+    /// Set to true to stop; the outcome then holds what the search has.
+    pub interrupt: Option<Arc<AtomicBool>>,
+    /// Stop after expanding this many states.
+    pub max_states: u64,
+    /// The most nodes kept open; beyond it the worse half is given up (its
+    /// least estimate stays in the bound).
+    pub max_open: usize,
+    /// The most delete sets of live tensors tried per choice of starts at an
+    /// instant; a node cut there stays in the bound with its estimate.
+    pub mask_budget: usize,
+}
+
+impl Default for AnytimeOptions<'_> {
+    fn default() -> Self {
+        AnytimeOptions {
+            time_limit: Duration::from_secs(60),
+            incumbent: None,
+            known_bound: None,
+            progress: None,
+            progress_every: Duration::from_secs(2),
+            interrupt: None,
+            max_states: u64::MAX,
+            max_open: 400_000,
+            mask_budget: 64,
+        }
+    }
+}
+
+/// Why the search stopped.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, serde::Serialize)]
+#[serde(rename_all = "snake_case")]
+#[non_exhaustive]
+pub enum Stop {
+    /// The bound met the incumbent (or the open list emptied): nothing left.
+    Closed,
+    /// Every node kept was done with, but some were given up (memory or the
+    /// mask budget): the bound is their least estimate.
+    GaveUp,
+    TimeLimit,
+    StateLimit,
+    Interrupted,
+    /// Cyclic: too many boundary states to search from; nothing searched.
+    TooManyRoots,
+}
+
+/// What [`solve_anytime`] established.
+#[derive(Clone, Debug)]
+pub struct AnytimeOutcome {
+    /// The best schedule known (the incumbent given, or one the search found),
+    /// checked against the instance.
+    pub best: Option<Checked>,
+    /// Whether [`AnytimeOutcome::best`] was found by the search (else it is
+    /// the incumbent passed in).
+    pub best_from_search: bool,
+    /// Certified lower bound on the optimal makespan (period): the max of the
+    /// search's own bound and the known bound passed in (0 if neither).
+    pub lower_bound: Ticks,
+    /// The search's own certified bound (`proofs/ANYTIME.md`), when it ran.
+    pub search_bound: Option<Ticks>,
+    /// States expanded.
+    pub states: u64,
+    /// The best schedule meets the lower bound: `optimal (certified)`.
+    pub proven_optimal: bool,
+    /// No schedule exists (within the structural limits of proofs/SEARCH.md):
+    /// the search emptied its open list without giving anything up and no
+    /// incumbent was given.
+    pub infeasible: bool,
+    pub stop: Stop,
+    pub elapsed: Duration,
+    pub notes: Vec<String>,
+}
+
+impl AnytimeOutcome {
+    /// (best − bound) / bound, if there is a best schedule and a positive bound.
+    pub fn gap(&self) -> Option<f64> {
+        gap(self.best.as_ref().map(Checked::makespan), self.lower_bound)
+    }
+
+    /// The claim words for the outcome.
+    pub fn claim(&self) -> &'static str {
+        if self.proven_optimal {
+            "optimal (certified)"
+        } else if self.infeasible {
+            "infeasible (certified)"
+        } else if self.best.is_some() {
+            "valid"
+        } else {
+            "lower bound (certified)"
+        }
+    }
+}
+
+/// The open list: a heap on the estimate over a slab of nodes, and the floor
+/// (least estimate of every node given up).
+struct Open {
+    heap: BinaryHeap<Reverse<(i64, i64, usize)>>,
+    slab: Vec<Option<Node>>,
+    free: Vec<usize>,
+    floor: i64,
+    counter: i64,
+}
+
+impl Open {
+    fn push(&mut self, n: Node, f: i64) {
+        self.counter += 1;
+        let id = match self.free.pop() {
+            Some(id) => {
+                self.slab[id] = Some(n);
+                id
+            }
+            None => {
+                self.slab.push(Some(n));
+                self.slab.len() - 1
+            }
+        };
+        // Ties: the newest first (deeper, closer to a finished schedule).
+        self.heap.push(Reverse((f, -self.counter, id)));
+    }
+
+    fn pop(&mut self) -> Option<(Node, i64)> {
+        let Reverse((f, _, id)) = self.heap.pop()?;
+        let n = self.slab[id].take()?;
+        self.free.push(id);
+        Some((n, f))
+    }
+
+    fn min(&self) -> i64 {
+        self.heap.peek().map_or(i64::MAX, |Reverse((f, _, _))| *f)
+    }
+
+    /// Give up the worse half of the open nodes (their least estimate is
+    /// kept as the floor of the bound).
+    fn shrink(&mut self) {
+        let mut all = std::mem::take(&mut self.heap).into_sorted_vec();
+        // into_sorted_vec of Reverse is descending in f: the worst first.
+        let cut = all.len() / 2;
+        for Reverse((f, _, id)) in all.drain(..cut) {
+            self.floor = self.floor.min(f);
+            self.slab[id] = None;
+            self.free.push(id);
+        }
+        self.heap = all.into();
+    }
+}
+
+/// Search for a schedule better than the incumbent, within
+/// `opts.time_limit`, and return the best schedule known with a certified
+/// lower bound (`proofs/ANYTIME.md`). Scope: the search's
+/// ([`super::solve`]); anything else is refused with
+/// [`ExactError::Unsupported`]. An incumbent the checker rejects for this
+/// instance is refused with [`ExactError::CheckerRejected`].
+pub fn solve_anytime(
+    inst: &crate::model::Instance,
+    opts: &AnytimeOptions,
+) -> Result<AnytimeOutcome, ExactError> {
+    let started = Instant::now();
+    let (order, reads_at) = search_scope(inst)?;
+    let mut ctx = context(inst, order, reads_at);
+    let incumbent = match &opts.incumbent {
+        None => None,
+        Some(c) => match check(inst, c.schedule()) {
+            CheckOutcome::Valid(c) => Some(c),
+            CheckOutcome::Invalid(r) => {
+                return Err(ExactError::CheckerRejected {
+                    method: Method::Search,
+                    violations: Rejected(r.violations().to_vec()),
+                })
+            }
+        },
+    };
+    let known = opts.known_bound.unwrap_or(Ticks(0));
+    let mut run = Run {
+        opts,
+        started,
+        best: incumbent,
+        best_from_search: false,
+        known,
+        states: 0,
+        last_report: Instant::now(),
+    };
+    let Some((starts, closing)) = start_nodes(&mut ctx) else {
+        return Ok(run.outcome(
+            None,
+            Stop::TooManyRoots,
+            vec![format!(
+            "search: more than {} boundary states S0; not searched (the bound is the known one)",
+            super::MAX_ROOTS
+        )],
+        ));
+    };
+    let mut open = Open {
+        heap: BinaryHeap::new(),
+        slab: vec![],
+        free: vec![],
+        floor: i64::MAX,
+        counter: 0,
+    };
+    for n in starts {
+        let f = strong_estimate(&ctx, &n);
+        open.push(n, f);
+    }
+    let stop = branch_and_bound(&ctx, &closing, &mut run, &mut open)?;
+    let search_bound = open.min().min(open.floor).min(run.upper());
+    let notes = vec![
+        format!("anytime search: {} states expanded", run.states),
+        format!("release rule: {}", inst.release),
+        "bound: the least estimate (remaining compute; prefetches owed on the prefetch channel) over the nodes not done with; complete within the structural limits of proofs/SEARCH.md (proofs/ANYTIME.md)".into(),
+    ];
+    let sb = (search_bound < i64::MAX).then_some(Ticks(search_bound));
+    let mut out = run.outcome(sb, stop, notes);
+    out.infeasible = out.best.is_none() && search_bound == i64::MAX && stop == Stop::Closed;
+    Ok(out)
+}
+
+/// The state of one run: the incumbent, counters, the reporting clock.
+struct Run<'o, 'a> {
+    opts: &'o AnytimeOptions<'a>,
+    started: Instant,
+    best: Option<Checked>,
+    best_from_search: bool,
+    known: Ticks,
+    states: u64,
+    last_report: Instant,
+}
+
+impl Run<'_, '_> {
+    /// The incumbent's makespan, or +∞.
+    fn upper(&self) -> i64 {
+        self.best.as_ref().map_or(i64::MAX, |c| c.makespan().0)
+    }
+
+    fn stop_reason(&self) -> Option<Stop> {
+        if self
+            .opts
+            .interrupt
+            .as_ref()
+            .is_some_and(|i| i.load(Ordering::Relaxed))
+        {
+            Some(Stop::Interrupted)
+        } else if self.started.elapsed() >= self.opts.time_limit {
+            Some(Stop::TimeLimit)
+        } else if self.states >= self.opts.max_states {
+            Some(Stop::StateLimit)
+        } else {
+            None
+        }
+    }
+
+    fn report(&mut self, bound: i64, open: usize, force: bool) {
+        let Some(cb) = self.opts.progress else { return };
+        if !force && self.last_report.elapsed() < self.opts.progress_every {
+            return;
+        }
+        self.last_report = Instant::now();
+        let b = if bound == i64::MAX {
+            self.upper()
+        } else {
+            bound
+        };
+        cb(&Progress {
+            elapsed: self.started.elapsed(),
+            incumbent: self.best.as_ref().map(Checked::makespan),
+            lower_bound: Ticks(b.min(i64::MAX - 1)).max(self.known),
+            states: self.states,
+            open,
+        });
+    }
+
+    /// A finished schedule (one-shot) or closed period of this length: rebuild
+    /// and check it; it becomes the incumbent if it is better.
+    fn offer(&mut self, ctx: &Ctx, end: super::End) -> Result<(), ExactError> {
+        if end.0 >= self.upper() {
+            return Ok(());
+        }
+        let (sched, _) = rebuild(ctx, end)?;
+        match check(ctx.inst, &sched) {
+            CheckOutcome::Valid(c) => {
+                self.best = Some(c);
+                self.best_from_search = true;
+                Ok(())
+            }
+            CheckOutcome::Invalid(r) => Err(ExactError::CheckerRejected {
+                method: Method::Search,
+                violations: Rejected(r.violations().to_vec()),
+            }),
+        }
+    }
+
+    fn outcome(
+        &self,
+        search_bound: Option<Ticks>,
+        stop: Stop,
+        notes: Vec<String>,
+    ) -> AnytimeOutcome {
+        let lower_bound = search_bound.unwrap_or(Ticks(0)).max(self.known);
+        let lower_bound = match &self.best {
+            Some(c) => lower_bound.min(c.makespan()),
+            None => lower_bound,
+        };
+        let proven_optimal = self
+            .best
+            .as_ref()
+            .is_some_and(|c| c.makespan() <= lower_bound);
+        let out = AnytimeOutcome {
+            best: self.best.clone(),
+            best_from_search: self.best_from_search,
+            lower_bound,
+            search_bound,
+            states: self.states,
+            proven_optimal,
+            infeasible: false,
+            stop,
+            elapsed: self.started.elapsed(),
+            notes,
+        };
+        if let Some(cb) = self.opts.progress {
+            cb(&Progress {
+                elapsed: out.elapsed,
+                incumbent: out.best.as_ref().map(Checked::makespan),
+                lower_bound: out.lower_bound,
+                states: out.states,
+                open: 0,
+            });
+        }
+        out
+    }
+}
+
+/// Expansions between two dives (greedy descents that look for incumbents).
+const DIVE_EVERY: u64 = 2_000;
+/// Dominance entries kept (beyond, the table is cleared: dominance only saves
+/// work, the bound never depends on it).
+const MAX_CLOSED: usize = 400_000;
+
+/// The branch and bound proper. Returns why it stopped; `open` keeps the
+/// nodes not done with (and the floor of those given up).
+fn branch_and_bound(
+    ctx: &Ctx,
+    closing: &[Vec<i64>],
+    run: &mut Run,
+    open: &mut Open,
+) -> Result<Stop, ExactError> {
+    let mut closed: HashMap<Vec<i64>, i64> = HashMap::new();
+    let mut current: Option<(Node, i64)> = None;
+    let mut since_dive: u64 = DIVE_EVERY;
+    loop {
+        if let Some(s) = run.stop_reason() {
+            if let Some((n, f)) = current.take() {
+                open.push(n, f);
+            }
+            return Ok(s);
+        }
+        let (mut n, f) = match current.take() {
+            Some(x) => x,
+            None => {
+                let Some((n, f)) = open.pop() else {
+                    return Ok(if open.floor < i64::MAX {
+                        Stop::GaveUp
+                    } else {
+                        Stop::Closed
+                    });
+                };
+                if f >= run.upper() || Ticks(run.upper()) <= run.known {
+                    open.push(n, f);
+                    return Ok(
+                        if open.floor < run.upper() && Ticks(run.upper()) > run.known {
+                            Stop::GaveUp
+                        } else {
+                            Stop::Closed
+                        },
+                    );
+                }
+                (n, f)
+            }
+        };
+        run.states += 1;
+        since_dive += 1;
+        let bound_now = open.min().min(open.floor).min(f);
+        run.report(bound_now, open.heap.len(), false);
+        if !ctx.complete(&mut n) {
+            continue;
+        }
+        if let Some(end) = closes_period(ctx, &n, closing) {
+            run.offer(ctx, end)?;
+            continue;
+        }
+        let key = ctx.key(&n);
+        match closed.get(&key) {
+            Some(&t) if t <= n.time => continue,
+            _ => {
+                if closed.len() >= MAX_CLOSED {
+                    closed.clear();
+                }
+                closed.insert(key, n.time);
+            }
+        }
+        let mut truncated = false;
+        let children = expand(ctx, &n, run.opts.mask_budget, &mut truncated);
+        if truncated {
+            open.floor = open.floor.min(f);
+        }
+        let mut kept: Vec<(Node, i64)> = vec![];
+        for (child, done) in children {
+            if let Some(ms) = done {
+                run.offer(ctx, (ms, child.trail.clone(), 0, vec![]))?;
+                continue;
+            }
+            // Path-max: the parent's estimate bounds every completion through it.
+            let fc = strong_estimate(ctx, &child).max(f);
+            if fc < run.upper() {
+                kept.push((child, fc));
+            }
+        }
+        let dive = since_dive >= DIVE_EVERY || run.best.is_none() && run.states < 50_000;
+        if dive && !kept.is_empty() {
+            // Continue with the best child: least estimate, then most ops
+            // started, then earliest.
+            let ix = (0..kept.len())
+                .min_by_key(|&i| (kept[i].1, Reverse(kept[i].0.next), kept[i].0.time))
+                .unwrap_or(0);
+            current = Some(kept.swap_remove(ix));
+        } else if dive {
+            since_dive = 0;
+        }
+        for (c, fc) in kept {
+            open.push(c, fc);
+        }
+        if open.heap.len() > run.opts.max_open {
+            open.shrink();
+        }
+    }
+}
+
+/// The parent's estimate, strengthened by the prefetch channel: every tensor
+/// read later that is neither on the GPU nor on its way there, and whose CPU
+/// copy is current, must be prefetched (⌈|t|/β⌉ ticks, one at a time on the
+/// prefetch channel, after the transfer in flight there) before its next
+/// reader starts; the ops from that reader on run after it, one at a time.
+/// Admissible (`proofs/ANYTIME.md` §2).
+fn strong_estimate(ctx: &Ctx, n: &Node) -> i64 {
+    let base = ctx.estimate(n);
+    let ch = ctx.channel_ix(Direction::Prefetch);
+    let r0 = n
+        .flights
+        .get(ch)
+        .copied()
+        .flatten()
+        .map_or(n.time, |f| f.end.max(n.time));
+    let len = ctx.order.len();
+    let mut owed = vec![0i64; len + 1];
+    let mut any = false;
+    for (i, ts) in n.state.tensors.iter().enumerate() {
+        if ctx.tau[i] == 0 || !matches!(ts.gpu, GpuCopy::Absent) || !ts.cpu_current() {
+            continue;
+        }
+        let ten = &ctx.inst.tensors[i];
+        if !ten.transferable {
+            continue;
+        }
+        if let Some(&p) = ctx.reads_at[i].iter().find(|&&p| p >= n.next) {
+            owed[p] += ctx.tau[i];
+            any = true;
+        }
+    }
+    if !any {
+        return base;
+    }
+    let mut s = n.time + n.running.map_or(0, |(_, e)| e - n.time);
+    let mut cum = r0;
+    for k in n.next..len {
+        cum += owed[k];
+        if owed[k] > 0 {
+            s = s.max(cum);
+        }
+        s += ctx.dur[k];
+    }
+    base.max(s)
+}
