@@ -105,7 +105,7 @@ fn dynprog_schedules_pass_the_checker_on_coarse_grids() {
         if spec.is_empty() || spec.len() > 10 {
             return TestResult::discard();
         }
-        let mem = if mem % 4 == 0 { 0 } else { mem };
+        let mem = if mem.is_multiple_of(4) { 0 } else { mem };
         let c = activation_chain_5(&spec, mem, bw);
         let file = InstanceFile::ActivationChain(c.clone());
         let inst = file.compile().unwrap();
