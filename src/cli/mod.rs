@@ -15,6 +15,7 @@ pub mod heuristic;
 pub mod import;
 pub mod plot;
 pub mod solve;
+pub mod solve_anytime;
 pub mod sweep;
 pub mod table1;
 

@@ -29,6 +29,10 @@ pub enum MethodArg {
     Smt,
     Search,
     All,
+    /// The anytime search (exact::anytime): the best checked heuristic
+    /// schedule as incumbent, the best certified bound as known bound; prints
+    /// the incumbent, the certified bound and the gap.
+    Anytime,
 }
 
 #[derive(clap::Args, Debug)]
@@ -54,6 +58,10 @@ pub struct SolveArgs {
     /// Print the verdict as JSON.
     #[arg(long)]
     pub json: bool,
+    /// `--method anytime` only: solve at this memory (bytes with K/M/G
+    /// suffixes, `min`, `peak` or `P%` of least..peak); default: the file's.
+    #[arg(long)]
+    pub memory: Option<String>,
     #[command(flatten)]
     pub release: super::ReleaseOpt,
 }
@@ -64,12 +72,19 @@ fn methods(m: MethodArg) -> Vec<Method> {
         MethodArg::Smt => vec![Method::Smt],
         MethodArg::Search => vec![Method::Search],
         MethodArg::All => vec![Method::Milp, Method::Smt, Method::Search],
+        MethodArg::Anytime => vec![],
     }
 }
 
 pub fn run(a: SolveArgs) -> anyhow::Result<ExitCode> {
     if !(a.time_limit > 0.0 && a.time_limit.is_finite()) {
         anyhow::bail!("--time-limit: must be a positive number of seconds");
+    }
+    if a.method == MethodArg::Anytime {
+        return super::solve_anytime::run(&a);
+    }
+    if a.memory.is_some() {
+        anyhow::bail!("--memory: only with --method anytime");
     }
     let text = io::read_text(&a.instance)?;
     let (_, mut inst) = io::parse_instance(&a.instance.display().to_string(), &text)?;

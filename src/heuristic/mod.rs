@@ -5,6 +5,7 @@
 //! Must not import: exact solvers.
 
 pub mod activation;
+pub mod improve;
 pub mod op_sequence;
 pub mod remat;
 pub mod weight;
@@ -88,4 +89,21 @@ pub fn all() -> Vec<Box<dyn Heuristic>> {
     v.extend(op_sequence::heuristics());
     v.extend(remat::heuristics());
     v
+}
+
+/// The best checked run of every applicable heuristic (least makespan; ties:
+/// registry order), or `None` if none gives a valid schedule.
+pub fn best_run(file: &InstanceFile, inst: &Instance) -> Option<HeuristicRun> {
+    let mut best: Option<HeuristicRun> = None;
+    for h in all().iter().filter(|h| h.applies(file)) {
+        if let Ok(r) = run(h.as_ref(), file, inst) {
+            if best
+                .as_ref()
+                .is_none_or(|b| r.checked.makespan() < b.checked.makespan())
+            {
+                best = Some(r);
+            }
+        }
+    }
+    best
 }

@@ -273,11 +273,12 @@ pub fn solve_anytime(
         floor: i64::MAX,
         counter: 0,
     };
+    let extra = Extra::new(&ctx);
     for n in starts {
-        let f = strong_estimate(&ctx, &n);
+        let f = strong_estimate(&ctx, &extra, &n);
         open.push(n, f);
     }
-    let stop = branch_and_bound(&ctx, &closing, &mut run, &mut open)?;
+    let stop = branch_and_bound(&ctx, &extra, &closing, &mut run, &mut open)?;
     let search_bound = open.min().min(open.floor).min(run.upper());
     let notes = vec![
         format!("anytime search: {} states expanded", run.states),
@@ -414,6 +415,7 @@ const MAX_CLOSED: usize = 400_000;
 /// nodes not done with (and the floor of those given up).
 fn branch_and_bound(
     ctx: &Ctx,
+    extra: &Extra,
     closing: &[Vec<i64>],
     run: &mut Run,
     open: &mut Open,
@@ -484,7 +486,7 @@ fn branch_and_bound(
                 continue;
             }
             // Path-max: the parent's estimate bounds every completion through it.
-            let fc = strong_estimate(ctx, &child).max(f);
+            let fc = strong_estimate(ctx, extra, &child).max(f);
             if fc < run.upper() {
                 kept.push((child, fc));
             }
@@ -509,48 +511,219 @@ fn branch_and_bound(
     }
 }
 
-/// The parent's estimate, strengthened by the prefetch channel: every tensor
-/// read later that is neither on the GPU nor on its way there, and whose CPU
-/// copy is current, must be prefetched (⌈|t|/β⌉ ticks, one at a time on the
-/// prefetch channel, after the transfer in flight there) before its next
-/// reader starts; the ops from that reader on run after it, one at a time.
-/// Admissible (`proofs/ANYTIME.md` §2).
-fn strong_estimate(ctx: &Ctx, n: &Node) -> i64 {
-    let base = ctx.estimate(n);
-    let ch = ctx.channel_ix(Direction::Prefetch);
-    let r0 = n
-        .flights
-        .get(ch)
-        .copied()
-        .flatten()
-        .map_or(n.time, |f| f.end.max(n.time));
-    let len = ctx.order.len();
-    let mut owed = vec![0i64; len + 1];
-    let mut any = false;
-    for (i, ts) in n.state.tensors.iter().enumerate() {
-        if ctx.tau[i] == 0 || !matches!(ts.gpu, GpuCopy::Absent) || !ts.cpu_current() {
-            continue;
+/// What the strengthened estimate needs besides [`Ctx`]: per position the
+/// op's allocation at its start (outputs and scratch) and what it consumes;
+/// per tensor the position of its producer.
+struct Extra {
+    alloc: Vec<i128>,
+    consumes: Vec<Vec<usize>>,
+    producer: Vec<Option<usize>>,
+    /// β = bytes per ticks.
+    bw_bytes: i128,
+    bw_ticks: i128,
+    /// One-shot only: the memory term is not used for cyclic instances.
+    memory_term: bool,
+    /// Per tensor, per entry of `Ctx::reads_at`: the last position j before
+    /// that reader with a positive op that cannot run while a copy of the
+    /// tensor is on the GPU (its outputs, scratch and — under `after_end` —
+    /// inputs plus the tensor exceed the capacity). A prefetch of the tensor
+    /// for that reader starts at or after that op's end.
+    blocker: Vec<Vec<Option<usize>>>,
+}
+
+impl Extra {
+    fn new(ctx: &Ctx) -> Extra {
+        let inst = ctx.inst;
+        let nt = inst.tensors.len();
+        let mut producer = vec![None; nt];
+        let mut consumes = vec![vec![]; ctx.order.len()];
+        let mut alloc = vec![0i128; ctx.order.len()];
+        for (k, o) in ctx.order.iter().enumerate() {
+            let op = inst.op(*o);
+            for t in &op.produces {
+                producer[t.ix()] = Some(k);
+                alloc[k] += inst.tensor(*t).size.0 as i128;
+            }
+            alloc[k] += op.temp.0 as i128;
+            consumes[k] = op.consumes.iter().map(|t| t.ix()).collect();
         }
-        let ten = &ctx.inst.tensors[i];
-        if !ten.transferable {
-            continue;
-        }
-        if let Some(&p) = ctx.reads_at[i].iter().find(|&&p| p >= n.next) {
-            owed[p] += ctx.tau[i];
-            any = true;
+        let after_end = ctx.after_end;
+        // Memory an op holds all through its run.
+        let held: Vec<i128> = (0..ctx.order.len())
+            .map(|k| {
+                let op = inst.op(ctx.order[k]);
+                let inputs: i128 = if after_end {
+                    op.reads
+                        .iter()
+                        .filter(|t| !op.consumes.contains(t) && !op.produces.contains(t))
+                        .map(|t| inst.tensor(*t).size.0 as i128)
+                        .sum()
+                } else {
+                    0
+                };
+                alloc[k] + inputs
+            })
+            .collect();
+        let blocker = (0..nt)
+            .map(|i| {
+                let size = inst.tensors[i].size.0 as i128;
+                ctx.reads_at[i]
+                    .iter()
+                    .map(|&p| {
+                        (0..p).rev().find(|&j| {
+                            ctx.dur[j] > 0
+                                && held[j] + size > ctx.cap
+                                && !inst.op(ctx.order[j]).reads.iter().any(|t| t.ix() == i)
+                        })
+                    })
+                    .collect()
+            })
+            .collect();
+        let bw = inst.machine.bandwidth;
+        Extra {
+            blocker,
+            alloc,
+            consumes,
+            producer,
+            bw_bytes: bw.bytes as i128,
+            bw_ticks: bw.ticks as i128,
+            memory_term: !ctx.cyclic,
         }
     }
-    if !any {
-        return base;
+}
+
+/// The parent's estimate, strengthened (admissible: `proofs/ANYTIME.md` §2)
+/// by a lower bound on the start of every op still to run, p:
+/// - the ops before it run one at a time (the parent's term);
+/// - *prefetch channel*: every tensor read at a position ≤ p that is neither
+///   on the GPU nor on its way there, and whose CPU copy is current, is
+///   prefetched (⌈|t|/β⌉ ticks, one at a time, after the transfer in flight
+///   on that channel) before its reader starts;
+/// - *memory* (one-shot): at p's start the GPU holds p's outputs and scratch,
+///   p's inputs (but what it consumes), and every tensor read after p that
+///   has existed (or is produced before p) unless it has a current CPU copy;
+///   a tensor without one now needs an offload, on the offload channel after
+///   its transfer in flight, ending by p's start. If that memory exceeds the
+///   capacity by E > 0, offloads of at least E bytes, ⌈E/β⌉ ticks, end by
+///   p's start.
+///
+/// The ops from p on then run one at a time.
+fn strong_estimate(ctx: &Ctx, x: &Extra, n: &Node) -> i64 {
+    let base = ctx.estimate(n);
+    let len = ctx.order.len();
+    let free_at = |dir: Direction| {
+        n.flights
+            .get(ctx.channel_ix(dir))
+            .copied()
+            .flatten()
+            .map_or(n.time, |f| f.end.max(n.time))
+    };
+    let r_pf = free_at(Direction::Prefetch);
+    let r_off = free_at(Direction::Offload);
+    let mut owed = vec![0i64; len + 1];
+    // (reader, blocking op, ticks): the prefetch starts after the blocker ends.
+    let mut single: Vec<(usize, usize, i64)> = vec![];
+    // Memory at p's start, by kind: must stay (u), could go with an offload (c).
+    let mut u = vec![0i128; len + 2];
+    let mut c = vec![0i128; len + 2];
+    for (i, ts) in n.state.tensors.iter().enumerate() {
+        let ten = &ctx.inst.tensors[i];
+        let size = ten.size.0 as i128;
+        if size == 0 {
+            continue;
+        }
+        let reads = &ctx.reads_at[i];
+        let Some(&last) = reads.last() else { continue };
+        if last < n.next {
+            continue;
+        }
+        if ten.transferable && matches!(ts.gpu, GpuCopy::Absent) && ts.cpu_current() {
+            if let Some(ix) = reads.iter().position(|&p| p >= n.next) {
+                let p = reads[ix];
+                owed[p] += ctx.tau[i];
+                if let Some(j) = x.blocker[i][ix] {
+                    if j + 1 >= n.next {
+                        single.push((p, j, ctx.tau[i]));
+                    }
+                }
+            }
+        }
+        if !x.memory_term {
+            continue;
+        }
+        let produced_before = x.producer[i].is_some_and(|q| q < n.next);
+        let lo = if ts.exists || produced_before {
+            if !ts.on_gpu() && !ts.cpu_current() {
+                continue; // lost: the transitions will refuse its reader
+            }
+            n.next
+        } else {
+            match x.producer[i] {
+                Some(q) if q >= n.next => q + 1,
+                _ => continue,
+            }
+        };
+        if lo > last {
+            continue;
+        }
+        let free = ts.exists && (ts.cpu_current() || ts.cpu_incoming > 0);
+        // Baseline over [lo, last]: free 0, transferable c, else u.
+        if !free {
+            let arr = if ten.transferable { &mut c } else { &mut u };
+            arr[lo] += size;
+            arr[last + 1] -= size;
+        }
+        // At its readers it must be present (unless consumed there).
+        for &r in reads.iter().filter(|&&r| r >= lo) {
+            if !free && ten.transferable {
+                c[r] -= size;
+                c[r + 1] += size;
+            } else if !free {
+                u[r] -= size;
+                u[r + 1] += size;
+            }
+            if !x.consumes[r].contains(&i) {
+                u[r] += size;
+                u[r + 1] -= size;
+            }
+        }
     }
     let mut s = n.time + n.running.map_or(0, |(_, e)| e - n.time);
-    let mut cum = r0;
-    for k in n.next..len {
+    let mut cum = r_pf;
+    // Earliest end of each op (the running one: its end).
+    let mut ends = vec![i64::MIN; len];
+    if let Some((k, e)) = n.running {
+        ends[k] = e;
+    }
+    single.sort_unstable();
+    let mut si = 0;
+    let (mut uu, mut cc) = (0i128, 0i128);
+    for k in 0..len {
+        uu += u[k];
+        cc += c[k];
+        if k < n.next {
+            continue;
+        }
         cum += owed[k];
         if owed[k] > 0 {
             s = s.max(cum);
         }
+        while si < single.len() && single[si].0 == k {
+            let (_, j, tau) = single[si];
+            if ends[j] > i64::MIN {
+                s = s.max(ends[j] + tau);
+            }
+            si += 1;
+        }
+        if x.memory_term {
+            let excess = x.alloc[k] + uu + cc - ctx.cap;
+            if excess > 0 && cc >= excess {
+                let ticks = (excess * x.bw_ticks + x.bw_bytes - 1) / x.bw_bytes;
+                s = s.max(r_off.saturating_add(i64::try_from(ticks).unwrap_or(i64::MAX / 4)));
+            }
+        }
         s += ctx.dur[k];
+        ends[k] = s;
     }
     base.max(s)
 }

@@ -1,0 +1,162 @@
+//! Local improvement of a checked schedule by re-planning its transfers.
+//!
+//! Scope: one-shot instances with a fixed order of GPU ops (what
+//! [`crate::simulate::asap`] realises: `activation_chain` and core instances
+//! of that shape). The schedule's plan is the set of tensors it offloads, in
+//! the order of their offloads; the neighbours of a plan are: one tensor more
+//! (inserted in production order), one tensor fewer, one tensor swapped for
+//! another, and the same set with a TFLMS-style prefetch look-ahead. Each
+//! neighbour is realised by the shared no-wait simulator and **checked**; the
+//! first strictly better checked schedule becomes the current one (first-
+//! improvement hill climbing) until no neighbour improves or the time is up.
+//!
+//! Owns: [`improve`], [`best_run`]'s companion that improves a heuristic run.
+//! Must not import: exact solvers. Property (`tests/improve.rs`): every
+//! schedule it returns passes the checker and is never worse than its input.
+
+use crate::check::{check, CheckOutcome, Checked};
+use crate::model::{ComputeOrder, Direction, Instance, Mode, TensorId};
+use crate::schedule::Event;
+use crate::simulate::{asap, Plan};
+use std::time::{Duration, Instant};
+
+/// Prefetch look-aheads tried for the final set (None: as early as memory allows).
+const LOOKAHEADS: [Option<usize>; 7] = [None, Some(1), Some(2), Some(3), Some(4), Some(6), Some(8)];
+
+/// A strictly better checked schedule than `start`, found by re-planning its
+/// transfers within `time` (see the module documentation), or `None` (none
+/// found, or the instance is out of scope).
+pub fn improve(inst: &Instance, start: &Checked, time: Duration) -> Option<Checked> {
+    if inst.mode != Mode::OneShot || !matches!(inst.order, ComputeOrder::Fixed(_)) {
+        return None;
+    }
+    let began = Instant::now();
+    let cands = candidates(inst);
+    let mut cur: Vec<TensorId> = offloaded(start);
+    let mut best: Option<Checked> = None;
+    let mut best_ms = start.makespan();
+    // The start's own plan realised (it may already be better than the input).
+    let mut la_best: Option<usize> = None;
+    let mut try_plan = |set: &[TensorId], la: Option<usize>| -> Option<Checked> {
+        let plan = Plan {
+            offload: set.to_vec(),
+            lookahead: la,
+        };
+        let s = asap(inst, &plan).ok()?;
+        if s.last_end() >= best_ms {
+            return None;
+        }
+        match check(inst, &s) {
+            CheckOutcome::Valid(c) if c.makespan() < best_ms => {
+                best_ms = c.makespan();
+                best = Some(c.clone());
+                Some(c)
+            }
+            _ => None,
+        }
+    };
+    for la in LOOKAHEADS {
+        if try_plan(&cur, la).is_some() {
+            la_best = la;
+        }
+    }
+    let order_of = |t: TensorId| cands.iter().position(|c| *c == t).unwrap_or(usize::MAX);
+    let sorted = |mut v: Vec<TensorId>| {
+        v.sort_by_key(|t| order_of(*t));
+        v
+    };
+    'climb: loop {
+        // Neighbours: remove one, add one, swap one for one.
+        let mut moves: Vec<Vec<TensorId>> = vec![];
+        for i in 0..cur.len() {
+            let mut v = cur.clone();
+            v.remove(i);
+            moves.push(v);
+        }
+        for c in &cands {
+            if !cur.contains(c) {
+                let mut v = cur.clone();
+                v.push(*c);
+                moves.push(sorted(v));
+            }
+        }
+        for i in 0..cur.len() {
+            for c in &cands {
+                if !cur.contains(c) {
+                    let mut v = cur.clone();
+                    v[i] = *c;
+                    moves.push(sorted(v));
+                }
+            }
+        }
+        for m in moves {
+            if began.elapsed() >= time {
+                break 'climb;
+            }
+            if try_plan(&m, la_best).is_some() {
+                cur = m;
+                continue 'climb;
+            }
+        }
+        // A local optimum for this look-ahead: try the others once more.
+        let mut moved = false;
+        for la in LOOKAHEADS {
+            if la != la_best && try_plan(&cur, la).is_some() {
+                la_best = la;
+                moved = true;
+            }
+        }
+        if !moved {
+            break;
+        }
+    }
+    best
+}
+
+/// The transferable tensors of positive size read at least twice (the only
+/// ones an offload can pay for), in order of their first reader.
+fn candidates(inst: &Instance) -> Vec<TensorId> {
+    let ComputeOrder::Fixed(order) = &inst.order else {
+        return vec![];
+    };
+    let mut reads = vec![0usize; inst.tensors.len()];
+    let mut first = vec![usize::MAX; inst.tensors.len()];
+    for (k, o) in order.iter().enumerate() {
+        for t in &inst.op(*o).reads {
+            reads[t.ix()] += 1;
+            first[t.ix()] = first[t.ix()].min(k);
+        }
+    }
+    let mut v: Vec<TensorId> = (0..inst.tensors.len())
+        .filter(|&i| inst.tensors[i].transferable && inst.tensors[i].size.0 > 0 && reads[i] >= 2)
+        .map(|i| TensorId(i as u32))
+        .collect();
+    v.sort_by_key(|t| first[t.ix()]);
+    v
+}
+
+/// The tensors a schedule offloads, in the order of their first offload.
+fn offloaded(c: &Checked) -> Vec<TensorId> {
+    let mut offs: Vec<(i64, TensorId)> = c
+        .schedule()
+        .events
+        .iter()
+        .filter_map(|e| match *e {
+            Event::Transfer {
+                dir: Direction::Offload,
+                tensor,
+                start,
+                ..
+            } => Some((start.0, tensor)),
+            _ => None,
+        })
+        .collect();
+    offs.sort();
+    let mut out: Vec<TensorId> = vec![];
+    for (_, t) in offs {
+        if !out.contains(&t) {
+            out.push(t);
+        }
+    }
+    out
+}
