@@ -48,7 +48,7 @@ pub fn run(a: &SolveArgs) -> anyhow::Result<ExitCode> {
         .filter_map(|(_, r)| r.ok())
         .filter(|b| b.strength == Strength::Certified)
         .collect();
-    let known = bound::best(certified.iter()).cloned();
+    let known = bound::best_of(&certified, Strength::Certified).cloned();
     let interrupt = Arc::new(AtomicBool::new(false));
     {
         let c = interrupt.clone();
