@@ -7,6 +7,7 @@ use num_rational::BigRational;
 use offcert::bound::activation::{fractional_optimum, prop3};
 use offcert::bound::{self, BoundError};
 use offcert::family::InstanceFile;
+use offcert::heuristic::activation::{DynProg, OffloadEverything};
 use offcert::heuristic::{self, HeuristicError};
 use quickcheck::TestResult;
 use std::sync::atomic::{AtomicUsize, Ordering};
@@ -88,4 +89,47 @@ fn below_the_least_feasible_memory_every_bound_says_infeasible() {
             "{name}: {r:?}"
         );
     }
+}
+
+static DYNPROG_RUNS: AtomicUsize = AtomicUsize::new(0);
+
+/// DYNPROG on coarse grids (S = 2..=41, where rounding bites) at memories
+/// from the least feasible (a quarter of the draws) to the peak: every
+/// schedule it returns passes the checker (`heuristic::run` fails with
+/// `Invalid` otherwise), and wherever offloading everything fits, DYNPROG
+/// finds a schedule too (discretisation never turns a feasible budget into
+/// "no schedule").
+#[test]
+fn dynprog_schedules_pass_the_checker_on_coarse_grids() {
+    fn prop(spec: Vec<(u8, u8, u8, u8, u8)>, mem: u8, bw: u8, slots: u8) -> TestResult {
+        if spec.is_empty() || spec.len() > 10 {
+            return TestResult::discard();
+        }
+        let mem = if mem.is_multiple_of(4) { 0 } else { mem };
+        let c = activation_chain_5(&spec, mem, bw);
+        let file = InstanceFile::ActivationChain(c.clone());
+        let inst = file.compile().unwrap();
+        let dp = DynProg {
+            slots: 2 + (slots % 40) as u32,
+        };
+        let all = heuristic::run(&OffloadEverything, &file, &inst);
+        match heuristic::run(&dp, &file, &inst) {
+            Ok(_) => {
+                DYNPROG_RUNS.fetch_add(1, Ordering::Relaxed);
+                TestResult::passed()
+            }
+            Err(HeuristicError::NoSchedule { reason, .. }) if all.is_ok() => {
+                TestResult::error(format!(
+                    "S = {}: no schedule ({reason}) although offload-all has one on {c:?}",
+                    dp.slots
+                ))
+            }
+            Err(HeuristicError::NoSchedule { .. }) => TestResult::discard(),
+            Err(e) => TestResult::error(format!("S = {}: {e} on {c:?}", dp.slots)),
+        }
+    }
+    qc(300, 150)
+        .max_tests(cases(3000))
+        .quickcheck(prop as fn(_, _, _, _) -> TestResult);
+    assert!(DYNPROG_RUNS.load(Ordering::Relaxed) >= 150);
 }

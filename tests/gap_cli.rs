@@ -100,7 +100,7 @@ fn gap_text_csv_json_and_plot() {
     assert!(out.contains("== instances/examples/chain3.json"), "{out}");
     assert!(out.contains("memory 8 B (0% of least..peak)"), "{out}");
     assert!(
-        out.contains("best bound 19 ticks: fractional-thm2, lower bound (certified)"),
+        out.contains("best certified bound 19 ticks: fractional-thm2, lower bound (certified)"),
         "{out}"
     );
     // Six ops: the exact solvers run and agree, and the heuristics reach it.
@@ -135,8 +135,9 @@ fn gap_text_csv_json_and_plot() {
     assert!(lines[0].starts_with("instance,budget_bytes,budget_percent,heuristic,verdict,makespan"));
     // 3 budgets × 5 heuristics.
     assert_eq!(lines.len(), 1 + 15, "{out}");
+    assert!(lines[0].contains(",bound,bound_source,solver_reported_bound,solver_reported_source,best_schedule,best_schedule_by,certified_gap,certified_gap_percent,"), "{out}");
     assert!(lines.iter().any(|l| l.starts_with(
-        "instances/examples/chain3.json,8,0.0,greedy,valid,19,1.0000,19,fractional-thm2,lower bound (certified),1.0000,19,optimal (cross-checked),"
+        "instances/examples/chain3.json,8,0.0,greedy,valid,19,1.0000,19,fractional-thm2,,,19,greedy,0,0.000,1.0000,19,optimal (cross-checked),"
     )), "{out}");
 
     let plot = std::env::temp_dir().join(format!("offcert-gap-{}.svg", std::process::id()));
@@ -158,12 +159,27 @@ fn gap_text_csv_json_and_plot() {
     assert_eq!(entries[4]["budget"], 16);
     for e in entries {
         assert!(e["problems"].as_array().unwrap().is_empty());
+        assert_eq!(
+            e["best_certified_bound"]["strength"],
+            "lower bound (certified)"
+        );
         for h in e["heuristics"].as_array().unwrap() {
             assert_eq!(h["verdict"], "valid");
         }
     }
+    // At 8 B the fractional bound 19 meets GREEDY: gap 0. At 10 B the
+    // certified bound is 17 and the best schedule 19: 2/17, although the exact
+    // methods agree on 19 — `optimal (cross-checked)` is not a certified bound.
+    assert_eq!(entries[0]["certified_gap"]["exact"], "0");
+    assert_eq!(entries[1]["budget"], 10);
+    assert_eq!(entries[1]["certified_gap"]["exact"], "2/17");
+    assert_eq!(entries[1]["optimum"]["claim"], "optimal (cross-checked)");
     let svg = std::fs::read_to_string(&plot).unwrap();
     assert!(svg.starts_with("<svg") && svg.contains("greedy") && svg.contains("dynprog"));
+    assert!(
+        svg.contains("certified gap (optimum inside)"),
+        "the band's legend"
+    );
 }
 
 #[test]
@@ -204,4 +220,55 @@ fn bad_input_names_the_file_and_exits_2() {
     let (code, _, err) = offcert(&["sweep", CHAIN3, "--memory", "min:peak:0"]);
     assert_eq!(code, 2);
     assert!(err.contains("at least 1"), "{err}");
+}
+
+/// `--time-limit` runs the anytime search where the gap is open: on w2 at its
+/// least memory (14 B) GREEDY's period is 8 against the certified LP bound
+/// 6.5 (⌈⌉ 7); the search finds a period-7 schedule (checked), its own bound
+/// is 7, so the row ends `optimal (certified)` with the search as finder.
+#[test]
+fn gap_time_limit_runs_the_anytime_search_on_open_rows() {
+    let (code, out, err) = offcert(&[
+        "gap",
+        "instances/examples/w2.json",
+        "--memory",
+        "min",
+        "--exact-max-ops",
+        "0",
+        "--time-limit",
+        "20",
+        "--json",
+        "--quiet",
+    ]);
+    assert_eq!(code, 0, "{out}{err}");
+    let v: serde_json::Value = serde_json::from_str(&out).unwrap();
+    let e = &v[0];
+    assert_eq!(e["best_schedule"]["by"], "anytime-search", "{e}");
+    assert_eq!(e["best_schedule"]["makespan"], 7);
+    assert_eq!(e["anytime"]["found"], 7);
+    assert_eq!(e["anytime"]["search_bound"], 7);
+    assert_eq!(e["best_certified_bound"]["source"], "anytime-search");
+    assert_eq!(e["optimum"]["claim"], "optimal (certified)");
+    assert_eq!(e["certified_gap"]["exact"], "0");
+    // The solver-reported MILP value is shown beside, never as the best bound.
+    assert_eq!(e["best_solver_reported"]["strength"], "solver-reported");
+    // Without --time-limit the search does not run and the gap stays 1/7.
+    let (code, out, _) = offcert(&[
+        "gap",
+        "instances/examples/w2.json",
+        "--memory",
+        "min",
+        "--exact-max-ops",
+        "0",
+        "--json",
+        "--quiet",
+    ]);
+    assert_eq!(code, 0);
+    let v: serde_json::Value = serde_json::from_str(&out).unwrap();
+    assert!(v[0]["anytime"].is_null());
+    assert_eq!(v[0]["certified_gap"]["exact"], "1/7");
+    assert_eq!(v[0]["certified_gap"]["percent"], "14.286");
+    let (code, _, err) = offcert(&["gap", CHAIN3, "--time-limit", "0"]);
+    assert_eq!(code, 2, "{err}");
+    assert!(err.contains("--time-limit"), "{err}");
 }

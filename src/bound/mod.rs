@@ -197,28 +197,52 @@ pub fn evaluate(
         .collect()
 }
 
-/// The largest bound, preferring `certified` over `solver-reported` at equal
-/// value (a solver-reported bound is only used when it is strictly larger).
-pub fn best<'a>(bounds: impl IntoIterator<Item = &'a LowerBound>) -> Option<&'a LowerBound> {
-    let mut best: Option<&LowerBound> = None;
-    for b in bounds {
-        best = match best {
-            None => Some(b),
-            Some(cur) => {
-                let better = b.value > cur.value
-                    || (b.value == cur.value
-                        && b.strength == Strength::Certified
-                        && cur.strength != Strength::Certified);
-                Some(if better { b } else { cur })
-            }
-        };
-    }
-    best
+/// The largest bound of one strength. The gap report takes its best bound
+/// with `Strength::Certified` only: a `solver-reported` value, however
+/// large, is shown beside it and never used in its place.
+pub fn best_of<'a>(
+    bounds: impl IntoIterator<Item = &'a LowerBound>,
+    strength: Strength,
+) -> Option<&'a LowerBound> {
+    bounds.into_iter().filter(|b| b.strength == strength).fold(
+        None,
+        |best: Option<&LowerBound>, b| match best {
+            Some(cur) if cur.value >= b.value => Some(cur),
+            _ => Some(b),
+        },
+    )
 }
 
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    fn lb(num: i64, den: i64, source: &str, strength: Strength) -> LowerBound {
+        LowerBound {
+            value: BigRational::new(BigInt::from(num), BigInt::from(den)),
+            source: source.into(),
+            strength,
+        }
+    }
+
+    /// bert-L144-b16 (issue 14): the solver-reported MILP value 10933790 is
+    /// above the certified LP bound 10933789.83…; the best certified bound is
+    /// the LP's, and the best solver-reported one is the MILP's.
+    #[test]
+    fn a_larger_solver_reported_bound_is_never_the_best_certified_one() {
+        let v = vec![
+            lb(10933790, 1, "milp-sec6", Strength::SolverReported),
+            lb(1093378983, 100, "milp-sec6-lp", Strength::Certified),
+            lb(5, 1, "trivial", Strength::Certified),
+        ];
+        let c = best_of(&v, Strength::Certified).unwrap();
+        assert_eq!(c.source, "milp-sec6-lp");
+        assert_eq!(
+            best_of(&v, Strength::SolverReported).unwrap().source,
+            "milp-sec6"
+        );
+        assert!(best_of(&v[..1], Strength::Certified).is_none());
+    }
 
     #[test]
     fn a_failed_bound_keeps_its_typed_cause() {

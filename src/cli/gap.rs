@@ -30,9 +30,14 @@ pub struct GapArgs {
     /// Largest instance (in ops) whose optimum is computed without --exact.
     #[arg(long, default_value_t = 8)]
     pub exact_max_ops: usize,
-    /// Time limit per exact solve, in seconds.
-    #[arg(long, default_value_t = 20)]
-    pub time_limit: u64,
+    /// Seconds per instance and budget for the exact methods. Given, the
+    /// anytime search (best checked heuristic schedule as incumbent, the best
+    /// certified bound as known bound) runs on every instance and budget whose
+    /// certified gap is still open, and the exact cross-check of small
+    /// instances uses the same limit. Not given: no anytime search, and the
+    /// cross-check runs with 20 s.
+    #[arg(long)]
+    pub time_limit: Option<u64>,
     /// Only these heuristics (repeatable).
     #[arg(long = "heuristic")]
     pub heuristics: Vec<String>,
@@ -42,7 +47,8 @@ pub struct GapArgs {
     /// Print JSON instead of the text table.
     #[arg(long)]
     pub json: bool,
-    /// Draw ratio to the best bound against memory, per heuristic, into this SVG.
+    /// Draw makespan / ⌈best certified bound⌉ against memory, per heuristic,
+    /// over the certified gap band, into this SVG.
     #[arg(long)]
     pub plot: Option<PathBuf>,
     /// Never show the progress bar.
@@ -123,7 +129,24 @@ pub fn run(a: GapArgs) -> anyhow::Result<ExitCode> {
         );
         b
     };
-    let optimum = exact_optimum(std::time::Duration::from_secs(a.time_limit));
+    if a.time_limit == Some(0) {
+        anyhow::bail!("--time-limit: must be a positive number of seconds");
+    }
+    let limit = a.time_limit.map(std::time::Duration::from_secs);
+    let optimum = exact_optimum(limit.unwrap_or(std::time::Duration::from_secs(20)));
+    let prefix = std::cell::RefCell::new(String::new());
+    let progress = |p: &crate::exact::anytime::Progress| {
+        bar.set_message(format!(
+            "{}: anytime {:.0} s, best {}, bound {}, gap {}, {} states",
+            prefix.borrow(),
+            p.elapsed.as_secs_f64(),
+            p.incumbent.map_or("-".into(), |t| t.0.to_string()),
+            p.lower_bound.0,
+            p.gap()
+                .map_or("-".into(), |g| format!("{:.3} %", 100.0 * g)),
+            p.states
+        ))
+    };
     let max_ops = a.exact_max_ops;
     let force = a.exact;
     let exact_for = move |inst: &crate::model::Instance| force || inst.ops.len() <= max_ops;
@@ -131,6 +154,8 @@ pub fn run(a: GapArgs) -> anyhow::Result<ExitCode> {
         optimum: Some(optimum.as_ref()),
         exact_for: &exact_for,
         only: a.heuristics.clone(),
+        anytime: limit,
+        progress: Some(&progress),
     };
     let mut entries: Vec<GapEntry> = Vec::new();
     for (label, file, budgets) in &jobs {
@@ -139,7 +164,8 @@ pub fn run(a: GapArgs) -> anyhow::Result<ExitCode> {
                 .file_name()
                 .map(|n| n.to_string_lossy().to_string())
                 .unwrap_or_default();
-            bar.set_message(format!("{name} @ {}", table::human_bytes(b)));
+            *prefix.borrow_mut() = format!("{name} @ {}", table::human_bytes(b));
+            bar.set_message(prefix.borrow().clone());
             let f = report::with_budget(file, b);
             let inst = f
                 .compile()

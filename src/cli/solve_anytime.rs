@@ -94,7 +94,7 @@ fn best_certified_bound(file: &InstanceFile, inst: &Instance) -> Option<bound::L
         .filter_map(|(_, r)| r.ok())
         .filter(|b| b.strength == Strength::Certified)
         .collect();
-    bound::best(certified.iter()).cloned()
+    bound::best_of(&certified, Strength::Certified).cloned()
 }
 
 /// Ctrl-C sets the returned flag instead of killing the process, so that the

@@ -1,22 +1,25 @@
 //! One gap entry: an instance at one memory budget, every applicable bound and
-//! heuristic, and the optimum when an exact method (or a bound that meets a
+//! heuristic, the anytime search where asked for, the best checked schedule,
+//! the best *certified* bound (solver-reported bounds are shown beside it,
+//! never in its place), the certified gap between them in exact arithmetic,
+//! and the optimum when an exact method (or a certified bound that meets a
 //! checked makespan) establishes it.
 //!
-//! Owns: [`GapEntry`] and its cells; a heuristic or optimum cell is built from
-//! a `Checked` only.
+//! Owns: [`GapEntry`] and its cells; a heuristic, best-schedule or optimum
+//! cell is built from a `Checked` only.
 //! Must not import: the CLI.
 
 use super::budget::position;
-use crate::bound::{self, BoundError, LowerBound, Strength};
+use super::exact::{self, AnytimeCell, ProgressHook};
+use crate::bound::{self, best_of, BoundError, LowerBound, Strength};
 use crate::check::Checked;
 use crate::family::InstanceFile;
 use crate::heuristic::{self, HeuristicError};
 use crate::model::Instance;
 use num_bigint::BigInt;
 use num_rational::BigRational;
-use num_traits::ToPrimitive;
 use serde::Serialize;
-use std::time::Instant;
+use std::time::{Duration, Instant};
 
 /// A bound as shown: exact value (`p/q` or an integer), display form, source and
 /// strength words.
@@ -98,6 +101,7 @@ pub struct HeuristicCell {
     pub verdict: String,
     /// The checker's makespan (or period).
     makespan: Option<i64>,
+    /// makespan / ⌈best certified bound⌉ (display only).
     pub ratio_to_bound: Option<f64>,
     pub ratio_to_optimum: Option<f64>,
     pub reason: Option<String>,
@@ -160,6 +164,73 @@ impl HeuristicCell {
     }
 }
 
+/// The best checked schedule of a row and the method that found it (a
+/// heuristic's name, `exact`, or `anytime-search`).
+#[derive(Clone, Debug, Serialize, PartialEq)]
+pub struct BestCell {
+    /// The checker's makespan (or period).
+    makespan: i64,
+    pub by: String,
+    #[serde(skip)]
+    checked: Checked,
+}
+
+impl BestCell {
+    pub fn makespan(&self) -> i64 {
+        self.makespan
+    }
+    pub fn checked(&self) -> &Checked {
+        &self.checked
+    }
+}
+
+/// The certified gap (m − ⌈b⌉) / ⌈b⌉: m the best checked makespan, b the best
+/// certified bound (⌈b⌉ is a bound too, event times being integers). Exact.
+#[derive(Clone, Debug, Serialize, PartialEq)]
+pub struct GapCell {
+    pub makespan: i64,
+    /// ⌈best certified bound⌉.
+    pub bound: i64,
+    /// The gap as an exact fraction (`p/q`, or `0`).
+    pub exact: String,
+    /// 100 × the gap, rounded *up* to three decimals (never below the exact gap).
+    pub percent: String,
+    #[serde(skip)]
+    pub value: BigRational,
+}
+
+impl GapCell {
+    /// `None` when the bound is not positive.
+    pub fn new(makespan: i64, bound: i64) -> Option<GapCell> {
+        if bound <= 0 {
+            return None;
+        }
+        let b = BigRational::from_integer(BigInt::from(bound));
+        let value = (BigRational::from_integer(BigInt::from(makespan)) - &b) / b;
+        Some(GapCell {
+            makespan,
+            bound,
+            exact: value.to_string(),
+            percent: percent_up(&value),
+            value,
+        })
+    }
+}
+
+/// 100·v rounded up to three decimals, as text (exact: no float involved).
+pub fn percent_up(v: &BigRational) -> String {
+    let milli = (v * BigRational::from_integer(BigInt::from(100_000)))
+        .ceil()
+        .to_integer();
+    let neg = milli < BigInt::from(0);
+    let digits = format!("{:0>4}", if neg { -&milli } else { milli.clone() });
+    let (i, f) = digits.split_at(digits.len() - 3);
+    format!("{}{i}.{f}", if neg { "-" } else { "" })
+}
+
+/// The source name of the anytime search's own certified bound.
+pub const ANYTIME_SOURCE: &str = "anytime-search";
+
 #[derive(Clone, Debug, Serialize, PartialEq)]
 pub struct GapEntry {
     pub instance: String,
@@ -171,11 +242,21 @@ pub struct GapEntry {
     /// Position of the budget from the least feasible memory (0 %) to M_peak
     /// (100 %), where the family defines them.
     pub budget_percent: Option<f64>,
+    /// Every bound, certified and solver-reported (the anytime search's own
+    /// included, as `anytime-search`).
     pub bounds: Vec<BoundCell>,
     pub bound_failures: Vec<BoundFailure>,
-    /// The largest bound (a certified one at equal value).
-    pub best_bound: Option<BoundCell>,
+    /// The largest *certified* bound: ratios and the certified gap use it.
+    pub best_certified_bound: Option<BoundCell>,
+    /// The largest solver-reported bound, shown beside the certified one and
+    /// never used in its place.
+    pub best_solver_reported: Option<BoundCell>,
+    /// The best checked schedule: heuristics, exact methods, anytime search.
+    pub best_schedule: Option<BestCell>,
+    pub certified_gap: Option<GapCell>,
     pub optimum: Option<OptimumCell>,
+    /// The anytime search, when it ran (`--time-limit`, open gap).
+    pub anytime: Option<AnytimeCell>,
     pub heuristics: Vec<HeuristicCell>,
     /// Set when no schedule exists at this budget (every bound says why).
     pub infeasible: Option<String>,
@@ -194,63 +275,152 @@ pub struct GapOptions<'a> {
     pub exact_for: &'a dyn Fn(&Instance) -> bool,
     /// Only these heuristics (by name); empty: all.
     pub only: Vec<String>,
+    /// Run the anytime search, within this limit, on every instance and
+    /// budget whose gap is still open; `None`: not run.
+    pub anytime: Option<Duration>,
+    /// The anytime search's progress reports.
+    pub progress: Option<&'a ProgressHook<'a>>,
 }
 
-fn ratio(m: i64, to: &BigRational) -> Option<f64> {
-    if to <= &BigRational::from_integer(BigInt::from(0)) {
-        return None;
-    }
-    (BigRational::from_integer(BigInt::from(m)) / to).to_f64()
+/// m / ⌈b⌉ (display only).
+fn ratio(m: i64, to: &BoundCell) -> Option<f64> {
+    (to.ceil > 0).then(|| m as f64 / to.ceil as f64)
 }
 
 /// Compute one entry. `file` already carries the budget.
 pub fn gap(label: &str, file: &InstanceFile, inst: &Instance, opts: &GapOptions) -> GapEntry {
     let budget = super::budget::own_budget(file);
-    let (bounds, failures, infeasible) = evaluate_bounds(file, inst);
-    let best = bound::best(bounds.iter()).map(BoundCell::from_bound);
+    let (mut bounds, failures, infeasible) = evaluate_bounds(file, inst);
     let mut problems = Vec::new();
     let mut cells = Vec::new();
     for h in heuristic::all().iter().filter(|h| h.applies(file)) {
-        if !opts.only.is_empty() && !opts.only.iter().any(|n| n == h.name()) {
-            continue;
+        if opts.only.is_empty() || opts.only.iter().any(|n| n == h.name()) {
+            cells.push(heuristic_cell(h.as_ref(), file, inst, &mut problems));
         }
-        cells.push(heuristic_cell(
-            h.as_ref(),
-            file,
-            inst,
-            best.as_ref(),
-            &mut problems,
-        ));
     }
-    let best_heur = cells
-        .iter()
-        .filter_map(|c| {
-            c.checked()
-                .map(|k| (k.makespan().0, c.heuristic.clone(), k))
-        })
-        .min_by_key(|(m, who, _)| (*m, who.clone()));
-    // The optimum: from an exact method, or certified when a certified bound
-    // meets a checked makespan.
+    let mut best: Option<BestCell> = None;
+    for c in &cells {
+        if let Some(k) = c.checked() {
+            offer(&mut best, k, &c.heuristic);
+        }
+    }
     let mut optimum = None;
     if infeasible.is_none() && (opts.exact_for)(inst) {
         if let Some(f) = opts.optimum {
             optimum = f(inst);
         }
     }
-    if optimum.is_none() {
-        if let (Some((m, who, checked)), Some(b)) = (&best_heur, &best) {
-            if b.certified && b.ceil == *m {
-                optimum = Some(OptimumCell::new(
-                    (*checked).clone(),
-                    "optimal (certified)".into(),
-                    format!("{} meets bound {}", who, b.source),
-                ));
-            }
-        }
+    if let Some(o) = &optimum {
+        offer(&mut best, o.checked(), "exact");
     }
-    let best_heur = best_heur.map(|(m, who, _)| (m, who));
-    for c in &mut cells {
-        if let (Some(m), Some(o)) = (c.makespan(), &optimum) {
+    let mut anytime = None;
+    let certified_ceil =
+        |bs: &[LowerBound]| best_of(bs, Strength::Certified).map(|b| b.ceil_ticks());
+    let closed = best
+        .as_ref()
+        .zip(certified_ceil(&bounds))
+        .is_some_and(|(b, c)| b.makespan <= c);
+    if let (None, None, false, Some(limit)) = (&infeasible, &optimum, closed, opts.anytime) {
+        let known = certified_ceil(&bounds);
+        let incumbent = best.as_ref().map(BestCell::checked);
+        let cell = exact::anytime(inst, incumbent, known, limit, opts.progress);
+        if let Some(sb) = cell.search_bound {
+            bounds.push(LowerBound::from_ticks(
+                sb,
+                ANYTIME_SOURCE,
+                Strength::Certified,
+            ));
+        }
+        if let Some(k) = cell.found_checked() {
+            offer(&mut best, k, ANYTIME_SOURCE);
+        }
+        anytime = Some(cell);
+    }
+    let (best_certified, best_reported, certified_gap) =
+        certified_columns(&bounds, best.as_ref().map(BestCell::makespan));
+    if optimum.is_none() {
+        optimum = meets(best.as_ref(), best_certified.as_ref());
+    }
+    ratios(
+        &mut cells,
+        best_certified.as_ref(),
+        optimum.as_ref(),
+        &mut problems,
+    );
+    let best_m = best.as_ref().map(|b| (b.makespan, b.by.clone()));
+    problems.extend(bound_problems(&bounds, best_m.as_ref(), optimum.as_ref()));
+    GapEntry {
+        instance: label.into(),
+        family: file.family().into(),
+        release: inst.release,
+        budget,
+        budget_percent: position(file, budget),
+        bounds: bounds.iter().map(BoundCell::from_bound).collect(),
+        bound_failures: failures,
+        best_certified_bound: best_certified,
+        best_solver_reported: best_reported,
+        best_schedule: best,
+        certified_gap,
+        optimum,
+        anytime,
+        heuristics: cells,
+        infeasible,
+        problems,
+    }
+}
+
+/// The best certified bound, the best solver-reported bound (shown beside it,
+/// never used for the gap) and the certified gap of `best` (a checked
+/// makespan) against ⌈best certified bound⌉.
+pub fn certified_columns(
+    bounds: &[LowerBound],
+    best: Option<i64>,
+) -> (Option<BoundCell>, Option<BoundCell>, Option<GapCell>) {
+    let certified = best_of(bounds, Strength::Certified).map(BoundCell::from_bound);
+    let reported = best_of(bounds, Strength::SolverReported).map(BoundCell::from_bound);
+    let gap = best
+        .zip(certified.as_ref())
+        .and_then(|(m, b)| GapCell::new(m, b.ceil));
+    (certified, reported, gap)
+}
+
+/// Keep `checked` as the best schedule if it ends strictly earlier (ties: the
+/// first offered, so heuristics keep the credit before the exact methods).
+fn offer(best: &mut Option<BestCell>, checked: &Checked, by: &str) {
+    let m = checked.makespan().0;
+    if best.as_ref().is_none_or(|b| m < b.makespan) {
+        *best = Some(BestCell {
+            makespan: m,
+            by: by.into(),
+            checked: checked.clone(),
+        });
+    }
+}
+
+/// `optimal (certified)` when the best checked makespan meets ⌈best certified bound⌉.
+fn meets(best: Option<&BestCell>, bound: Option<&BoundCell>) -> Option<OptimumCell> {
+    let (s, b) = (best?, bound?);
+    (b.ceil == s.makespan).then(|| {
+        OptimumCell::new(
+            s.checked.clone(),
+            "optimal (certified)".into(),
+            format!("{} meets bound {}", s.by, b.source),
+        )
+    })
+}
+
+/// Each heuristic's ratios to ⌈best certified bound⌉ and to the optimum; a
+/// makespan below the claimed optimum is a problem.
+fn ratios(
+    cells: &mut [HeuristicCell],
+    bound: Option<&BoundCell>,
+    optimum: Option<&OptimumCell>,
+    problems: &mut Vec<String>,
+) {
+    for c in cells {
+        let Some(m) = c.makespan() else { continue };
+        c.ratio_to_bound = bound.and_then(|b| ratio(m, b));
+        if let Some(o) = optimum {
             c.ratio_to_optimum = Some(m as f64 / o.makespan() as f64);
             if m < o.makespan() {
                 problems.push(format!(
@@ -261,25 +431,6 @@ pub fn gap(label: &str, file: &InstanceFile, inst: &Instance, opts: &GapOptions)
                 ));
             }
         }
-    }
-    problems.extend(bound_problems(
-        &bounds,
-        best_heur.as_ref(),
-        optimum.as_ref(),
-    ));
-    GapEntry {
-        instance: label.into(),
-        family: file.family().into(),
-        release: inst.release,
-        budget,
-        budget_percent: position(file, budget),
-        bounds: bounds.iter().map(BoundCell::from_bound).collect(),
-        bound_failures: failures,
-        best_bound: best,
-        optimum,
-        heuristics: cells,
-        infeasible,
-        problems,
     }
 }
 
@@ -316,7 +467,6 @@ fn heuristic_cell(
     h: &dyn heuristic::Heuristic,
     file: &InstanceFile,
     inst: &Instance,
-    best: Option<&BoundCell>,
     problems: &mut Vec<String>,
 ) -> HeuristicCell {
     let t = Instant::now();
@@ -332,9 +482,6 @@ fn heuristic_cell(
         Ok(run) => {
             let mut cell = HeuristicCell::valid(run, seconds);
             cell.model_value = model_value;
-            cell.ratio_to_bound = best
-                .zip(cell.makespan())
-                .and_then(|(b, m)| ratio(m, &b.exact));
             cell
         }
         Err(HeuristicError::Invalid { first, .. }) => {
@@ -381,4 +528,76 @@ fn bound_problems(
         }
     }
     problems
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn lb(num: i64, den: i64, source: &str, strength: Strength) -> LowerBound {
+        LowerBound {
+            value: BigRational::new(BigInt::from(num), BigInt::from(den)),
+            source: source.into(),
+            strength,
+        }
+    }
+
+    /// bert-L144-b16 (issue 14): the solver-reported `milp-sec6` 10933790 is
+    /// above the certified LP bound 10933789.83…; GREEDY* reaches 11289351.
+    /// The gap is measured against ⌈10933789.83…⌉ = 10933790 from the
+    /// certified bound: (11289351 − 10933790) / 10933790 = 355561/10933790
+    /// (in lowest terms: 355561 = 107·3323, 10933790 = 2·5·7·109·1433), 3.2519…%,
+    /// printed rounded up as 3.252.
+    #[test]
+    fn the_bert_gap_uses_the_certified_lp_bound() {
+        let bounds = vec![
+            lb(10933790, 1, "milp-sec6", Strength::SolverReported),
+            lb(1093378983, 100, "milp-sec6-lp", Strength::Certified),
+        ];
+        let (c, r, g) = certified_columns(&bounds, Some(11289351));
+        let c = c.unwrap();
+        assert_eq!(
+            (c.source.as_str(), c.certified, c.ceil),
+            ("milp-sec6-lp", true, 10933790)
+        );
+        assert_eq!(r.unwrap().source, "milp-sec6");
+        let g = g.unwrap();
+        assert_eq!(g.exact, "355561/10933790");
+        assert_eq!(g.percent, "3.252");
+        assert_eq!(
+            g.value,
+            BigRational::new(BigInt::from(355561), BigInt::from(10933790))
+        );
+    }
+
+    /// A solver-reported bound equal to the best makespan would "prove" it
+    /// optimal; it is not the certified bound, so the gap stays open.
+    #[test]
+    fn a_solver_reported_bound_never_closes_the_gap() {
+        let bounds = vec![
+            lb(100, 1, "solver", Strength::SolverReported),
+            lb(161, 2, "certified", Strength::Certified),
+        ];
+        let (c, _, g) = certified_columns(&bounds, Some(100));
+        assert_eq!(c.unwrap().ceil, 81);
+        // (100 − 81)/81 = 19/81 = 23.456790…%, rounded up 23.457.
+        let g = g.unwrap();
+        assert_eq!((g.exact.as_str(), g.percent.as_str()), ("19/81", "23.457"));
+        // Only a solver-reported bound: no certified bound, no gap.
+        let (c, r, g) = certified_columns(&bounds[..1], Some(100));
+        assert!(c.is_none() && g.is_none());
+        assert_eq!(r.unwrap().ceil, 100);
+    }
+
+    #[test]
+    fn percentages_round_up_exactly() {
+        let r = |n: i64, d: i64| BigRational::new(BigInt::from(n), BigInt::from(d));
+        assert_eq!(percent_up(&r(0, 1)), "0.000");
+        assert_eq!(percent_up(&r(1, 100_000)), "0.001");
+        assert_eq!(percent_up(&r(1, 100_001)), "0.001");
+        assert_eq!(percent_up(&r(1, 3)), "33.334");
+        assert_eq!(percent_up(&r(1, 100)), "1.000");
+        assert_eq!(percent_up(&r(7, 5)), "140.000");
+        assert_eq!(GapCell::new(5, 0), None);
+    }
 }

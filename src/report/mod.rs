@@ -1,9 +1,11 @@
 //! The optimality-gap report: per instance and GPU-memory budget, every
-//! applicable heuristic's checked makespan against the best lower bound and,
-//! where known, the optimum; rendered as a text table, CSV, JSON or an SVG plot.
+//! applicable heuristic's checked makespan, the best checked schedule (the
+//! anytime search's included), the best certified lower bound and the
+//! certified gap between them, and, where known, the optimum; rendered as a
+//! text table, CSV, JSON or an SVG plot with the certified gap band.
 //!
 //! Owns: [`GapEntry`] and its cells, [`budget`] (budget series), [`gap`] (the
-//! computation), [`table`] (text/CSV/JSON), [`plot`] (SVG); and the pictures
+//! computation), [`exact`] (the optimum and anytime columns), [`table`] (text/CSV/JSON), [`plot`] (SVG); and the pictures
 //! of one schedule ([`schedule_plot`]) or one audited trace ([`trace_plot`]),
 //! drawn by [`svg`].
 //! Numbers shown come from the checker (makespans), from bounds computed in exact
@@ -22,7 +24,10 @@ pub mod table;
 pub mod trace_plot;
 
 pub use budget::{budget_range, with_budget, BudgetSpec, BudgetValue};
-pub use gap::{gap, BoundCell, GapEntry, GapOptions, HeuristicCell, OptimumCell, OptimumFn};
+pub use exact::{AnytimeCell, ProgressHook};
+pub use gap::{
+    gap, BestCell, BoundCell, GapCell, GapEntry, GapOptions, HeuristicCell, OptimumCell, OptimumFn,
+};
 
 #[derive(Debug, thiserror::Error)]
 #[non_exhaustive]

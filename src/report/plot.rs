@@ -1,7 +1,9 @@
-//! The SVG plot: makespan / best lower bound against the memory budget, one
-//! line per heuristic, one panel per instance (after Figure 5 of the
-//! activation paper). x is the budget's position from the least feasible
-//! memory (0 %) to M_peak (100 %) where the family defines them, else GB.
+//! The SVG plot: makespan / ⌈best certified lower bound⌉ against the memory
+//! budget, one line per heuristic, one panel per instance (after Figure 5 of
+//! the activation paper), over the certified gap band: from 1 (the bound) to
+//! the best checked schedule (heuristics, exact methods, anytime search), the
+//! band in which the optimum lies. x is the budget's position from the least
+//! feasible memory (0 %) to M_peak (100 %) where the family defines them, else GB.
 //!
 //! Owns: the gap SVG ([`svg`]).
 //! Must not import: the CLI.
@@ -25,23 +27,31 @@ const PALETTE: [RGBColor; 8] = [
 
 /// heuristic → (x, ratio) points.
 type Series = BTreeMap<String, Vec<(f64, f64)>>;
-/// One panel: instance, its series, and whether x is a percentage.
-type Panel = (String, Series, bool);
+/// One panel: instance, its series, whether x is a percentage, and the upper
+/// edge of the certified gap band (x, best / ⌈bound⌉).
+type Panel = (String, Series, bool, Vec<(f64, f64)>);
+
+/// The legend's name of the band.
+pub const BAND: &str = "certified gap (optimum inside)";
 
 fn panels(entries: &[GapEntry]) -> Vec<Panel> {
     let mut order: Vec<String> = Vec::new();
-    let mut map: BTreeMap<String, (Series, bool)> = BTreeMap::new();
+    type Slot = (Series, bool, Vec<(f64, f64)>);
+    let mut map: BTreeMap<String, Slot> = BTreeMap::new();
     for e in entries {
         if !order.contains(&e.instance) {
             order.push(e.instance.clone());
         }
         let slot = map
             .entry(e.instance.clone())
-            .or_insert_with(|| (BTreeMap::new(), e.budget_percent.is_some()));
+            .or_insert_with(|| (BTreeMap::new(), e.budget_percent.is_some(), Vec::new()));
         let x = match (slot.1, e.budget_percent) {
             (true, Some(p)) => p,
             _ => e.budget as f64 / 1e9,
         };
+        if let Some(g) = &e.certified_gap {
+            slot.2.push((x, g.makespan as f64 / g.bound as f64));
+        }
         for h in &e.heuristics {
             let series = slot.0.entry(h.heuristic.clone()).or_default();
             if let Some(r) = h.ratio_to_bound {
@@ -52,8 +62,9 @@ fn panels(entries: &[GapEntry]) -> Vec<Panel> {
     order
         .into_iter()
         .map(|name| {
-            let (s, pct) = map.remove(&name).unwrap();
-            (name, s, pct)
+            let (s, pct, mut band) = map.remove(&name).unwrap();
+            band.sort_by(|a, b| a.0.total_cmp(&b.0));
+            (name, s, pct, band)
         })
         .collect()
 }
@@ -82,8 +93,8 @@ pub fn svg(entries: &[GapEntry], file: &Path) -> Result<(), ReportError> {
     names.dedup();
     let colour =
         |n: &String| PALETTE[names.iter().position(|x| *x == n).unwrap_or(0) % PALETTE.len()];
-    for ((title, series, pct), area) in ps.iter().zip(areas.iter()) {
-        let pts = series.values().flatten();
+    for ((title, series, pct, band), area) in ps.iter().zip(areas.iter()) {
+        let pts = series.values().flatten().chain(band.iter());
         let (mut x0, mut x1, mut y1) = (f64::MAX, f64::MIN, 1.0f64);
         for (x, y) in pts {
             x0 = x0.min(*x);
@@ -116,9 +127,25 @@ pub fn svg(entries: &[GapEntry], file: &Path) -> Result<(), ReportError> {
             } else {
                 "memory (GB)"
             })
-            .y_desc("makespan / best lower bound")
+            .y_desc("makespan / best certified lower bound")
             .draw()
             .map_err(|e| perr(file, e))?;
+        if !band.is_empty() {
+            let grey = RGBColor(120, 120, 120);
+            // The band: up along the best schedule, back along the bound (1).
+            let mut outline = band.clone();
+            outline.extend(band.iter().rev().map(|&(x, _)| (x, 1.0)));
+            chart
+                .draw_series(std::iter::once(Polygon::new(
+                    outline,
+                    grey.mix(0.25).filled(),
+                )))
+                .map_err(|e| perr(file, e))?
+                .label(BAND)
+                .legend(move |(x, y)| {
+                    Rectangle::new([(x, y - 5), (x + 18, y + 5)], grey.mix(0.25).filled())
+                });
+        }
         for (name, points) in series {
             if points.is_empty() {
                 continue;

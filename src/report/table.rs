@@ -6,8 +6,10 @@
 
 use super::gap::GapEntry;
 
-/// The flat columns shared by the text table and the CSV.
-pub const COLUMNS: [&str; 14] = [
+/// The flat columns shared by the text table and the CSV. `bound` is the best
+/// *certified* bound; the best solver-reported one stands beside it;
+/// `certified_gap` is exact (`p/q`), `certified_gap_percent` rounded up.
+pub const COLUMNS: [&str; 19] = [
     "instance",
     "budget_bytes",
     "budget_percent",
@@ -17,7 +19,12 @@ pub const COLUMNS: [&str; 14] = [
     "ratio_to_bound",
     "bound",
     "bound_source",
-    "bound_strength",
+    "solver_reported_bound",
+    "solver_reported_source",
+    "best_schedule",
+    "best_schedule_by",
+    "certified_gap",
+    "certified_gap_percent",
     "ratio_to_optimum",
     "optimum",
     "optimum_claim",
@@ -28,6 +35,26 @@ fn f4(v: Option<f64>) -> String {
     v.map(|x| format!("{x:.4}")).unwrap_or_default()
 }
 
+/// The columns of an entry that every one of its rows repeats, from
+/// `bound` to `certified_gap_percent` ([`COLUMNS`] 7..15).
+fn entry_columns(e: &GapEntry) -> [String; 8] {
+    let pair = |b: &Option<super::BoundCell>| match b {
+        Some(b) => (b.display.clone(), b.source.clone()),
+        None => Default::default(),
+    };
+    let (bv, bs) = pair(&e.best_certified_bound);
+    let (rv, rs) = pair(&e.best_solver_reported);
+    let (sm, sb) = match &e.best_schedule {
+        Some(b) => (b.makespan().to_string(), b.by.clone()),
+        None => Default::default(),
+    };
+    let (ge, gp) = match &e.certified_gap {
+        Some(g) => (g.exact.clone(), g.percent.clone()),
+        None => Default::default(),
+    };
+    [bv, bs, rv, rs, sm, sb, ge, gp]
+}
+
 /// Rows of strings, in [`COLUMNS`] order.
 pub fn rows(entries: &[GapEntry]) -> Vec<Vec<String>> {
     let mut out = Vec::new();
@@ -36,50 +63,44 @@ pub fn rows(entries: &[GapEntry]) -> Vec<Vec<String>> {
             .budget_percent
             .map(|p| format!("{p:.1}"))
             .unwrap_or_default();
-        let (bv, bs, bw) = match &e.best_bound {
-            Some(b) => (b.display.clone(), b.source.clone(), b.strength.clone()),
-            None => Default::default(),
-        };
         let (ov, oc) = match &e.optimum {
             Some(o) => (o.makespan().to_string(), o.claim.clone()),
             None => Default::default(),
         };
-        if let Some(why) = &e.infeasible {
-            out.push(vec![
+        let head = |h: [String; 3]| {
+            let [a, b, c] = h;
+            vec![
                 e.instance.clone(),
                 e.budget.to_string(),
                 pct.clone(),
-                String::new(),
-                "infeasible".into(),
-                String::new(),
-                String::new(),
-                String::new(),
-                String::new(),
-                String::new(),
-                String::new(),
-                String::new(),
-                String::new(),
-                why.clone(),
-            ]);
+                a,
+                b,
+                c,
+            ]
+        };
+        if let Some(why) = &e.infeasible {
+            let mut r = head([String::new(), "infeasible".into(), String::new()]);
+            r.extend(std::iter::repeat_n(String::new(), COLUMNS.len() - 7));
+            r.push(why.clone());
+            out.push(r);
             continue;
         }
+        let common = entry_columns(e);
         for h in &e.heuristics {
-            out.push(vec![
-                e.instance.clone(),
-                e.budget.to_string(),
-                pct.clone(),
+            let mut r = head([
                 h.heuristic.clone(),
                 h.verdict.clone(),
                 h.makespan().map(|m| m.to_string()).unwrap_or_default(),
-                f4(h.ratio_to_bound),
-                bv.clone(),
-                bs.clone(),
-                bw.clone(),
+            ]);
+            r.push(f4(h.ratio_to_bound));
+            r.extend(common.iter().cloned());
+            r.extend([
                 f4(h.ratio_to_optimum),
                 ov.clone(),
                 oc.clone(),
                 h.reason.clone().unwrap_or_default(),
             ]);
+            out.push(r);
         }
     }
     out
@@ -121,8 +142,10 @@ pub fn human_bytes(b: u64) -> String {
     }
 }
 
-/// The text table: per instance and budget a header naming the best bound and
-/// the optimum, then one line per heuristic.
+/// The text table: per instance and budget a header naming the best
+/// certified bound (solver-reported bounds beside it), the best checked
+/// schedule, the certified gap, the optimum and the anytime search, then one
+/// line per heuristic.
 pub fn text(entries: &[GapEntry]) -> String {
     use std::fmt::Write;
     let mut s = String::new();
@@ -145,79 +168,133 @@ pub fn text(entries: &[GapEntry]) -> String {
             let _ = writeln!(s, "    infeasible: {why}");
             continue;
         }
-        match &e.best_bound {
-            Some(b) => {
-                let _ = writeln!(
-                    s,
-                    "    best bound {} ticks: {}, {}",
-                    b.display, b.source, b.strength
-                );
-            }
-            None => {
-                let _ = writeln!(s, "    no bound applies");
-            }
-        }
-        for b in &e.bounds {
-            if e.best_bound.as_ref().is_some_and(|x| x.source == b.source) {
-                continue;
-            }
-            let _ = writeln!(
-                s,
-                "      also {} ticks: {}, {}",
-                b.display, b.source, b.strength
-            );
-        }
-        for f in &e.bound_failures {
-            let _ = writeln!(s, "      {}: {}", f.source, f.reason);
-        }
-        match &e.optimum {
-            Some(o) => {
-                let _ = writeln!(
-                    s,
-                    "    optimum {} ticks: {} ({})",
-                    o.makespan(),
-                    o.claim,
-                    o.by
-                );
-            }
-            None => {
-                let _ = writeln!(s, "    optimum unknown");
-            }
-        }
-        let _ = writeln!(
-            s,
-            "    {:<12} {:<12} {:>14} {:>9} {:>9}",
-            "heuristic", "verdict", "makespan", "×bound", "×opt"
-        );
-        for h in &e.heuristics {
-            let _ = writeln!(
-                s,
-                "    {:<12} {:<12} {:>14} {:>9} {:>9}{}",
-                h.heuristic,
-                h.verdict,
-                h.makespan().map(|m| m.to_string()).unwrap_or("-".into()),
-                h.ratio_to_bound
-                    .map(|r| format!("{r:.4}"))
-                    .unwrap_or("-".into()),
-                h.ratio_to_optimum
-                    .map(|r| format!("{r:.4}"))
-                    .unwrap_or("-".into()),
-                h.reason
-                    .as_ref()
-                    .map(|r| format!("  ({r})"))
-                    .unwrap_or_default()
-            );
-            if let Some(v) = h.model_value {
-                let _ = writeln!(
-                    s,
-                    "      {} model value {v:.3} ticks: solver-reported (paper model, fluid transfers), not a makespan",
-                    h.heuristic
-                );
-            }
-        }
+        header(&mut s, e);
+        heuristic_lines(&mut s, e);
         for p in &e.problems {
             let _ = writeln!(s, "    PROBLEM: {p}");
         }
     }
     s
+}
+
+/// Bounds, best schedule, certified gap, optimum, anytime search.
+fn header(s: &mut String, e: &GapEntry) {
+    use std::fmt::Write;
+    let best = e.best_certified_bound.as_ref();
+    match best {
+        Some(b) => {
+            let _ = writeln!(
+                s,
+                "    best certified bound {} ticks: {}, {}",
+                b.display, b.source, b.strength
+            );
+        }
+        None => {
+            let _ = writeln!(s, "    no certified bound applies");
+        }
+    }
+    if let Some(r) = &e.best_solver_reported {
+        let _ = writeln!(
+            s,
+            "      solver-reported {} ticks: {} (shown, never used for the gap)",
+            r.display, r.source
+        );
+    }
+    let same = |a: Option<&super::BoundCell>, b: &super::BoundCell| {
+        a.is_some_and(|x| x.source == b.source && x.strength == b.strength)
+    };
+    for b in &e.bounds {
+        if same(best, b) || same(e.best_solver_reported.as_ref(), b) {
+            continue;
+        }
+        let _ = writeln!(
+            s,
+            "      also {} ticks: {}, {}",
+            b.display, b.source, b.strength
+        );
+    }
+    for f in &e.bound_failures {
+        let _ = writeln!(s, "      {}: {}", f.source, f.reason);
+    }
+    if let Some(b) = &e.best_schedule {
+        let _ = writeln!(
+            s,
+            "    best schedule {} ticks: {}, valid",
+            b.makespan(),
+            b.by
+        );
+    }
+    if let Some(g) = &e.certified_gap {
+        let _ = writeln!(
+            s,
+            "    certified gap {} % = {} (best schedule {} against ⌈bound⌉ {})",
+            g.percent, g.exact, g.makespan, g.bound
+        );
+    }
+    match &e.optimum {
+        Some(o) => {
+            let _ = writeln!(
+                s,
+                "    optimum {} ticks: {} ({})",
+                o.makespan(),
+                o.claim,
+                o.by
+            );
+        }
+        None => {
+            let _ = writeln!(s, "    optimum unknown");
+        }
+    }
+    if let Some(a) = &e.anytime {
+        let _ = writeln!(
+            s,
+            "    anytime search: {} after {:.1} s, {} states, own bound {}{}",
+            a.stop,
+            a.seconds,
+            a.states,
+            a.search_bound.map_or("-".into(), |b| b.to_string()),
+            a.found.map_or(String::new(), |m| format!(", found {m}")),
+        );
+        if a.stop == "error" {
+            for n in &a.notes {
+                let _ = writeln!(s, "      {n}");
+            }
+        }
+    }
+}
+
+/// One line per heuristic (and its paper-model value where it has one).
+fn heuristic_lines(s: &mut String, e: &GapEntry) {
+    use std::fmt::Write;
+    let _ = writeln!(
+        s,
+        "    {:<12} {:<12} {:>14} {:>9} {:>9}",
+        "heuristic", "verdict", "makespan", "×bound", "×opt"
+    );
+    for h in &e.heuristics {
+        let _ = writeln!(
+            s,
+            "    {:<12} {:<12} {:>14} {:>9} {:>9}{}",
+            h.heuristic,
+            h.verdict,
+            h.makespan().map(|m| m.to_string()).unwrap_or("-".into()),
+            h.ratio_to_bound
+                .map(|r| format!("{r:.4}"))
+                .unwrap_or("-".into()),
+            h.ratio_to_optimum
+                .map(|r| format!("{r:.4}"))
+                .unwrap_or("-".into()),
+            h.reason
+                .as_ref()
+                .map(|r| format!("  ({r})"))
+                .unwrap_or_default()
+        );
+        if let Some(v) = h.model_value {
+            let _ = writeln!(
+                s,
+                "      {} model value {v:.3} ticks: solver-reported (paper model, fluid transfers), not a makespan",
+                h.heuristic
+            );
+        }
+    }
 }

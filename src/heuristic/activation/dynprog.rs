@@ -24,10 +24,31 @@
 //! rounded |x_i| that is below, but closest to, its true value is increased by
 //! one slot and the program is run again.
 //!
+//! Three additions of ours (issue 14), none of which changes what a schedule
+//! is: every schedule is the simulator's and passes the checker.
+//! - Where rounding up makes an op's *least* need (everything before it
+//!   offloaded) exceed S although its true least need fits, that op is tested
+//!   against its rounded least need instead of S ([`Discrete::rooms`]). Without
+//!   this a budget at (or within a few slots of) the least feasible memory is
+//!   "no schedule" on every grid, since the rounded-up terms of the tight op
+//!   add up to more than S unless each is a whole number of slots.
+//! - When one grid ends without a schedule, the grid is refined (2S, then 4S:
+//!   [`REFINEMENTS`]).
+//! - Sets of equal discretised idle time are indistinguishable to the
+//!   relaxation, whose transfers may be interrupted and free memory as they go;
+//!   their whole-transfer realisations are not. The program returns up to
+//!   [`MAX_TIES`] tied sets and the one whose realisation ends first is kept
+//!   (the paper leaves ties open; before, the set offloading the fewest bytes
+//!   was taken: on DenseNet-121 at 60 % memory {x₀, x₁, x₆}, whose whole
+//!   prefetch of x₆ (77 MB) cannot reserve its memory until late in the
+//!   backward phase, so B₆ waits 6318 ticks for it: 130658 ticks against
+//!   GREEDY's 125135, although the relaxation gives both sets idle time 0).
+//!
 //! Owns: DYNPROG.
 //! Must not import: exact solvers, traces, reports, the CLI.
 
 use super::{candidates, no_schedule, simulate_plan, ChainHeuristic};
+use crate::bound::activation::ChainProfile;
 use crate::family::ActivationChain;
 use crate::heuristic::HeuristicError;
 use crate::model::Instance;
@@ -60,6 +81,11 @@ pub struct Discrete {
     pub ex_b: Vec<i64>,
     pub uf: Vec<i64>,
     pub ub: Vec<i64>,
+    /// The capacity, in slots, that F_i / B_i are tested against: S, or more
+    /// where rounding up made the op's least need exceed S although its true
+    /// least need fits ([`Discrete::new`]).
+    pub room_f: Vec<i64>,
+    pub room_b: Vec<i64>,
 }
 
 fn ceil_div(a: u128, b: u128) -> u128 {
@@ -83,7 +109,7 @@ impl Discrete {
         for i in 0..=n {
             prefix += c.x_size(i) as u128;
             let cur = sat(ceil_div(prefix * s, cap));
-            x.push(cur - prev + bump.get(i).copied().unwrap_or(0));
+            x.push(cur - prev);
             prev = cur;
         }
         let bw = c.bandwidth.to_bandwidth();
@@ -106,7 +132,7 @@ impl Discrete {
         // Backward partial sums in execution order (B_L first), stored by layer.
         let mut ub_exec = partial(&mut c.layers.iter().rev().map(|l| l.u_b));
         ub_exec.reverse();
-        Discrete {
+        let mut d = Discrete {
             s: slots as i64,
             x,
             y: (0..=n).map(|i| up(c.y_size(i))).collect(),
@@ -114,7 +140,51 @@ impl Discrete {
             ex_b: c.layers.iter().map(|l| up(l.ex_b)).collect(),
             uf,
             ub: ub_exec,
+            room_f: Vec::new(),
+            room_b: Vec::new(),
+        };
+        for (i, b) in bump.iter().enumerate().take(d.x.len()) {
+            d.x[i] += b;
         }
+        (d.room_f, d.room_b) = d.rooms(c);
+        d
+    }
+
+    /// Adaptive rounding where the grid fails. Op p's least need (everything
+    /// before it offloaded) is ex_p + |x_i| + |x_{i+1}| (+ the y's of B_i, and
+    /// y_{L+1} for F_L); rounded up term by term it may exceed S by up to one
+    /// slot per term even when the true least need fits in M_GPU (at the least
+    /// feasible memory it always does, unless every term is a whole number of
+    /// slots, and no finer grid changes that). There, and only there, the op's
+    /// capacity is raised by that excess, so a feasible budget never becomes
+    /// "no schedule" for rounding's sake. The test is then optimistic at that
+    /// op by less than one slot per term; the simulator and the checker settle
+    /// it, as they settle the optimistic rounding of |x|. Computed after the
+    /// bumps of |x̃|: a bump corrects the cost of *keeping* x_i, and must not
+    /// make the op that reads x_i impossible.
+    fn rooms(&self, c: &ActivationChain) -> (Vec<i64>, Vec<i64>) {
+        let prof = ChainProfile::new(c);
+        let cap = c.gpu_memory as u128;
+        let l = self.ex_f.len();
+        let least = |p: usize| prof.need[p] - prof.offloadable[p];
+        let room = |disc: i64, p: usize| {
+            if least(p) <= cap {
+                disc.max(self.s)
+            } else {
+                self.s
+            }
+        };
+        let mut room_f = Vec::with_capacity(l);
+        let mut room_b = Vec::with_capacity(l);
+        for i in 0..l {
+            let y_out = if i + 1 == l { self.y[i + 1] } else { 0 };
+            let f = self.x[i] + self.ex_f[i] + self.x[i + 1] + y_out;
+            let b = self.y[i] + self.x[i] + self.ex_b[i] + self.x[i + 1] + self.y[i + 1];
+            // Op order in ChainProfile: F_0..F_{L}, then B_{L}..B_0.
+            room_f.push(room(f, i));
+            room_b.push(room(b, 2 * l - 1 - i));
+        }
+        (room_f, room_b)
     }
 }
 
@@ -148,25 +218,30 @@ struct Node {
     offload: bool,
 }
 
+/// How many tied offload sets [`solve`] returns besides its first.
+pub const MAX_TIES: usize = 32;
+
 /// What the program found: the offload set and its (discretised) idle time.
 #[derive(Clone, Debug, PartialEq, Eq)]
 pub struct Decision {
     pub offload: Vec<usize>,
+    /// Other offload sets of the same discretised idle time (at most
+    /// [`MAX_TIES`]), best-ranked first: the relaxation cannot tell them from
+    /// `offload`, their whole-transfer realisations may differ.
+    pub ties: Vec<Vec<usize>>,
     /// Total idle time in slot-transfer units.
     pub idle: i64,
     /// Number of states stored over all layers.
     pub states: usize,
+    /// The grid it was found on (S).
+    pub slots: u32,
 }
 
 /// Algorithm 1 on a discretised chain; `allowed[i]`: may x_i be offloaded.
 /// `None` when no schedule of the relaxation fits.
 pub fn solve(d: &Discrete, allowed: &[bool]) -> Option<Decision> {
     let n_layers = d.ex_f.len();
-    let sum_x: i64 = d.x.iter().sum();
-    let y_max = d.y.iter().copied().max().unwrap_or(0);
-    let ex_max = d.ex_f.iter().chain(&d.ex_b).copied().max().unwrap_or(0);
-    // Negative Δ (idle link) only matters in ε_G, and only up to this much.
-    let clamp = -(2 * sum_x + 2 * y_max + ex_max + d.s + 2);
+    let clamp = clamp_of(d);
     let mut layers: Vec<Vec<Node>> = Vec::with_capacity(n_layers + 1);
     layers.push(vec![Node {
         n: d.x[0],
@@ -186,35 +261,57 @@ pub fn solve(d: &Discrete, allowed: &[bool]) -> Option<Decision> {
         }
         layers.push(next);
     }
-    let (idle, k) = best_final(d, layers.last().unwrap())?;
+    let ranked = ranked_finals(d, layers.last()?);
+    let &(idle, k) = ranked.first()?;
+    let offload = backtrack(&layers, k);
+    let mut ties: Vec<Vec<usize>> = Vec::new();
+    for &(_, k) in ranked.iter().skip(1).take_while(|(t, _)| *t == idle) {
+        if ties.len() == MAX_TIES {
+            break;
+        }
+        let set = backtrack(&layers, k);
+        if set != offload && !ties.contains(&set) {
+            ties.push(set);
+        }
+    }
     Some(Decision {
-        offload: backtrack(&layers, k),
+        offload,
+        ties,
         idle,
         states: total_states,
+        slots: d.s as u32,
     })
+}
+
+/// Negative Δ (idle link) only matters in ε_G, and only up to this much.
+fn clamp_of(d: &Discrete) -> i64 {
+    let sum_x: i64 = d.x.iter().sum();
+    let y_max = d.y.iter().copied().max().unwrap_or(0);
+    let ex_max = d.ex_f.iter().chain(&d.ex_b).copied().max().unwrap_or(0);
+    -(2 * sum_x + 2 * y_max + ex_max + d.s + 2)
 }
 
 /// The states after layer `i` reached from `prev` (equations (2)–(8)), one per
 /// key (n, df, db) with the least idle time; Δ below `clamp` is cut to it.
 fn transitions(d: &Discrete, i: usize, prev: &[Node], may_offload: bool, clamp: i64) -> Vec<Node> {
-    let s = d.s;
     let l = d.ex_f.len() - 1;
     let x_next = d.x[i + 1];
     let y_out = if i == l { d.y[i + 1] } else { 0 };
     let f_fixed = d.ex_f[i] + x_next + y_out;
     let b_fixed = d.ex_b[i] + x_next + d.y[i + 1];
+    let (room_f, room_b) = (d.room_f[i], d.room_b[i]);
     let mut map: FxMap<(i64, i64, i64), u32> = FxMap::default();
     let mut next: Vec<Node> = Vec::new();
     for (pi, st) in prev.iter().enumerate() {
         // Validity (Algorithm 1, with Δ⁺): the op fits once all pending
         // offloads are done / before any pending prefetch.
-        if st.n + f_fixed > s || d.y[i] + st.n + b_fixed > s {
+        if st.n + f_fixed > room_f || d.y[i] + st.n + b_fixed > room_b {
             continue;
         }
         let mf = st.n + st.df.max(0);
         let mb = d.y[i] + st.n + st.db.max(0);
-        let ef = (mf + f_fixed - s).max(0);
-        let eb = (mb + b_fixed - s).max(0);
+        let ef = (mf + f_fixed - room_f).max(0);
+        let eb = (mb + b_fixed - room_b).max(0);
         let idle = st.idle + ef + eb;
         let spent_f = ef + d.uf[i];
         let spent_b = eb + d.ub[i];
@@ -255,7 +352,8 @@ fn transitions(d: &Discrete, i: usize, prev: &[Node], may_offload: bool, clamp: 
     next
 }
 
-/// The final state of least total idle time (its own plus ε_G) and that time.
+/// The final states by total idle time (their own plus ε_G), least first, with
+/// that time.
 ///
 /// ε_G, equations (9) and (10), in one formula:
 ///   ε_G = max(0, Δ_F + Δ_B,
@@ -268,7 +366,7 @@ fn transitions(d: &Discrete, i: usize, prev: &[Node], may_offload: bool, clamp: 
 /// extra terms never bind once it has (validity gives R_j + n ≤ S), and the
 /// formula becomes monotone in Δ_F and Δ_B, which the pruning relies on.
 /// In the four cases of the text it gives: 0; (9); (10); Δ_F + Δ_B.
-fn best_final(d: &Discrete, last: &[Node]) -> Option<(i64, usize)> {
+fn ranked_finals(d: &Discrete, last: &[Node]) -> Vec<(i64, usize)> {
     let s = d.s;
     let n_layers = d.ex_f.len();
     let mut suffix_x = vec![0i64; n_layers + 2]; // Σ_{i≥k} x_i
@@ -278,31 +376,53 @@ fn best_final(d: &Discrete, last: &[Node]) -> Option<(i64, usize)> {
     let (mut ub_u, mut uf_u) = (0i64, 0i64);
     let (mut gb, mut gf) = (i64::MIN / 4, i64::MIN / 4);
     for j in (0..n_layers).rev() {
-        let rb = d.ex_b[j] + d.y[j] + d.y[j + 1] - suffix_x[j + 2];
-        let rf = d.ex_f[j] - suffix_x[j + 2];
+        let rb = d.ex_b[j] + d.y[j] + d.y[j + 1] - suffix_x[j + 2] - (d.room_b[j] - s);
+        let rf = d.ex_f[j] - suffix_x[j + 2] - (d.room_f[j] - s);
         gb = gb.max(rb - ub_u);
         gf = gf.max(rf - uf_u);
         ub_u += d.ub[j];
         uf_u += d.uf[j];
     }
     let y_last = d.y[n_layers];
-    let mut best: Option<(i64, usize)> = None;
-    for (k, st) in last.iter().enumerate() {
-        let mut eg = (st.df + st.db).max(0);
-        if st.df > 0 {
-            eg = eg.max(gb + st.n + st.df - s);
-        }
-        if st.db > 0 {
-            eg = eg.max(gf + y_last + st.n + st.db - s);
-        }
-        let total = st.idle + eg;
-        // Ties: offload the least (largest n), as Lemma 2 suggests; every
-        // offload is a whole transfer, and a prefetch, in the real schedule.
-        if best.is_none_or(|(b, bk)| (total, -st.n) < (b, -last[bk].n)) {
-            best = Some((total, k));
-        }
+    let mut ranked: Vec<(i64, i64, usize)> = last
+        .iter()
+        .enumerate()
+        .map(|(k, st)| {
+            let mut eg = (st.df + st.db).max(0);
+            if st.df > 0 {
+                eg = eg.max(gb + st.n + st.df - s);
+            }
+            if st.db > 0 {
+                eg = eg.max(gf + y_last + st.n + st.db - s);
+            }
+            (st.idle + eg, -st.n, k)
+        })
+        .collect();
+    // Ties: offload the least (largest n) first, as Lemma 2 suggests; every
+    // offload is a whole transfer, and a prefetch, in the real schedule.
+    ranked.sort_unstable();
+    ranked.into_iter().map(|(t, _, k)| (t, k)).collect()
+}
+
+/// The discretised idle time (its own plus ε_G) of one offload set, by the
+/// same transitions as [`solve`]; `None` when the set does not fit. [`solve`]'s
+/// optimum is at most this for every set it may choose.
+pub fn idle_of(d: &Discrete, offload: &[usize]) -> Option<i64> {
+    let clamp = clamp_of(d);
+    let mut state = vec![Node {
+        n: d.x[0],
+        df: 0,
+        db: 0,
+        idle: 0,
+        parent: u32::MAX,
+        offload: false,
+    }];
+    for i in 0..d.ex_f.len() {
+        let want = offload.contains(&i);
+        let next = transitions(d, i, &state, want, clamp);
+        state = vec![*next.iter().find(|nd| nd.offload == want)?];
     }
-    best
+    ranked_finals(d, &state).first().map(|&(idle, _)| idle)
 }
 
 /// The offloaded layers on the path to final state `k`, in increasing order.
@@ -363,31 +483,67 @@ fn prune(mut v: Vec<Node>) -> Vec<Node> {
     out
 }
 
-/// DYNPROG's offload set and schedule, with the iterative rounding of |x_i|.
+/// How many times [`dynprog`] doubles the number of slots where a grid finds
+/// no schedule that the simulator accepts.
+pub const REFINEMENTS: u32 = 2;
+
+/// DYNPROG's offload set and schedule: the iterative rounding of |x_i| on the
+/// grid of `slots` slots and, where that ends without a schedule, on grids
+/// twice and four times as fine ([`REFINEMENTS`]). The decision's `slots` says
+/// which grid gave it.
 pub fn dynprog(
     c: &ActivationChain,
     inst: &Instance,
     slots: u32,
 ) -> Result<(Decision, Schedule), HeuristicError> {
-    let n = c.layers.len();
-    let mut allowed = vec![false; n + 1];
+    let mut allowed = vec![false; c.layers.len() + 1];
     for i in candidates(c) {
         allowed[i] = true;
     }
+    let mut last_err: Option<SimError> = None;
+    for k in 0..=REFINEMENTS {
+        let s = slots.saturating_mul(1 << k);
+        match rounds(c, inst, s, &allowed) {
+            Ok(found) => return Ok(found),
+            Err(e) => last_err = e.or(last_err),
+        }
+    }
+    Err(match last_err {
+        Some(e) => no_schedule(NAME, e),
+        None => HeuristicError::NoSchedule {
+            heuristic: NAME,
+            reason: format!(
+                "no offload set fits in {} to {} slots",
+                slots,
+                slots.saturating_mul(1 << REFINEMENTS)
+            ),
+        },
+    })
+}
+
+/// The iterative rounding on one grid: solve, realise, and while the simulator
+/// rejects every set the program chose, raise the rounded |x̃_i| that is below,
+/// but closest to, |x_i| (§5.3.2). `Err(None)`: the program found no set.
+fn rounds(
+    c: &ActivationChain,
+    inst: &Instance,
+    slots: u32,
+    allowed: &[bool],
+) -> Result<(Decision, Schedule), Option<SimError>> {
+    let n = c.layers.len();
     let cap = c.gpu_memory.max(1) as u128;
     let s = slots as u128;
     let mut bump = vec![0i64; n + 2];
     let mut last_err: Option<SimError> = None;
     for _round in 0..=n + 1 {
         let d = Discrete::new(c, slots, &bump);
-        let Some(dec) = solve(&d, &allowed) else {
+        let Some(dec) = solve(&d, allowed) else {
             break;
         };
-        match simulate_plan(c, inst, &dec.offload, None) {
-            Ok(sched) => return Ok((dec, sched)),
+        match realise(c, inst, dec) {
+            Ok(found) => return Ok(found),
             Err(e) => last_err = Some(e),
         }
-        // Raise the rounded |x̃_i| that is below, but closest to, |x_i|:
         // gap_i = |x_i|·S − x̃_i·M_GPU > 0, least first.
         let pick = (0..=n)
             .filter_map(|i| {
@@ -401,13 +557,43 @@ pub fn dynprog(
             None => break,
         }
     }
-    Err(match last_err {
-        Some(e) => no_schedule(NAME, e),
-        None => HeuristicError::NoSchedule {
-            heuristic: NAME,
-            reason: format!("no offload set fits in {} slots", slots),
-        },
-    })
+    Err(last_err)
+}
+
+/// The simulator's realisation of the decision's set and of its ties; the
+/// least makespan wins (ties: the program's own ranking). The decision's
+/// `offload` becomes the winning set.
+fn realise(
+    c: &ActivationChain,
+    inst: &Instance,
+    mut dec: Decision,
+) -> Result<(Decision, Schedule), SimError> {
+    let mut best: Option<(Schedule, usize)> = None;
+    let mut last_err = None;
+    let sets: Vec<&Vec<usize>> = std::iter::once(&dec.offload).chain(&dec.ties).collect();
+    for (k, set) in sets.iter().enumerate() {
+        match simulate_plan(c, inst, set, None) {
+            Ok(s) => {
+                if best
+                    .as_ref()
+                    .is_none_or(|(b, _)| s.last_end() < b.last_end())
+                {
+                    best = Some((s, k));
+                }
+            }
+            Err(e) => last_err = Some(e),
+        }
+    }
+    match best {
+        Some((sched, k)) => {
+            if k > 0 {
+                let chosen = dec.ties[k - 1].clone();
+                dec.ties[k - 1] = std::mem::replace(&mut dec.offload, chosen);
+            }
+            Ok((dec, sched))
+        }
+        None => Err(last_err.expect("at least one set was simulated")),
+    }
 }
 
 impl ChainHeuristic for DynProg {

@@ -1,0 +1,155 @@
+//! The certified gap at paper scale (issue 14, part 6): every bundled
+//! paper-scale instance of `activation_chain` (8 chains at the README main
+//! job's budgets, `--memory 0%:100%:6`) and of `weight_chain` (15 Table 1
+//! instances at their own memory, as the README runs them), through the gap
+//! report with the anytime search under a time limit per row (best checked
+//! heuristic schedule as incumbent, ⌈best certified bound⌉ as known bound).
+//! Per row: the best checked schedule and who found it, the best certified
+//! bound and its source, the certified gap (exact fraction, percent rounded
+//! up), how the search ended; then the maximum over all rows.
+//!
+//! Run: `cargo bench --bench gap_certified` (release profile). Environment:
+//! - `OFFCERT_GAP_SECS`: the anytime search's limit per row, seconds
+//!   (default 60, the issue's figure; 2 for a quick run);
+//! - `OFFCERT_GAP_FILTER`: comma-separated substrings; only instances whose
+//!   file name contains one of them;
+//! - `OFFCERT_GAP_FAMILIES`: `activation`, `weight` or both (default both).
+//!
+//! A row without the search ran none because its gap was already closed (a
+//! checked heuristic meets a certified bound).
+
+use offcert::report::{self, BudgetSpec, GapEntry, GapOptions};
+use std::path::{Path, PathBuf};
+use std::time::{Duration, Instant};
+
+fn env(name: &str) -> Option<String> {
+    std::env::var(name).ok().filter(|v| !v.is_empty())
+}
+
+/// The instance files of one bundled folder, sorted, after the filter.
+fn files(folder: &str, filter: &[String]) -> Vec<PathBuf> {
+    let dir = Path::new(env!("CARGO_MANIFEST_DIR")).join(folder);
+    let mut v: Vec<PathBuf> = std::fs::read_dir(&dir)
+        .expect("bundled folder")
+        .filter_map(|e| e.ok().map(|e| e.path()))
+        .filter(|p| p.extension().is_some_and(|x| x == "json"))
+        .filter(|p| {
+            let n = p.file_name().unwrap().to_string_lossy().to_string();
+            filter.is_empty() || filter.iter().any(|f| n.contains(f.as_str()))
+        })
+        .collect();
+    v.sort();
+    v
+}
+
+fn row(e: &GapEntry, wall: Duration) -> String {
+    let name = Path::new(&e.instance)
+        .file_stem()
+        .map(|s| s.to_string_lossy().to_string())
+        .unwrap_or_default();
+    let pct = e
+        .budget_percent
+        .map(|p| format!("{p:.0} %"))
+        .unwrap_or_default();
+    let best = e
+        .best_schedule
+        .as_ref()
+        .map_or("-".into(), |b| format!("{} ({})", b.makespan(), b.by));
+    let bound = e
+        .best_certified_bound
+        .as_ref()
+        .map_or("-".into(), |b| format!("{} ({})", b.ceil, b.source));
+    let gap = e
+        .certified_gap
+        .as_ref()
+        .map_or("-".into(), |g| format!("{} % ({})", g.percent, g.exact));
+    let search = e.anytime.as_ref().map_or("not run (closed)".into(), |a| {
+        format!(
+            "{}, {:.0} s, {} states, own bound {}",
+            a.stop,
+            a.seconds,
+            a.states,
+            a.search_bound.map_or("-".into(), |b| b.to_string())
+        )
+    });
+    let opt = e.optimum.as_ref().map_or("", |o| o.claim.as_str());
+    format!(
+        "| {name} | {pct} | {best} | {bound} | {gap} | {opt} | {search} | {:.1} |",
+        wall.as_secs_f64()
+    )
+}
+
+fn main() {
+    let secs: u64 =
+        env("OFFCERT_GAP_SECS").map_or(60, |s| s.parse().expect("OFFCERT_GAP_SECS: seconds"));
+    let filter: Vec<String> = env("OFFCERT_GAP_FILTER")
+        .map(|f| f.split(',').map(str::to_string).collect())
+        .unwrap_or_default();
+    let families = env("OFFCERT_GAP_FAMILIES").unwrap_or_else(|| "activation,weight".into());
+    let no_exact = |_: &offcert::model::Instance| false;
+    let opts = GapOptions {
+        optimum: None,
+        exact_for: &no_exact,
+        only: vec![],
+        anytime: Some(Duration::from_secs(secs)),
+        progress: None,
+    };
+    let pct = BudgetSpec::parse("0%:100%:6").unwrap();
+    let mut jobs: Vec<(PathBuf, Option<&BudgetSpec>)> = Vec::new();
+    if families.contains("activation") {
+        jobs.extend(
+            files("instances/paper/activation", &filter)
+                .into_iter()
+                .map(|f| (f, Some(&pct))),
+        );
+    }
+    if families.contains("weight") {
+        jobs.extend(
+            files("instances/paper/weight", &filter)
+                .into_iter()
+                .map(|f| (f, None)),
+        );
+    }
+    println!(
+        "anytime search limit per row: {secs} s; {} instance files",
+        jobs.len()
+    );
+    println!("| instance | memory | best checked schedule (by) | ⌈best certified bound⌉ (source) | certified gap | claim | anytime search | wall s |");
+    println!("|---|---|---|---|---|---|---|---|");
+    let mut worst: Option<(num_rational::BigRational, String)> = None;
+    let started = Instant::now();
+    for (path, spec) in jobs {
+        let (file, _) = offcert::io::load_instance(&path).expect("bundled instance loads");
+        let budgets = match spec {
+            Some(s) => s.budgets(&file).expect("budgets"),
+            None => vec![report::budget::own_budget(&file)],
+        };
+        for b in budgets {
+            let f = report::with_budget(&file, b);
+            let inst = f.compile().expect("compiles");
+            let t = Instant::now();
+            let e = report::gap(&path.display().to_string(), &f, &inst, &opts);
+            println!("{}", row(&e, t.elapsed()));
+            if let Some(g) = &e.certified_gap {
+                if worst.as_ref().is_none_or(|(w, _)| g.value > *w) {
+                    let label = format!("{} at {} B", path.display(), b);
+                    worst = Some((g.value.clone(), label));
+                }
+            }
+            assert!(
+                e.problems.is_empty(),
+                "{}: {:?}",
+                path.display(),
+                e.problems
+            );
+        }
+    }
+    match worst {
+        Some((w, at)) => println!(
+            "max certified gap {} % ({w}) at {at}; total {:.0} s",
+            report::gap::percent_up(&w),
+            started.elapsed().as_secs_f64()
+        ),
+        None => println!("no row with a certified gap"),
+    }
+}
