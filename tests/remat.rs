@@ -243,7 +243,9 @@ fn every_dp_schedule_is_checked_and_above_the_bounds() {
             TestResult::discard()
         }
     }
-    qc(150).quickcheck(prop as fn(Spec, u8, u8) -> TestResult);
+    // 600 cases (0.1 s): the split bound beats the compute bound in about 6 %
+    // of them, so 150 cases left the count below 5 now and then.
+    qc(600).quickcheck(prop as fn(Spec, u8, u8) -> TestResult);
     // Not vacuous: the DPs really recompute and really move data, and the split
     // bound really beats the compute bound.
     assert!(
