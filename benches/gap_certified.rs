@@ -124,11 +124,14 @@ fn main() {
             Some(s) => s.budgets(&file).expect("budgets"),
             None => vec![report::budget::own_budget(&file)],
         };
+        let mut carry = report::gap::CarryOver::default();
         for b in budgets {
             let f = report::with_budget(&file, b);
             let inst = f.compile().expect("compiles");
             let t = Instant::now();
-            let e = report::gap(&path.display().to_string(), &f, &inst, &opts);
+            let label = path.display().to_string();
+            let e = report::gap::gap_with_carry(&label, &f, &inst, &opts, carry.carried());
+            carry.keep(&e, &format!("{b} B"));
             println!("{}", row(&e, t.elapsed()));
             if let Some(g) = &e.certified_gap {
                 if worst.as_ref().is_none_or(|(w, _)| g.value > *w) {

@@ -159,6 +159,8 @@ pub fn run(a: GapArgs) -> anyhow::Result<ExitCode> {
     };
     let mut entries: Vec<GapEntry> = Vec::new();
     for (label, file, budgets) in &jobs {
+        // The best schedule of an earlier budget, checked again at the next.
+        let mut carry = report::gap::CarryOver::default();
         for &b in budgets {
             let name = Path::new(label)
                 .file_name()
@@ -170,7 +172,9 @@ pub fn run(a: GapArgs) -> anyhow::Result<ExitCode> {
             let inst = f
                 .compile()
                 .with_context(|| format!("{label} at memory {b} B"))?;
-            entries.push(report::gap(label, &f, &inst, &opts));
+            let entry = report::gap::gap_with_carry(label, &f, &inst, &opts, carry.carried());
+            carry.keep(&entry, &table::human_bytes(b));
+            entries.push(entry);
             bar.inc(1);
         }
     }

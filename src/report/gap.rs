@@ -289,6 +289,54 @@ fn ratio(m: i64, to: &BoundCell) -> Option<f64> {
 
 /// Compute one entry. `file` already carries the budget.
 pub fn gap(label: &str, file: &InstanceFile, inst: &Instance, opts: &GapOptions) -> GapEntry {
+    gap_with_carry(label, file, inst, opts, None)
+}
+
+/// A row's best schedule offered to the next, larger budget of the same
+/// instance: with more memory every rule but the capacity is unchanged, so the
+/// schedule usually stays valid there. It is checked again on the new
+/// instance, never assumed.
+pub struct Carried<'a> {
+    pub checked: &'a Checked,
+    /// Who found it, and at which budget.
+    pub by: String,
+}
+
+/// The best schedule found so far over the budgets of one instance, with who
+/// found it and at which budget: each next row gets it as a [`Carried`].
+#[derive(Default)]
+pub struct CarryOver {
+    best: Option<(String, Checked)>,
+}
+
+impl CarryOver {
+    /// What the next budget's row is offered.
+    pub fn carried(&self) -> Option<Carried<'_>> {
+        self.best.as_ref().map(|(by, checked)| Carried {
+            checked,
+            by: by.clone(),
+        })
+    }
+
+    /// Remember the row's best schedule, unless it is the carried one itself.
+    pub fn keep(&mut self, entry: &GapEntry, budget_label: &str) {
+        if let Some(best) = &entry.best_schedule {
+            if self.best.as_ref().is_none_or(|(by, _)| *by != best.by) {
+                let by = format!("{} (carried from {budget_label})", best.by);
+                self.best = Some((by, best.checked().clone()));
+            }
+        }
+    }
+}
+
+/// [`gap`], with the best schedule of a smaller budget as one more candidate.
+pub fn gap_with_carry(
+    label: &str,
+    file: &InstanceFile,
+    inst: &Instance,
+    opts: &GapOptions,
+    carried: Option<Carried>,
+) -> GapEntry {
     let budget = super::budget::own_budget(file);
     let (mut bounds, failures, infeasible) = evaluate_bounds(file, inst);
     let mut problems = Vec::new();
@@ -302,6 +350,13 @@ pub fn gap(label: &str, file: &InstanceFile, inst: &Instance, opts: &GapOptions)
     for c in &cells {
         if let Some(k) = c.checked() {
             offer(&mut best, k, &c.heuristic);
+        }
+    }
+    if let Some(c) = carried {
+        if let crate::check::CheckOutcome::Valid(k) =
+            crate::check::check(inst, c.checked.schedule())
+        {
+            offer(&mut best, &k, &c.by);
         }
     }
     let mut optimum = None;
@@ -599,5 +654,72 @@ mod tests {
         assert_eq!(percent_up(&r(1, 100)), "1.000");
         assert_eq!(percent_up(&r(7, 5)), "140.000");
         assert_eq!(GapCell::new(5, 0), None);
+    }
+}
+
+#[cfg(test)]
+mod carry_tests {
+    use super::*;
+
+    fn chain3_at(bytes: u64) -> (InstanceFile, Instance) {
+        let path = concat!(
+            env!("CARGO_MANIFEST_DIR"),
+            "/instances/examples/chain3.json"
+        );
+        let text = std::fs::read_to_string(path).expect("bundled example");
+        let file = crate::io::parse_instance_file(path, &text).expect("parses");
+        let f = super::super::budget::with_budget(&file, bytes);
+        let inst = f.compile().expect("compiles");
+        (f, inst)
+    }
+
+    fn opts<'a>(only: Vec<String>, never: &'a dyn Fn(&Instance) -> bool) -> GapOptions<'a> {
+        GapOptions {
+            optimum: None,
+            exact_for: never,
+            only,
+            anytime: None,
+            progress: None,
+        }
+    }
+
+    /// chain3 (see its note): 15 at 16 B with nothing offloaded, 19 at 8 B.
+    #[test]
+    fn a_carried_schedule_is_checked_again_at_the_new_budget() {
+        let never = |_: &Instance| false;
+        let (f16, i16) = chain3_at(16);
+        let big = gap("chain3", &f16, &i16, &opts(vec![], &never));
+        let big = big.best_schedule.expect("a schedule at the peak");
+        assert_eq!(big.makespan(), 15);
+        // Down to 8 B the no-offload schedule breaks the capacity: not offered.
+        let (f8, i8) = chain3_at(8);
+        let carried = Carried {
+            checked: big.checked(),
+            by: "test (carried from 16 B)".into(),
+        };
+        let small = gap_with_carry("chain3", &f8, &i8, &opts(vec![], &never), Some(carried));
+        let small = small.best_schedule.expect("a schedule at 8 B");
+        assert_ne!(small.by, "test (carried from 16 B)");
+        assert!(
+            small.makespan() >= 19,
+            "the default rule's optimum at 8 B is 19"
+        );
+        // Up to 12 B with no heuristic run: the carried schedule is re-checked
+        // there, valid, and the row's best.
+        let (f12, i12) = chain3_at(12);
+        let carried = Carried {
+            checked: small.checked(),
+            by: "test (carried from 8 B)".into(),
+        };
+        let none = vec!["no-such-heuristic".to_string()];
+        let up = gap_with_carry("chain3", &f12, &i12, &opts(none, &never), Some(carried));
+        let up = up.best_schedule.expect("the carried schedule");
+        assert_eq!(up.by, "test (carried from 8 B)");
+        assert_eq!(up.makespan(), small.makespan());
+        // Checked on the 12 B instance, not the 8 B one it came from.
+        assert_ne!(
+            up.checked().report().instance_sha256,
+            small.checked().report().instance_sha256
+        );
     }
 }
