@@ -160,6 +160,7 @@ fn realised_schedules_break_no_rule_but_capacity() {
             CheckOutcome::Valid(c) => {
                 VALID.fetch_add(1, Ordering::Relaxed);
                 assert!(run.step_sum <= c.report().makespan);
+                at_most_the_period(&off, &inst, c.report().makespan.0);
             }
             CheckOutcome::Invalid(r) => {
                 REFUTED.fetch_add(1, Ordering::Relaxed);
@@ -184,8 +185,33 @@ fn realised_schedules_break_no_rule_but_capacity() {
         ("refuted", &REFUTED),
         ("cpu updates", &CPU_UPDATES),
         ("moved", &MOVED),
+        ("bounds tested", &BOUNDS_TESTED),
     ] {
         assert!(n.load(Ordering::Relaxed) >= 10, "{what}: {n:?}");
+    }
+}
+
+static BOUNDS_TESTED: AtomicUsize = AtomicUsize::new(0);
+
+/// Every certified bound registered for the family (offmate-compute,
+/// offmate-volume, and the busiest-device compute) is at most a checked period.
+fn at_most_the_period(off: &Offmate, inst: &Instance, period: i64) {
+    let file = InstanceFile::Offmate(off.clone());
+    let mut seen = 0;
+    for (name, b) in offcert::bound::evaluate(&file, inst) {
+        let Ok(b) = b else { continue };
+        if b.strength == offcert::bound::Strength::Certified {
+            assert!(
+                b.ceil_ticks() <= period,
+                "{name} = {} above the checked period {period} on {off:?}",
+                b.value
+            );
+            seen += 1;
+        }
+    }
+    assert!(inst.busiest_device_compute().0 <= period);
+    if seen >= 2 {
+        BOUNDS_TESTED.fetch_add(1, Ordering::Relaxed);
     }
 }
 
@@ -199,6 +225,9 @@ fn baselines_are_certified_with_room() {
         for b in Baseline::all() {
             let plan = om::baseline_plan(&off, b);
             let run = om::run_plan(&off, &inst, &plan, PlanSource::Baseline(b)).unwrap();
+            if let CheckOutcome::Valid(c) = &run.outcome {
+                at_most_the_period(&off, &inst, c.report().makespan.0);
+            }
             if let CheckOutcome::Invalid(r) = &run.outcome {
                 panic!(
                     "{}: {:?} on {off:?}",
