@@ -641,6 +641,73 @@ fn rule_precedence_cpu_op_before_its_predecessor_ends() {
     );
 }
 
+// grp2 (one shot): A B P C = ops 0 1 2 3; a (at_least_once) b = groups 0 1.
+const GRP2_A: OpId = OpId(0);
+const GRP2_B: OpId = OpId(1);
+const GRP2_P: OpId = OpId(2);
+const GRP2_C: OpId = OpId(3);
+
+#[test]
+fn rule_slots_extra_run_after_every_slot_is_filled() {
+    let r = valid("grp2.json", "grp2.valid.schedule.json");
+    assert_eq!(r.makespan, Ticks(2));
+    // An at_least_once group's second GPU run: R12 alone.
+    assert_eq!(
+        invalid("grp2.json", "grp2.slot-extra.invalid.schedule.json"),
+        vec![Violation::SlotExtra {
+            position: 2,
+            found: GRP2_A,
+            event: EventId(4),
+        }]
+    );
+    assert_eq!(
+        rechecked("grp2.json", "grp2.slot-extra.invalid.schedule.json"),
+        vec![finding("slots", "slot_extra", None, None, None)]
+    );
+    // An exactly_once group's second GPU run breaks R12 and R11 at once.
+    assert_eq!(
+        invalid("grp2.json", "grp2.extra-twice.invalid.schedule.json"),
+        vec![
+            Violation::SlotExtra {
+                position: 2,
+                found: GRP2_B,
+                event: EventId(4),
+            },
+            Violation::GroupRanTwice {
+                group: GroupId(1),
+                first: EventId(1),
+                second: EventId(4),
+            },
+        ]
+    );
+}
+
+#[test]
+fn rule_precedence_one_shot_no_earlier_run_of_the_predecessor() {
+    valid("grp2.json", "grp2.valid.schedule.json");
+    assert_eq!(
+        invalid("grp2.json", "grp2.after-none.invalid.schedule.json"),
+        vec![Violation::StartedBeforePredecessor {
+            event: EventId(2),
+            at: Ticks(0),
+            op: GRP2_C,
+            after: GRP2_P,
+            pred_event: None,
+            pred_end: None,
+        }]
+    );
+    assert_eq!(
+        rechecked("grp2.json", "grp2.after-none.invalid.schedule.json"),
+        vec![finding(
+            "precedence",
+            "started_before_predecessor",
+            Some(2),
+            Some(0),
+            None
+        )]
+    );
+}
+
 #[test]
 fn rule_memory_cpu_side_cyclic_with_a_cpu_op() {
     valid("grp1.json", "grp1.cpu-update.valid.schedule.json");
