@@ -40,7 +40,9 @@
 //! copy left. [`asap`] is the special case the fixed-order families use (no
 //! explicit deletes).
 
-use crate::model::{ComputeOrder, Device, Direction, Instance, Mode, OpId, ReleaseRule, TensorId};
+use crate::model::{
+    ComputeOrder, Device, Direction, Extension, Instance, Mode, OpId, ReleaseRule, TensorId,
+};
 use crate::schedule::{Event, Schedule};
 use crate::semantics::{transfer_ticks, GpuCopy, InFlight, Lookahead, State};
 use crate::units::Ticks;
@@ -138,7 +140,15 @@ pub fn asap(inst: &Instance, plan: &Plan) -> Result<Schedule, SimError> {
 /// Build the ASAP schedule of a sequence with per-position decisions (see the
 /// module documentation). Every transfer lasts exactly ⌈size/β⌉ ticks.
 pub fn asap_sequence(inst: &Instance, sp: &SeqPlan) -> Result<Schedule, SimError> {
-    refuse_extensions(inst)?;
+    // Variant groups are fine here: the sequence names which member runs, and
+    // how often is R11's business (the checker's). Slots and `after` are not.
+    if let Some(e) = inst
+        .extensions()
+        .into_iter()
+        .find(|e| *e != Extension::Groups)
+    {
+        return Err(SimError::Extension(e));
+    }
     if inst.mode != Mode::OneShot || sp.seq.iter().any(|o| inst.op(*o).device != Device::Gpu) {
         return Err(SimError::Unsupported);
     }
@@ -151,7 +161,8 @@ pub fn asap_sequence(inst: &Instance, sp: &SeqPlan) -> Result<Schedule, SimError
     realise(inst, sp.seq.clone(), planned, deletes, sp.lookahead)
 }
 
-/// Groups, slots and `after` are checked, never realised here.
+/// Groups, slots and `after` are checked, never realised here (a given
+/// sequence may have groups: [`asap_sequence`]).
 fn refuse_extensions(inst: &Instance) -> Result<(), SimError> {
     match inst.extensions().first() {
         Some(&e) => Err(SimError::Extension(e)),

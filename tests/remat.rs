@@ -825,15 +825,21 @@ fn fixture_both_backward_options_run() {
     );
 }
 
-/// The DPs, the exact methods and `remat-split` refuse several options with a
-/// typed reason; `remat-compute` is min(2+3, 3+2) + 1 + 1 = 7 (the instance
-/// note), met by both valid fixtures.
+/// rotor takes several options (its checked schedule meets `remat-compute` =
+/// min(2+3, 3+2) + 1 + 1 = 7, the instance note); pofo, offload-only and the
+/// exact methods refuse them with a typed reason. `remat-split` with each
+/// block's least values: Σu_F = min(2, 3) + 1 = 3, Σu_B = min(3, 2) + 1 = 3,
+/// V = (a0 + min(4, 1) + a1 + s2 + d1 − 12)⁺ = (2 + 1 + 2 + 1 + 2 − 12)⁺ = 0,
+/// so A = 6; B = 7 + the shortest forward (the loss's 1) = 8: 6.
 #[test]
-fn several_options_are_refused_by_name_or_bounded() {
+fn several_options_rotor_runs_pofo_refuses_bounds_take_the_least() {
     let (f, inst) = remat1o();
     for h in heuristic::remat::heuristics() {
         match heuristic::run(h.as_ref(), &f, &inst) {
-            Err(HeuristicError::Unsupported { feature, .. }) => {
+            Ok(run) if h.name() == "rotor" => {
+                assert_eq!(run.checked.report().makespan, Ticks(7))
+            }
+            Err(HeuristicError::Unsupported { feature, .. }) if h.name() != "rotor" => {
                 assert_eq!(feature, RematFeature::SeveralOptions { layer: 0 })
             }
             other => panic!("{}: {:?}", h.name(), other.map(|r| r.name)),
@@ -855,13 +861,8 @@ fn several_options_are_refused_by_name_or_bounded() {
     }
     let b = bound::remat::RematCompute.bound(&f, &inst).unwrap();
     assert_eq!(b.value, BigRational::from_integer(7.into()));
-    match bound::remat::RematSplit.bound(&f, &inst) {
-        Err(bound::BoundError::Failed {
-            cause: bound::Failure::Unsupported(RematFeature::SeveralOptions { layer: 0 }),
-            ..
-        }) => {}
-        other => panic!("{:?}", other.map(|b| b.value)),
-    }
+    let b = bound::remat::RematSplit.bound(&f, &inst).unwrap();
+    assert_eq!(b.value, BigRational::from_integer(6.into()));
     if let InstanceFile::RematChain(c) = &f {
         // Least memory: min over the options of the larger of Fall and B:
         // option 0 max(2+6, 2+6+2+2) = 12, option 1 max(5, 2+3+2+2) = 9; the
@@ -870,10 +871,11 @@ fn several_options_are_refused_by_name_or_bounded() {
     }
 }
 
-/// A fast forward distinct from F_all (rockmate's ff_fw) is outside the DPs'
-/// model: refused by name; one option per block, so the exact methods apply.
+/// A fast forward distinct from F_all (rockmate's ff_fw): rotor runs it for
+/// F_ck / F_∅; it is outside pofo's model (refused by name); one option per
+/// block, so the exact methods apply.
 #[test]
-fn a_distinct_fast_forward_is_refused_by_the_dps() {
+fn a_distinct_fast_forward_is_used_by_rotor_and_refused_by_pofo() {
     let mut c = chain(&[(1, 3, 1, 3, 0)], 1, 0, 0);
     assert_eq!(c.layers[0].u_f, 2);
     c.layers[0].ff_u_f = Some(1);
@@ -882,18 +884,27 @@ fn a_distinct_fast_forward_is_refused_by_the_dps() {
     assert!(inst.groups.is_empty());
     assert_eq!(inst.op(OpId(0)).duration, Ticks(1));
     for h in heuristic::remat::heuristics() {
-        assert!(matches!(
-            heuristic::run(h.as_ref(), &f, &inst),
-            Err(HeuristicError::Unsupported {
-                feature: RematFeature::FastForward { layer: 0 },
-                ..
-            })
-        ));
+        let r = heuristic::run(h.as_ref(), &f, &inst);
+        if h.name() == "rotor" {
+            assert!(
+                matches!(r, Ok(_) | Err(HeuristicError::NoSchedule { .. })),
+                "{:?}",
+                r.map(|x| x.name)
+            );
+        } else {
+            assert!(matches!(
+                r,
+                Err(HeuristicError::Unsupported {
+                    feature: RematFeature::FastForward { layer: 0 },
+                    ..
+                })
+            ));
+        }
     }
 }
 
 #[test]
-fn gap_shows_the_refusals_on_a_multi_option_chain() {
+fn gap_shows_rotor_and_the_refusals_on_a_multi_option_chain() {
     let out = std::process::Command::new(env!("CARGO_BIN_EXE_offcert"))
         .args(["gap", "instances/fixtures/remat1o.json"])
         .current_dir(env!("CARGO_MANIFEST_DIR"))
@@ -908,6 +919,11 @@ fn gap_shows_the_refusals_on_a_multi_option_chain() {
     );
     assert!(text.contains("refused"), "{text}");
     assert!(text.contains("several options"), "{text}");
+    assert!(
+        text.lines()
+            .any(|l| l.trim_start().starts_with("rotor") && l.contains("valid")),
+        "{text}"
+    );
 }
 
 #[test]

@@ -6,12 +6,14 @@
 //!   options runs one backward `B{ℓ}.{k}` (its group `bwd{ℓ}`), which reads
 //!   `s{ℓ}.{k}`, produced only by `Fall{ℓ}.{k}`: the block adds
 //!   min_k (u_F,k + u_B,k).
-//! - `remat-split`: min(A, B) with B = Σ(u_F + u_B) + min_ℓ u_F (some forward runs
-//!   twice) and A = max(Σu_F, V/β) + max(Σu_B, V/β) (every forward runs once: the
-//!   bytes V that cannot stay on the GPU when the loss's backward starts are
-//!   offloaded before it and prefetched after it). Its proof covers the
-//!   appendix's chains only: a chain with several options per block or a
-//!   distinct fast forward is refused ([`Failure::Unsupported`]).
+//! - `remat-split`: min(A, B) with B = remat-compute + the shortest forward op
+//!   (some forward runs twice) and A = max(Σu_F, V/β) + max(Σu_B, V/β) (every
+//!   forward runs once: the bytes V that cannot stay on the GPU when the loss's
+//!   backward starts are offloaded before it and prefetched after it). A block
+//!   with several options enters Σu_F, Σu_B and V with its least u_F, least u_B
+//!   and least |ā| (each over its options, separately): whichever option a
+//!   schedule picks, each term is at least that, and A grows with each term.
+//!   One option per block: the appendix's bound unchanged.
 //!
 //! Owns: [`RematCompute`], [`RematSplit`], [`compute_bound`], [`split_bound`].
 //! Must not import: heuristics, exact solvers, the checker.
@@ -37,12 +39,44 @@ fn chain<'a>(name: &'static str, f: &'a InstanceFile) -> Result<&'a RematChain, 
     }
 }
 
-/// Σ u_F and Σ u_B over layers 1..=L+1.
-fn sums(c: &RematChain) -> (i128, i128) {
+/// Per layer ℓ = 1..=L+1 (entry ℓ − 1): the least u_F, the least u_B and the
+/// least |ā| − |a| over its options (the loss: its own).
+fn least_per_layer(c: &RematChain) -> Vec<(i128, i128, u128)> {
     let dm = c.dims();
-    let f = dm.u_f[1..].iter().map(|x| *x as i128).sum();
-    let b = dm.u_b[1..].iter().map(|x| *x as i128).sum();
-    (f, b)
+    let mut v: Vec<(i128, i128, u128)> = (1..=dm.l)
+        .map(|k| {
+            let o = c.options_of(k);
+            let f = o.iter().map(|x| x.u_f as i128).min().unwrap_or(0);
+            let b = o.iter().map(|x| x.u_b as i128).min().unwrap_or(0);
+            let s = o
+                .iter()
+                .map(|x| (x.abar - dm.a[k]) as u128)
+                .min()
+                .unwrap_or(0);
+            (f, b, s)
+        })
+        .collect();
+    let loss = dm.l + 1;
+    v.push((
+        dm.u_f[loss] as i128,
+        dm.u_b[loss] as i128,
+        dm.s[loss] as u128,
+    ));
+    v
+}
+
+/// The shortest forward op of layers 1..=L+1: every `Fall{ℓ}.{k}`, the fast
+/// forward `F{ℓ}`, the loss's `Fall{L+1}`.
+fn shortest_forward(c: &RematChain) -> i128 {
+    let dm = c.dims();
+    let layers = c.layers.iter().enumerate().map(|(i, x)| {
+        let ff = x.ff_u_f.unwrap_or(x.u_f) as i128;
+        c.options_of(i + 1)
+            .iter()
+            .map(|o| o.u_f as i128)
+            .fold(ff, i128::min)
+    });
+    layers.fold(dm.u_f[dm.l + 1] as i128, i128::min)
 }
 
 fn infeasible(name: &'static str, c: &RematChain) -> Result<(), BoundError> {
@@ -104,14 +138,15 @@ pub struct RematSplit;
 pub fn split_bound(c: &RematChain) -> BigRational {
     let dm = c.dims();
     let l = dm.l;
-    let (sf, sb) = sums(c);
+    let least = least_per_layer(c);
+    let sf: i128 = least.iter().map(|x| x.0).sum();
+    let sb: i128 = least.iter().map(|x| x.1).sum();
     let int = |x: i128| BigRational::from_integer(BigInt::from(x));
     // Some forward runs twice.
-    let min_f = dm.u_f[1..].iter().copied().min().unwrap_or(0) as i128;
-    let b = int(sf + sb + min_f);
+    let b = int(compute_bound(c) + shortest_forward(c));
     // Every forward runs once: V bytes are on the CPU only when B_{L+1} starts.
     let kept: u128 = (0..l).map(|k| dm.a[k] as u128).sum::<u128>()
-        + (1..=l).map(|k| dm.s[k] as u128).sum::<u128>();
+        + least[..l].iter().map(|x| x.2).sum::<u128>();
     let fp = dm.a[l] as u128 + dm.s[l + 1] as u128 + dm.d[l] as u128 + dm.o_b[l + 1] as u128;
     let v = (kept + fp).saturating_sub(c.gpu_memory as u128);
     let bw = c.bandwidth.to_bandwidth();
@@ -133,10 +168,6 @@ impl BoundMethod for RematSplit {
     fn bound(&self, f: &InstanceFile, _inst: &Instance) -> Result<LowerBound, BoundError> {
         let c = chain(self.name(), f)?;
         infeasible(self.name(), c)?;
-        c.plain().map_err(|e| BoundError::Failed {
-            bound: self.name(),
-            cause: Failure::Unsupported(e),
-        })?;
         Ok(LowerBound {
             value: split_bound(c),
             source: self.name().into(),

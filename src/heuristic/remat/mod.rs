@@ -16,9 +16,10 @@ use crate::family::InstanceFile;
 use crate::model::{OpId, TensorId};
 use crate::simulate::SeqPlan;
 
-/// The remat heuristics. Each refuses a chain beyond the appendix's problem
-/// ([`RematChain::plain`]: several options per block, a distinct fast forward)
-/// with [`HeuristicError::Unsupported`].
+/// The remat heuristics. `rotor` takes every `remat_chain` (several options
+/// per block, a distinct fast forward); `pofo` and `offload-only` refuse a
+/// chain beyond the appendix's problem ([`RematChain::plain`]) with
+/// [`HeuristicError::Unsupported`].
 pub fn heuristics() -> Vec<Box<dyn Heuristic>> {
     vec![
         Box::new(rotor::Rotor::default()),
@@ -27,6 +28,21 @@ pub fn heuristics() -> Vec<Box<dyn Heuristic>> {
     ]
 }
 
+/// Any `remat_chain` (the DP models every feature of the family).
+pub(crate) fn chain_any<'a>(
+    name: &'static str,
+    file: &'a InstanceFile,
+) -> Result<&'a RematChain, HeuristicError> {
+    match file {
+        InstanceFile::RematChain(c) => Ok(c),
+        other => Err(HeuristicError::NotApplicable {
+            heuristic: name,
+            family: other.family().into(),
+        }),
+    }
+}
+
+/// A `remat_chain` within the appendix's problem ([`RematChain::plain`]).
 pub(crate) fn chain<'a>(
     name: &'static str,
     file: &'a InstanceFile,

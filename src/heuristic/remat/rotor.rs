@@ -5,23 +5,32 @@
 //! C(i, j, m): least compute time to run layers i..=j (forwards and backwards),
 //! with a_{i-1} stored outside the m slots and δ_j (none for the loss) held
 //! inside them at the start; at the end only δ_{i-1} is held. Choices:
-//! - F^i_all, then C(i+1, j, m − |ā_i|), then B_i
-//!   (peaks δ_j + ā_i + o_f and δ_i + ā_i + δ_{i-1} + o_b);
-//! - F^i_ck, F^{i+1..k}_∅ (each dropping its input at its end), then
-//!   C(k+1, j, m − |a_k|), delete a_k after B_{k+1}, then C(i, k, m)
-//!   (peaks δ_j + a_i + o_f_i and δ_j + a_{h-1} + a_h + o_f_h), i ≤ k < j;
-//! - i = j: F^i_all then B_i.
+//! - F^i_all with option k, then C(i+1, j, m − |ā_i,k|), then B_i with the same
+//!   option k (peaks δ_j + ā_i,k + o_f,k and δ_i + ā_i,k + δ_{i-1} + o_b,k);
+//! - F^i_ck, F^{i+1..k}_∅ (each dropping its input at its end; the fast forward
+//!   `F{h}`, duration u_FF(h), scratch o_FF(h)), then C(k+1, j, m − |a_k|),
+//!   delete a_k after B_{k+1}, then C(i, k, m)
+//!   (peaks δ_j + a_i + o_FF_i and δ_j + a_{h-1} + a_h + o_FF_h), i ≤ k < j;
+//! - i = j: F^i_all then B_i, with the same option k.
+//!
+//! Several options per block (rockmate's `RK_Chain`, `layers[ℓ].options`): as
+//! rockmate's own rotor DP (`rotor_solver.psolve_dp_functional`, "solution 2"),
+//! the F_all choice takes the least over the block's options k of its cost with
+//! that option's u_F, u_B, |ā|, o_f, o_b, and the reconstruction runs
+//! `Fall{i}.{k}` and `B{i}.{k}` for that k. One option per block and no
+//! distinct fast forward: the same table as before options existed.
 //!
 //! The answer is C(1, L+1, ⌊M/slot⌋ − ⌈|a_0|/slot⌉): layer L+1 is the loss.
 //!
 //! Owns: the `rotor` persistent DP.
 //! Must not import: exact solvers, traces, reports, the CLI.
 
-use super::{chain, Sequence, Slots, DEFAULT_SLOTS};
+use super::{chain_any, Sequence, Slots, DEFAULT_SLOTS};
 use crate::family::remat_chain::{Dims, RematChain};
 use crate::family::InstanceFile;
 use crate::heuristic::{Heuristic, HeuristicError};
 use crate::model::Instance;
+use crate::model::OpId;
 use crate::schedule::Schedule;
 use crate::simulate::asap_sequence;
 
@@ -40,6 +49,19 @@ impl Default for Rotor {
     }
 }
 
+/// One option of a block, in slots and ticks, with its two ops.
+#[derive(Clone, Debug)]
+struct Opt {
+    u_f: i64,
+    u_b: i64,
+    /// |ā| − |a| in slots (rounded up).
+    s: u64,
+    o_f: u64,
+    o_b: u64,
+    fall: OpId,
+    b: OpId,
+}
+
 /// The filled table and what the reconstruction needs.
 pub struct Table {
     l1: usize,
@@ -47,6 +69,58 @@ pub struct Table {
     cost: Vec<i64>,
     pub sl: Slots,
     pub dm: Dims,
+    /// Per layer ℓ = 1..=L+1 (entry ℓ; entry 0 empty): its options.
+    opts: Vec<Vec<Opt>>,
+    /// Per layer ℓ = 1..=L (entry ℓ): the fast forward `F{ℓ}`'s duration and
+    /// scratch in slots (u_F, o_f of option 0 unless the file sets them apart).
+    ff: Vec<(i64, u64)>,
+}
+
+/// Every layer's options (the loss: one) and fast forward, in slots.
+fn layer_options(c: &RematChain, dm: &Dims, sl: &Slots) -> (Vec<Vec<Opt>>, Vec<(i64, u64)>) {
+    let up = |x: u64| x.div_ceil(sl.slot);
+    let ids = c.option_ids();
+    let mut opts = vec![vec![]];
+    let mut ff = vec![(0, 0)];
+    for l in 1..=dm.l {
+        let x = &c.layers[l - 1];
+        ff.push((x.ff_u_f.unwrap_or(x.u_f), up(x.ff_o_f.unwrap_or(x.o_f))));
+        let v = c
+            .options_of(l)
+            .iter()
+            .zip(&ids[l - 1])
+            .map(|(o, id)| Opt {
+                u_f: o.u_f,
+                u_b: o.u_b,
+                s: up(o.abar - dm.a[l]),
+                o_f: up(o.o_f),
+                o_b: up(o.o_b),
+                fall: id.0,
+                b: id.1,
+            })
+            .collect();
+        opts.push(v);
+    }
+    let loss = dm.l + 1;
+    opts.push(vec![Opt {
+        u_f: dm.u_f[loss],
+        u_b: dm.u_b[loss],
+        s: sl.s[loss],
+        o_f: sl.o_f[loss],
+        o_b: sl.o_b[loss],
+        fall: c.fall_id(loss),
+        b: c.b_id(loss),
+    }]);
+    (opts, ff)
+}
+
+/// A choice at (i, j, m).
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+enum Choice {
+    /// F^i_all with option k first.
+    All(usize),
+    /// F^i_ck, F^{i+1..k}_∅: checkpoint a_k.
+    Ck(usize),
 }
 
 impl Table {
@@ -69,47 +143,54 @@ impl Table {
         self.sl.budget as i64 - self.sl.a[0] as i64
     }
 
-    fn fall_peak(&self, i: usize, j: usize) -> (i64, i64) {
+    /// |ā_i| of option `o`, in slots.
+    fn abar(&self, i: usize, o: &Opt) -> u64 {
+        self.sl.a[i] + o.s
+    }
+    fn fall_peak(&self, i: usize, j: usize, o: &Opt) -> (i64, i64) {
         let s = &self.sl;
-        let f = s.d[j] + s.abar(i) + s.o_f[i];
-        let b = s.d[i] + s.abar(i) + s.d[i - 1] + s.o_b[i];
+        let f = s.d[j] + self.abar(i, o) + o.o_f;
+        let b = s.d[i] + self.abar(i, o) + s.d[i - 1] + o.o_b;
         (f as i64, b as i64)
     }
     /// Peak of F^i_ck, F^{i+1..k}_∅ with δ_j held.
     fn run_peak(&self, i: usize, j: usize, k: usize) -> i64 {
         let s = &self.sl;
-        let mut p = s.d[j] + s.a[i] + s.o_f[i];
+        let mut p = s.d[j] + s.a[i] + self.ff[i].1;
         for h in i + 1..=k {
-            p = p.max(s.d[j] + s.a[h - 1] + s.a[h] + s.o_f[h]);
+            p = p.max(s.d[j] + s.a[h - 1] + s.a[h] + self.ff[h].1);
         }
         p as i64
     }
 
-    /// Cost of each choice at (i, j, m): `None` = F_all first, `Some(k)` = checkpoint a_k.
-    fn options(&self, i: usize, j: usize, m: i64) -> Vec<(i64, Option<usize>)> {
-        let dm = &self.dm;
+    /// Cost of each choice at (i, j, m): every option of F^i_all first (in
+    /// option order), then every checkpoint a_k.
+    fn options(&self, i: usize, j: usize, m: i64) -> Vec<(i64, Choice)> {
         let mut out = Vec::new();
-        let (pf, pb) = self.fall_peak(i, j);
-        if pf <= m && pb <= m {
+        for (k, o) in self.opts[i].iter().enumerate() {
+            let (pf, pb) = self.fall_peak(i, j, o);
+            if pf > m || pb > m {
+                continue;
+            }
             let rest = if i == j {
                 0
             } else {
-                self.get(i + 1, j, m - self.sl.abar(i) as i64)
+                self.get(i + 1, j, m - self.abar(i, o) as i64)
             };
             if rest < INF {
-                out.push((dm.u_f[i] + rest + dm.u_b[i], None));
+                out.push((o.u_f + rest + o.u_b, Choice::All(k)));
             }
         }
         let mut fsum = 0;
         for k in i..j {
-            fsum += dm.u_f[k];
+            fsum += self.ff[k].0;
             if self.run_peak(i, j, k) > m {
                 break; // the run only grows with k
             }
             let right = self.get(k + 1, j, m - self.sl.a[k] as i64);
             let left = self.get(i, k, m);
             if right < INF && left < INF {
-                out.push((fsum + right + left, Some(k)));
+                out.push((fsum + right + left, Choice::Ck(k)));
             }
         }
         out
@@ -121,12 +202,15 @@ impl Table {
         let sl = Slots::new(c, &dm, slots);
         let l1 = dm.l + 1;
         let budget = sl.budget as usize;
+        let (opts, ff) = layer_options(c, &dm, &sl);
         let mut t = Table {
             l1,
             budget,
             cost: vec![INF; l1 * l1 * (budget + 1)],
             sl,
             dm,
+            opts,
+            ff,
         };
         for len in 0..l1 {
             for i in 1..=l1 - len {
@@ -162,14 +246,16 @@ impl Table {
             .find(|o| o.0 == want)
             .expect("a finite entry has an option achieving it");
         match choice {
-            None => {
-                s.f_all(c, i);
+            Choice::All(k) => {
+                // The backward runs the option its forward saved.
+                let o = &self.opts[i][k];
+                s.push(o.fall);
                 if i < j {
-                    self.emit(c, i + 1, j, m - self.sl.abar(i) as i64, s);
+                    self.emit(c, i + 1, j, m - self.abar(i, o) as i64, s);
                 }
-                s.b(c, i);
+                s.push(o.b);
             }
-            Some(k) => {
+            Choice::Ck(k) => {
                 s.f_keep(c, i);
                 for h in i + 1..=k {
                     s.f_drop(c, h);
@@ -190,7 +276,7 @@ impl Heuristic for Rotor {
         matches!(file, InstanceFile::RematChain(_))
     }
     fn schedule(&self, file: &InstanceFile, inst: &Instance) -> Result<Schedule, HeuristicError> {
-        let c = chain(self.name(), file)?;
+        let c = chain_any(self.name(), file)?;
         let t = Table::build(c, self.slots);
         let seq = t.sequence(c).ok_or_else(|| HeuristicError::NoSchedule {
             heuristic: "rotor",
