@@ -5,7 +5,7 @@
 //!   quickcheck's own shrinking of vectors and integers shrinks the instance:
 //!   [`activation_chain`], [`activation_schedule`], [`weight_chain`],
 //!   [`either_schedule`],
-//!   [`activation_chain_4`], [`activation_chain_5`];
+//!   [`activation_chain_4`], [`activation_chain_5`], [`remat_options_chain`];
 //! - `Arbitrary` types, drawn with [`pick`]: [`TinyActivation`], [`TinyWeight`],
 //!   [`Small`], [`SmallChain`], [`RoomyWeight`], [`TightWeight`],
 //!   [`RandomWeights`].
@@ -15,6 +15,7 @@
 
 use offcert::bound::activation::ChainProfile;
 use offcert::family::activation_chain::{ActivationChain, ActivationLayer};
+use offcert::family::remat_chain::{RematChain, RematLayer, RematLoss, RematOption};
 use offcert::family::weight_chain::{WeightChain, WeightLayer};
 use offcert::family::{BandwidthFile, InstanceFile};
 use offcert::model::{Duplex, Instance, ReleaseRule, TensorId};
@@ -234,6 +235,93 @@ pub fn activation_chain_5(spec: &[(u8, u8, u8, u8, u8)], mem: u8, bw: u8) -> Act
         release: Default::default(),
     };
     between_least_and_peak(&mut c, mem);
+    c
+}
+
+/// A `remat_chain` with several options per block (rockmate's `RK_Chain`):
+/// 1..=4 layers (the first 4 of `spec`), each `(uf, ub, a, s, o, x)`: u_F
+/// 1..=4 (a forward lasts ≥ 1 tick, as in tests/remat.rs), u_B 0..=5, |a|
+/// 1..=6, |ā| − |a| 0..=3, o_f 0..=1, o_b 0..=2; `x % 3` further options, each
+/// the next entry of `extra` in turn `(uf, ub, s, o)` with the same ranges
+/// (none when `extra` is empty); when `x / 3 % 2 == 1` a fast forward of
+/// 1..=3 ticks (`x / 6 % 3`) and scratch 0..=1. The loss: u_F 0..=1, u_B 1,
+/// ā 0..=2; |a_0| 1..=3; β = (1..=3) bytes per (1..=2) ticks, all from `bw`.
+/// Memory from the least feasible (`RematChain::min_memory`) to the
+/// keep-everything peak with every field at its largest option, skewed
+/// towards tight: `slack² mod span² / span` of the way.
+pub fn remat_options_chain(
+    spec: &[(u8, u8, u8, u8, u8, u8)],
+    extra: &[(u8, u8, u8, u8)],
+    bw: u8,
+    slack: u8,
+) -> RematChain {
+    let mut next = extra.iter().cycle();
+    let layers: Vec<RematLayer> = spec
+        .iter()
+        .take(4)
+        .map(|&(uf, ub, a, s, o, x)| {
+            let a = 1 + (a % 6) as u64;
+            let n = if extra.is_empty() { 0 } else { x % 3 };
+            let options = (0..n)
+                .map(|_| {
+                    let &(uf, ub, s, o) = next.next().unwrap();
+                    RematOption {
+                        u_f: 1 + (uf % 4) as i64,
+                        u_b: (ub % 6) as i64,
+                        abar: a + (s % 4) as u64,
+                        o_f: (o % 2) as u64,
+                        o_b: (o / 2 % 3) as u64,
+                    }
+                })
+                .collect();
+            let fast = x / 3 % 2 == 1;
+            RematLayer {
+                u_f: 1 + (uf % 4) as i64,
+                u_b: (ub % 6) as i64,
+                a,
+                abar: a + (s % 4) as u64,
+                o_f: (o % 2) as u64,
+                o_b: (o / 2 % 3) as u64,
+                delta: None,
+                options,
+                ff_u_f: fast.then_some(1 + (x / 6 % 3) as i64),
+                ff_o_f: fast.then_some((x / 18 % 2) as u64),
+            }
+        })
+        .collect();
+    let mut c = RematChain {
+        name: "random-remat-options".into(),
+        note: None,
+        layers,
+        loss: RematLoss {
+            u_f: (bw / 8 % 2) as i64,
+            u_b: 1,
+            abar: (bw / 16 % 3) as u64,
+            o_f: 0,
+            o_b: 0,
+        },
+        a0: 1 + (bw / 48 % 3) as u64,
+        delta0: None,
+        gpu_memory: 0,
+        bandwidth: BandwidthFile::Ratio {
+            bytes: 1 + (bw % 3) as u64,
+            ticks: 1 + (bw / 3 % 2) as u64,
+        },
+        release: Default::default(),
+    };
+    let lo = c.min_memory().unwrap();
+    // Every field at its largest option: a peak no option choice exceeds.
+    let mut big = c.clone();
+    for x in &mut big.layers {
+        for o in std::mem::take(&mut x.options) {
+            x.abar = x.abar.max(o.abar);
+            x.o_f = x.o_f.max(o.o_f);
+            x.o_b = x.o_b.max(o.o_b);
+        }
+    }
+    let hi = big.store_all_peak().unwrap().max(lo);
+    let span = hi - lo + 1;
+    c.gpu_memory = lo + (slack as u64 * slack as u64 % (span * span)) / span;
     c
 }
 
