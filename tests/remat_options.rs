@@ -430,6 +430,9 @@ fn import_rockmate_then_gap_prints_rotor_and_a_certified_bound() {
         "{}",
         String::from_utf8_lossy(&st.stderr)
     );
+    // Blocks, not ops: the import once counted every backward option as a layer.
+    let said = String::from_utf8_lossy(&st.stdout);
+    assert!(said.contains("2 layers + loss (4 options)"), "{said}");
     let st = std::process::Command::new(bin)
         .args(["gap", "--quiet"])
         .arg(&out)

@@ -192,6 +192,8 @@ fn run_chain(source: ChainSource, a: ChainArgs) -> anyhow::Result<ExitCode> {
             other => other.to_string(),
         },
     })?;
+    let layers = chain.l();
+    let options: usize = chain.layers.iter().map(|x| x.options.len() + 1).sum();
     let f = InstanceFile::RematChain(chain);
     let inst = f.compile().map_err(|error| io::InputError::Model {
         file: file.clone(),
@@ -200,11 +202,11 @@ fn run_chain(source: ChainSource, a: ChainArgs) -> anyhow::Result<ExitCode> {
     let json = serde_json::to_string_pretty(&f)?;
     std::fs::write(&a.out, json + "\n")
         .with_context(|| format!("{}: cannot write", a.out.display()))?;
+    // Count layers from the chain: a block's backward options are ops too.
     println!(
-        "wrote {}: remat_chain `{}`, {} layers + loss, M_GPU {} B",
+        "wrote {}: remat_chain `{}`, {layers} layers + loss ({options} options), M_GPU {} B",
         a.out.display(),
         inst.name,
-        inst.ops.iter().filter(|o| o.name.starts_with('B')).count() - 1,
         inst.machine.gpu_capacity
     );
     Ok(ExitCode::SUCCESS)
