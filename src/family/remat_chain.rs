@@ -81,8 +81,9 @@ pub struct RematOption {
     pub o_b: u64,
 }
 
-/// A `remat_chain` feature beyond the appendix's problem, which the DPs and
-/// some bounds do not model (they refuse the instance, naming it).
+/// A `remat_chain` feature beyond the appendix's problem, which `pofo` and
+/// `offload-only` do not model (they refuse the instance, naming it; `rotor`
+/// and the bounds take both).
 #[derive(Clone, Copy, Debug, PartialEq, Eq, thiserror::Error)]
 #[non_exhaustive]
 pub enum RematFeature {
@@ -204,7 +205,7 @@ impl RematChain {
     }
 
     /// `Ok` when the chain is the appendix's problem (one option per block, the
-    /// fast forward the same as F_all): what the DPs model. Otherwise the first
+    /// fast forward the same as F_all): what `pofo` models. Otherwise the first
     /// feature beyond it.
     pub fn plain(&self) -> Result<(), RematFeature> {
         for (i, x) in self.layers.iter().enumerate() {
