@@ -172,3 +172,25 @@ fn any_dual_vector_gives_a_valid_bound() {
         assert!(check(y));
     }
 }
+
+/// proofs/WEIGHT-BOUND.md §6: the turnaround bound's hand-derived figures.
+#[test]
+fn turnaround_by_hand() {
+    use offcert::bound::weight::turnaround::Turnaround;
+    use offcert::model::ReleaseRule;
+    let c = chain(&[(1, 1, 10, 0), (1, 1, 10, 0)], 20, 1);
+    let inst = c.compile().unwrap();
+    assert_eq!(Turnaround.ticks(&c, &inst, ReleaseRule::AfterEnd), Ok(13));
+    assert_eq!(Turnaround.ticks(&c, &inst, ReleaseRule::AfterStart), Ok(12));
+    assert!(best_heuristic(&c) >= 13);
+    for (f, expect) in [("bert-L96-b16", 6900586), ("bert-L144-b16", 10987247)] {
+        let path = common::repo().join(format!("instances/paper/weight/{f}.json"));
+        let (file, inst) = offcert::io::load_instance(&path).unwrap();
+        let c = file.weight_chain().unwrap();
+        assert_eq!(
+            Turnaround.ticks(c, &inst, ReleaseRule::AfterEnd),
+            Ok(expect),
+            "{f}"
+        );
+    }
+}

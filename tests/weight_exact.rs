@@ -163,3 +163,66 @@ fn bounds_below_search_optimum_below_heuristics_on_tight_memory() {
         TIGHT_SOLVED.load(Ordering::SeqCst)
     );
 }
+
+static TURN_SOLVED: AtomicUsize = AtomicUsize::new(0);
+static TURN_ABOVE_SUM: AtomicUsize = AtomicUsize::new(0);
+
+/// The turnaround bound (`proofs/WEIGHT-BOUND.md` §6) ≤ the optimum proved by
+/// the exhaustive search, under the instance's release rule, on tight memory.
+/// Cases the search does not solve (or proves infeasible) are discarded. With
+/// `slow`, the link is 1 B per 3 ticks and the memory the least any op needs
+/// (transfers longer than the ops and little room: where the bound's link term
+/// binds).
+fn turnaround_search_optimum(t: TightWeight, slow: bool) -> TestResult {
+    use offcert::bound::BoundMethod;
+    let mut c = t.0;
+    if slow {
+        c.bandwidth = offcert::family::BandwidthFile::Ratio { bytes: 1, ticks: 3 };
+        c.gpu_memory = (1..=c.l())
+            .map(|i| c.mb(i).unwrap().max(c.mf(i).unwrap()))
+            .max()
+            .unwrap();
+    }
+    let file = InstanceFile::WeightChain(c.clone());
+    let inst = file.compile().unwrap();
+    let limits = Limits {
+        time_limit: Duration::from_secs(20),
+        ..Default::default()
+    };
+    let out = offcert::exact::search::solve(&inst, &limits).unwrap();
+    if out.status != Status::Optimal {
+        return TestResult::discard();
+    }
+    let r = check(&inst, out.schedule.as_ref().unwrap());
+    assert!(r.valid, "search schedule rejected: {:?}", r.violations);
+    let opt = r.makespan.0;
+    let b = offcert::bound::weight::turnaround::Turnaround
+        .bound(&file, &inst)
+        .unwrap();
+    let t = b.ceil_ticks();
+    TURN_SOLVED.fetch_add(1, Ordering::SeqCst);
+    let sum_u: i64 = c.layers.iter().map(|x| x.u_f + x.u_b).sum();
+    if t > sum_u {
+        TURN_ABOVE_SUM.fetch_add(1, Ordering::SeqCst);
+    }
+    if t > opt {
+        return TestResult::error(format!(
+            "{}: turnaround {t} > optimum {opt} on {c:?}",
+            c.release
+        ));
+    }
+    TestResult::passed()
+}
+
+/// Fails if fewer than 60 cases were solved, or if the bound never rose above
+/// the compute sum Σu (the property would then say nothing about its link term).
+#[test]
+fn turnaround_is_at_most_the_search_optimum() {
+    qc(100, 60).quickcheck(turnaround_search_optimum as fn(TightWeight, bool) -> TestResult);
+    let above = TURN_ABOVE_SUM.load(Ordering::SeqCst);
+    eprintln!(
+        "turnaround: {} solved, {above} above Σu",
+        TURN_SOLVED.load(Ordering::SeqCst)
+    );
+    assert!(above >= 10, "the link term bound only {above} cases");
+}

@@ -280,6 +280,11 @@ pub struct GapOptions<'a> {
     pub anytime: Option<Duration>,
     /// The anytime search's progress reports.
     pub progress: Option<&'a ProgressHook<'a>>,
+    /// Local improvement of the best checked schedule (`weight_chain`:
+    /// `heuristic::weight::replan`), within this limit, on every instance
+    /// and budget whose gap is still open, before the anytime search (which
+    /// gets what is left of its own limit); `None`: not run.
+    pub improve: Option<Duration>,
 }
 
 /// m / ⌈b⌉ (display only).
@@ -371,11 +376,18 @@ pub fn gap_with_carry(
     let mut anytime = None;
     let certified_ceil =
         |bs: &[LowerBound]| best_of(bs, Strength::Certified).map(|b| b.ceil_ticks());
-    let closed = best
-        .as_ref()
-        .zip(certified_ceil(&bounds))
-        .is_some_and(|(b, c)| b.makespan <= c);
-    if let (None, None, false, Some(limit)) = (&infeasible, &optimum, closed, opts.anytime) {
+    let closed = |best: &Option<BestCell>| {
+        best.as_ref()
+            .zip(certified_ceil(&bounds))
+            .is_some_and(|(b, c)| b.makespan <= c)
+    };
+    let began = Instant::now();
+    if let (None, None, false, Some(limit)) = (&infeasible, &optimum, closed(&best), opts.improve) {
+        improve_best(file, inst, &mut best, certified_ceil(&bounds), limit);
+    }
+    // The anytime search gets what the improvement left of the row's limit.
+    let left = opts.anytime.map(|l| l.saturating_sub(began.elapsed()));
+    if let (None, None, false, Some(limit)) = (&infeasible, &optimum, closed(&best), left) {
         let known = certified_ceil(&bounds);
         let incumbent = best.as_ref().map(BestCell::checked);
         let cell = exact::anytime(inst, incumbent, known, limit, opts.progress);
@@ -437,6 +449,26 @@ pub fn certified_columns(
         .zip(certified.as_ref())
         .and_then(|(m, b)| GapCell::new(m, b.ceil));
     (certified, reported, gap)
+}
+
+/// Local improvement of the best checked schedule, where the family has one
+/// (`weight_chain`: re-planning its transfers), stopping at ⌈best certified
+/// bound⌉; the result is offered as `<origin>+improve`.
+fn improve_best(
+    file: &InstanceFile,
+    inst: &Instance,
+    best: &mut Option<BestCell>,
+    target: Option<i64>,
+    limit: Duration,
+) {
+    let (Some(c), Some(start)) = (file.weight_chain(), best.as_ref()) else {
+        return;
+    };
+    if let Some((by, k)) =
+        heuristic::weight::replan::improve(c, inst, start.checked(), target, limit)
+    {
+        offer(best, &k, &by);
+    }
 }
 
 /// Keep `checked` as the best schedule if it ends strictly earlier (ties: the
@@ -680,6 +712,7 @@ mod carry_tests {
             only,
             anytime: None,
             progress: None,
+            improve: None,
         }
     }
 

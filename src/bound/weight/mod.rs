@@ -3,13 +3,15 @@
 //!
 //! Owns: [`Sec6Milp`] (`milp-sec6`, solver-reported: HiGHS's proven MIP bound),
 //! [`Sec6Certified`] (`milp-sec6-lp`, certified: Neumaier–Shcherbina from the LP
-//! duals in exact rationals), the MILP ([`sec6_milp`]) and the registry.
+//! duals in exact rationals), the MILP ([`sec6_milp`]), the turnaround bound
+//! ([`turnaround`], certified, integer arithmetic) and the registry.
 //! The proof that the (corrected) MILP bounds every valid schedule of our model,
 //! and the counterexample to the MILP as printed, are in `proofs/WEIGHT-BOUND.md`.
 //! Must not import: heuristics, exact solvers. HiGHS is reached only through [`crate::lp`].
 
 pub mod certify;
 pub mod sec6_milp;
+pub mod turnaround;
 
 use super::{BoundError, BoundMethod, Failure, LowerBound, Strength};
 use crate::family::{InstanceFile, WeightChain};
@@ -20,11 +22,12 @@ use num_rational::BigRational;
 use sec6_milp::{build, Variant};
 use std::time::Duration;
 
-/// Both §6 bounds.
+/// Both §6 bounds and the turnaround bound.
 pub fn bounds() -> Vec<Box<dyn BoundMethod>> {
     vec![
         Box::new(Sec6Certified::default()),
         Box::new(Sec6Milp::default()),
+        Box::new(turnaround::Turnaround),
     ]
 }
 

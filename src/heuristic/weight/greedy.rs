@@ -14,7 +14,7 @@
 //! Must not import: exact solvers, traces, reports, the CLI.
 
 use super::frame::{simulate, Plan, Policy};
-use super::selection::{select_within, Selection};
+use super::selection::{select_within, NoSelection, Selection};
 use super::{chain, too_big};
 use crate::family::{InstanceFile, WeightChain};
 use crate::heuristic::{Heuristic, HeuristicError};
@@ -37,9 +37,22 @@ impl Greedy {
     }
 }
 
-/// Algorithm 2 for every cutting point: the first `cut` of the (k, 1)
-/// prefetches, in order of need (B_L first), move to the end of the previous
-/// period. Keeps the shortest period in `best`.
+/// The cutting points of `sel`: the first `cut` of the (k, 1) prefetches, in
+/// order of need (B_L first), move to the end of the previous period.
+pub(super) fn cut_masks(l: usize, sel: &Selection) -> Vec<Vec<bool>> {
+    let order: Vec<usize> = (0..l).rev().filter(|&j| sel.off1[j]).collect();
+    (0..=order.len())
+        .map(|cut| {
+            let mut mask = vec![false; l];
+            for &j in &order[..cut] {
+                mask[j] = true;
+            }
+            mask
+        })
+        .collect()
+}
+
+/// Algorithm 2 for every cutting point; keeps the shortest period in `best`.
 fn schedule_all_cuts(
     c: &WeightChain,
     inst: &Instance,
@@ -48,12 +61,7 @@ fn schedule_all_cuts(
     policy: Policy,
     best: &mut Option<Schedule>,
 ) {
-    let order: Vec<usize> = (0..c.l()).rev().filter(|&j| sel.off1[j]).collect();
-    for cut in 0..=order.len() {
-        let mut mask = vec![false; c.l()];
-        for &j in &order[..cut] {
-            mask[j] = true;
-        }
+    for mask in cut_masks(c.l(), sel) {
         let plan = Plan {
             sel,
             cut: mask,
@@ -64,6 +72,39 @@ fn schedule_all_cuts(
                 *best = Some(s);
             }
         }
+    }
+}
+
+impl Greedy {
+    /// The policy Algorithm 2 runs under.
+    pub(super) fn policy(&self) -> Policy {
+        Policy {
+            discount: self.discount,
+            uploads: self.discount,
+            just_in_time: false,
+        }
+    }
+
+    /// Algorithm 1 under the full memory and under budgets that reserve room
+    /// for one or two weights in flight: the distinct selections, and the
+    /// first failure (if any).
+    pub(super) fn selections(&self, c: &WeightChain) -> (Vec<Selection>, Option<NoSelection>) {
+        let max_w = c.layers.iter().map(|x| x.w).max().unwrap_or(0);
+        let mut selections: Vec<Selection> = Vec::new();
+        let mut first_error = None;
+        for reserve in 0..=2u64 {
+            let Some(budget) = c.gpu_memory.checked_sub(reserve * max_w) else {
+                break;
+            };
+            match select_within(c, budget, self.discount) {
+                Ok(sel) if !selections.contains(&sel) => selections.push(sel),
+                Ok(_) => {}
+                Err(e) => {
+                    first_error.get_or_insert(e);
+                }
+            }
+        }
+        (selections, first_error)
     }
 }
 
@@ -82,26 +123,8 @@ impl Heuristic for Greedy {
         let name = self.name();
         let c = chain(name, file)?;
         let mem = too_big(name, c)?;
-        let max_w = c.layers.iter().map(|x| x.w).max().unwrap_or(0);
-        let mut selections: Vec<Selection> = Vec::new();
-        let mut first_error = None;
-        for reserve in 0..=2u64 {
-            let Some(budget) = c.gpu_memory.checked_sub(reserve * max_w) else {
-                break;
-            };
-            match select_within(c, budget, self.discount) {
-                Ok(sel) if !selections.contains(&sel) => selections.push(sel),
-                Ok(_) => {}
-                Err(e) => {
-                    first_error.get_or_insert(e);
-                }
-            }
-        }
-        let policy = Policy {
-            discount: self.discount,
-            uploads: self.discount,
-            just_in_time: false,
-        };
+        let (selections, first_error) = self.selections(c);
+        let policy = self.policy();
         let mut best: Option<Schedule> = None;
         for sel in &selections {
             schedule_all_cuts(c, inst, &mem, sel, policy, &mut best);

@@ -10,6 +10,7 @@
 pub mod frame;
 pub mod greedy;
 pub mod l2l;
+pub mod replan;
 pub mod selection;
 
 pub use greedy::Greedy;
