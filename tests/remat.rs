@@ -14,7 +14,9 @@ use offcert::check::{check, Violation};
 use offcert::exact::{ExactError, Method};
 use offcert::family::activation_chain::ActivationChain;
 use offcert::family::remat_chain::{RematChain, RematFeature, RematLayer, RematLoss, RematOption};
-use offcert::family::remat_import::{import_rockmate, import_rotor, ImportError, ImportOptions};
+use offcert::family::remat_import::{
+    import_rockmate, import_rotor, ImportError, ImportOptions, RockmateTmp,
+};
 use offcert::family::{BandwidthFile, InstanceFile};
 use offcert::heuristic::remat::pofo::Pofo;
 use offcert::heuristic::remat::rotor::Table;
@@ -448,6 +450,7 @@ fn opts() -> ImportOptions {
         bandwidth: Some(4),
         source: "test".into(),
         fastest_only: false,
+        rockmate_tmp: Default::default(),
     }
 }
 
@@ -505,6 +508,57 @@ const RK_DUMP: &str = r#"{"ln": 2,
         "cw": [8, 4, 2], "cbw": [[], [10, 12], [5]],
         "fwd_tmp": [[0, 1], [0]], "bwd_tmp": [[1, 1], [0], [0]],
         "ff_fw": [0.5, 1.0], "ff_fwd_tmp": [0, 0], "nb_sol": [2, 1]}"#;
+
+/// A one-option 2-block dump whose tmp fields count the outputs, read three
+/// ways (`RockmateTmp`). By hand, cw = [8, 4, 2] (a0, a1, a2):
+/// - rk-rotor (rockmate/src/rockmate/solvers/rk_rotor/rk_rotor.py,
+///   `hg_to_rk_chain`: `overhead_fast_fwd = Fc_sched.fwd_overhead +
+///   output_kdn_data.mem`, so ff_fwd_tmp[i] counts the output a_{i+1}; bwd_tmp
+///   counts δ_{i+1}): o_ff = 6 − 4 = 2 and 1 − 2 < 0 → 0 (recorded), o_b =
+///   15 − 4 = 11 and 3 − 2 = 1;
+/// - hrockmate (hrockmate/solvers/def_op.py `get_mem_time`: the input grad is
+///   added to `tmp`, "rotor assumes the space for input data but not input
+///   grad"; the output grad is in `save`): o_b = 15 − 8 − 4 = 3 and 3 − 4 − 2
+///   < 0 → 0 (recorded), o_ff = 6 and 1 as they are;
+/// - as-is (the default): o_ff = 6, 1 and o_b = 15, 3.
+///
+/// o_f (fwd_tmp, the peak beyond input and ā in every version) is 1, 0 in all three.
+#[test]
+fn rockmate_tmp_readings_subtract_what_each_version_counts() {
+    const DUMP: &str = r#"{"ln": 2, "fw": [[1.0], [3.0]], "bw": [[2.0], [2.0], [0.5]],
+        "cw": [8, 4, 2], "cbw": [[], [10], [5]], "fwd_tmp": [[1], [0]],
+        "bwd_tmp": [[15], [3], [0]], "ff_fw": [0.5, 1.0], "ff_fwd_tmp": [6, 1],
+        "nb_sol": [1, 1]}"#;
+    let read = |t: RockmateTmp| {
+        let c = import_rockmate(
+            DUMP,
+            &ImportOptions {
+                rockmate_tmp: t,
+                ..opts()
+            },
+        )
+        .unwrap();
+        let v: Vec<(u64, u64, u64)> = c
+            .layers
+            .iter()
+            .map(|x| (x.o_f, x.ff_o_f.unwrap(), x.o_b))
+            .collect();
+        (v, c.note.unwrap())
+    };
+    let (v, note) = read(RockmateTmp::RkRotor);
+    assert_eq!(v, vec![(1, 2, 11), (0, 0, 1)]);
+    assert!(
+        note.contains("Inconsistent dump: 1 below the sizes subtracted, set to 0: ff_fwd_tmp[1]."),
+        "{note}"
+    );
+    let (v, note) = read(RockmateTmp::Hrockmate);
+    assert_eq!(v, vec![(1, 6, 3), (0, 1, 0)]);
+    assert!(note.contains("set to 0: bwd_tmp[1][0]."), "{note}");
+    let (v, note) = read(RockmateTmp::AsIs);
+    assert_eq!(v, vec![(1, 6, 15), (0, 1, 3)]);
+    assert!(!note.contains("Inconsistent"), "{note}");
+    assert!(note.contains("--rockmate-tmp as-is"), "{note}");
+}
 
 #[test]
 fn imports_a_rockmate_chain_dump_fastest_only() {

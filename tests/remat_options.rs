@@ -187,6 +187,7 @@ fn the_rockmate_dump_is_the_hand_chain() {
         bandwidth: Some(1),
         source: "test".into(),
         fastest_only: false,
+        rockmate_tmp: Default::default(),
     };
     let c = import_rockmate(RK_TWO, &o).unwrap();
     let want = two_by_two(8);

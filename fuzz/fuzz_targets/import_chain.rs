@@ -2,7 +2,7 @@
 //! (and then compiles) or rejected with an error naming a field; never a panic.
 #![no_main]
 use libfuzzer_sys::fuzz_target;
-use offcert::family::remat_import::{import_rockmate, import_rotor, ImportOptions};
+use offcert::family::remat_import::{import_rockmate, import_rotor, ImportOptions, RockmateTmp};
 
 fuzz_target!(|data: &[u8]| {
     if let Ok(text) = std::str::from_utf8(data) {
@@ -14,6 +14,11 @@ fuzz_target!(|data: &[u8]| {
             bandwidth: None,
             source: "fuzz".into(),
             fastest_only: data.len() % 2 == 0,
+            rockmate_tmp: match data.len() % 3 {
+                0 => RockmateTmp::AsIs,
+                1 => RockmateTmp::Hrockmate,
+                _ => RockmateTmp::RkRotor,
+            },
         };
         for r in [import_rotor(text, &o), import_rockmate(text, &o)] {
             if let Ok(c) = r {

@@ -11,7 +11,9 @@
 //! Must not import: nothing is forbidden (the top layer); a handler computes no
 //! figure of its own, it prints a `Checked`'s or a `Rejected`'s.
 
-use crate::family::remat_import::{import_rockmate, import_rotor, ImportError, ImportOptions};
+use crate::family::remat_import::{
+    import_rockmate, import_rotor, ImportError, ImportOptions, RockmateTmp,
+};
 use crate::family::{BandwidthFile, InstanceFile};
 use crate::io;
 use crate::trace::et::{self, EtOptions};
@@ -82,6 +84,18 @@ pub struct ChainArgs {
     /// rockmate: keep only each block's fastest option (least fw + bw), not every option.
     #[arg(long)]
     pub fastest_only: bool,
+    /// rockmate: what ff_fwd_tmp / bwd_tmp include besides scratch (versions differ):
+    /// as-is (sound for every version, looser), hrockmate, rk-rotor.
+    #[arg(long, value_enum, default_value_t = RockmateTmpArg::AsIs)]
+    pub rockmate_tmp: RockmateTmpArg,
+}
+
+/// `--rockmate-tmp` (see `family::remat_import::RockmateTmp`).
+#[derive(Clone, Copy, Debug, clap::ValueEnum)]
+pub enum RockmateTmpArg {
+    AsIs,
+    Hrockmate,
+    RkRotor,
 }
 
 /// Which chain format `run_chain` parses.
@@ -176,6 +190,11 @@ fn run_chain(source: ChainSource, a: ChainArgs) -> anyhow::Result<ExitCode> {
         bandwidth: a.bandwidth,
         source: file.clone(),
         fastest_only: a.fastest_only,
+        rockmate_tmp: match a.rockmate_tmp {
+            RockmateTmpArg::AsIs => RockmateTmp::AsIs,
+            RockmateTmpArg::Hrockmate => RockmateTmp::Hrockmate,
+            RockmateTmpArg::RkRotor => RockmateTmp::RkRotor,
+        },
     };
     let chain = match source {
         ChainSource::Rotor => import_rotor(&text, &o),

@@ -17,6 +17,9 @@
 //! Mapping (`FAMILIES.md` §5.2): u_F(ℓ) = fw[ℓ−1], u_B(ℓ) = bw[ℓ−1],
 //! |a_ℓ| = cw[ℓ], |ā_ℓ| = max(cbw[ℓ], cw[ℓ]), |a_0| = cw[0], o_f(ℓ) = ftmp[ℓ−1],
 //! o_b(ℓ) = btmp[ℓ−1]; the loss: u_B = bw[L], o_b = btmp[L], u_F = 0, ā = 0.
+//! rotor's ftmp/btmp and rockmate's fwd_tmp are scratch beyond inputs and
+//! outputs as they stand; rockmate's ff_fwd_tmp/bwd_tmp depend on its version
+//! ([`RockmateTmp`], read as-is by default, which is valid for every version).
 //! Times are milliseconds, converted to ticks of `tick_us` µs and rounded up;
 //! sizes are multiplied by `mem_unit` and rounded up. Numbers are read exactly
 //! (decimal literals as rationals), so the rounding is the only change.
@@ -63,6 +66,54 @@ pub struct ImportOptions {
     /// rockmate: keep only each block's fastest option (the behaviour before
     /// variant groups), not every option.
     pub fastest_only: bool,
+    /// rockmate: what `ff_fwd_tmp` / `bwd_tmp` count besides scratch (it
+    /// differs between rockmate versions; see [`RockmateTmp`]).
+    pub rockmate_tmp: RockmateTmp,
+}
+
+/// What a rockmate dump's `ff_fwd_tmp[i]` and `bwd_tmp[i][k]` include besides
+/// the scratch offcert wants (memory beyond an op's inputs and outputs,
+/// models/MODEL.md §4.5). Read from rockmate's source:
+///
+/// - `fwd_tmp[i][k]` is the same in every version: `overhead = max(save + tmp)
+///   − save[-1]` with the input not in `save` and `save[-1]` = ā (hrockmate
+///   `solvers/def_op.py` `OpSchedule.get_mem_time`; rk_rotor's
+///   `Full_sched.fwd_overhead`, `op_schedule.py` `get_overhead_`): the peak
+///   beyond the input and ā, i.e. o_f exactly. Rotor's `fwd_tmp` too
+///   (`fwd_max_mem_usage − activation_usage`, "input was already in memory").
+/// - rotor's `bwd_tmp` is `bwd_max_mem_usage − (|x_i| + |y_{i+1}|)`: the two
+///   gradients taken out ("y_{i+1} and y_i were added"): o_b exactly.
+/// - hrockmate (`hrockmate/solvers/def_chain.py`): `ff_fwd_tmp[i] =
+///   Fc_sched.overhead` = the peak beyond input and output (`save[-1]` is the
+///   output): o_ff exactly. `bwd_tmp[i][k] = bwd_sched.overhead +
+///   bwd_sched.save[-1] − size_a_bar` = the peak beyond the input less ā, the
+///   input gradient added to `tmp` ("rotor assumes the space for input data
+///   but not input grad") and the output gradient in `save`: both gradients
+///   counted again by offcert's B{ℓ}, which holds δ_{ℓ−1} and δ_ℓ.
+/// - rockmate's rk_rotor (`rockmate/src/rockmate/solvers/rk_rotor/rk_rotor.py`,
+///   `hg_to_rk_chain`): `overhead_fast_fwd = Fc_sched.fwd_overhead +
+///   output_kdn_data.mem` ("since interfaces is empty, output is counted in
+///   memory"): the output is counted in ff_fwd_tmp and again by F{ℓ}'s P.
+///   `bwd_tmp = max(Full_sched.save_mem + Full_sched.overhead) −
+///   Full_sched.mem` with the input data and input gradient interfaces left
+///   out of `save_mem`: the output gradient δ_ℓ is counted again.
+///
+/// Every subtraction is saturating, and sound whatever the dump: with the
+/// number the peak beyond what is subtracted, offcert's footprint (those
+/// tensors + max(0, tmp − their sizes)) is at least the true peak.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+#[non_exhaustive]
+pub enum RockmateTmp {
+    /// Take both as scratch (o_ff = ff_fwd_tmp, o_b = bwd_tmp): exact for
+    /// hrockmate's ff_fwd_tmp, an over-count elsewhere (valid, looser). The
+    /// default, because a dump does not say which version wrote it and this
+    /// reading is sound for every version.
+    #[default]
+    AsIs,
+    /// hrockmate: o_ff = ff_fwd_tmp, o_b = bwd_tmp − |δ_{ℓ−1}| − |δ_ℓ|.
+    Hrockmate,
+    /// rockmate's rk_rotor: o_ff = ff_fwd_tmp − |a_ℓ|, o_b = bwd_tmp − |δ_ℓ|.
+    RkRotor,
 }
 
 /// A parsed value: an exact number, `None`, a list or a dict.
@@ -261,6 +312,8 @@ fn list<'a>(v: &'a Lit, f: &str) -> Result<&'a [Lit], ImportError> {
 struct Conv<'a> {
     o: &'a ImportOptions,
     rounded: usize,
+    /// Fields whose subtraction (`bytes_less`) went below zero, set to 0.
+    saturated: Vec<String>,
 }
 
 impl Conv<'_> {
@@ -277,6 +330,23 @@ impl Conv<'_> {
     fn bytes(&mut self, v: &Lit, f: &str) -> Result<u64, ImportError> {
         let x = num(v, f)? * BigRational::from_integer(self.o.mem_unit.into());
         self.ceil(x, f, 1 << 50)
+    }
+    /// `v` less the `minus` values, exactly (before rounding), at least 0;
+    /// a field that would go negative is recorded in `saturated`.
+    fn bytes_less(&mut self, v: &Lit, minus: &[(&Lit, &str)], f: &str) -> Result<u64, ImportError> {
+        let mut x = num(v, f)?.clone();
+        for (m, mf) in minus {
+            x -= num(m, mf)?;
+        }
+        if x.is_negative() {
+            self.saturated.push(f.to_string());
+            x = BigRational::zero();
+        }
+        self.ceil(
+            x * BigRational::from_integer(self.o.mem_unit.into()),
+            f,
+            1 << 50,
+        )
     }
     fn ticks(&mut self, v: &Lit, f: &str) -> Result<i64, ImportError> {
         let x = num(v, f)? * BigRational::new(1000.into(), self.o.tick_us.into());
@@ -393,7 +463,11 @@ pub fn import_rotor(text: &str, o: &ImportOptions) -> Result<RematChain, ImportE
             ));
         }
     }
-    let mut cv = Conv { o, rounded: 0 };
+    let mut cv = Conv {
+        o,
+        rounded: 0,
+        saturated: vec![],
+    };
     let mut clamped = 0;
     let mut layers = Vec::with_capacity(l);
     for k in 0..l {
@@ -638,7 +712,8 @@ impl RkDump {
         Ok(best.map(|b| b.2).unwrap_or(0))
     }
 
-    /// Option k of block i, with |ā| raised to |a| (`clamped` counts it).
+    /// Option k of block i, with |ā| raised to |a| (`clamped` counts it),
+    /// its backward scratch read as `cv.o.rockmate_tmp` says.
     fn option(
         &self,
         cv: &mut Conv,
@@ -647,6 +722,22 @@ impl RkDump {
         a: u64,
         clamped: &mut usize,
     ) -> Result<RematOption, ImportError> {
+        let bt = format!("bwd_tmp[{i}][{k}]");
+        let o_b = match cv.o.rockmate_tmp {
+            RockmateTmp::Hrockmate => {
+                let (cw_i, cw_o) = (format!("cw[{i}]"), format!("cw[{}]", i + 1));
+                cv.bytes_less(
+                    &self.bwd_tmp[i][k],
+                    &[(&self.cw[i], &cw_i), (&self.cw[i + 1], &cw_o)],
+                    &bt,
+                )?
+            }
+            RockmateTmp::RkRotor => {
+                let cw_o = format!("cw[{}]", i + 1);
+                cv.bytes_less(&self.bwd_tmp[i][k], &[(&self.cw[i + 1], &cw_o)], &bt)?
+            }
+            RockmateTmp::AsIs => cv.bytes(&self.bwd_tmp[i][k], &bt)?,
+        };
         let abar = cv.bytes(&self.cbw[i + 1][k], &format!("cbw[{}][{k}]", i + 1))?;
         if abar < a {
             *clamped += 1;
@@ -656,7 +747,7 @@ impl RkDump {
             u_b: cv.ticks(&self.bw[i][k], &format!("bw[{i}][{k}]"))?,
             abar: abar.max(a),
             o_f: cv.bytes(&self.fwd_tmp[i][k], &format!("fwd_tmp[{i}][{k}]"))?,
-            o_b: cv.bytes(&self.bwd_tmp[i][k], &format!("bwd_tmp[{i}][{k}]"))?,
+            o_b,
         })
     }
 
@@ -669,10 +760,13 @@ impl RkDump {
         };
         let f = get(&self.ff_fw, "ff_fw")?;
         let t = get(&self.ff_fwd_tmp, "ff_fwd_tmp")?;
-        Ok((
-            cv.ticks(&f, &format!("ff_fw[{i}]"))?,
-            cv.bytes(&t, &format!("ff_fwd_tmp[{i}]"))?,
-        ))
+        let ft = format!("ff_fwd_tmp[{i}]");
+        let o_ff = if cv.o.rockmate_tmp == RockmateTmp::RkRotor {
+            cv.bytes_less(&t, &[(&self.cw[i + 1], &format!("cw[{}]", i + 1))], &ft)?
+        } else {
+            cv.bytes(&t, &ft)?
+        };
+        Ok((cv.ticks(&f, &format!("ff_fw[{i}]"))?, o_ff))
     }
 }
 
@@ -684,7 +778,11 @@ pub fn import_rockmate(text: &str, o: &ImportOptions) -> Result<RematChain, Impo
     check_options(o)?;
     let d = rk_parse(text)?;
     let ln = d.ln;
-    let mut cv = Conv { o, rounded: 0 };
+    let mut cv = Conv {
+        o,
+        rounded: 0,
+        saturated: vec![],
+    };
     let mut layers = Vec::with_capacity(ln);
     let mut chosen = Vec::with_capacity(ln);
     let mut clamped = 0;
@@ -750,12 +848,38 @@ pub fn import_rockmate(text: &str, o: &ImportOptions) -> Result<RematChain, Impo
          ff_fw/ff_fwd_tmp."
             .replace("{:?}", &format!("{:?}", &d.nb_sol[..ln]))
     };
+    let tmp = match o.rockmate_tmp {
+        RockmateTmp::AsIs => {
+            " ff_fwd_tmp and bwd_tmp taken as scratch as they are (--rockmate-tmp as-is: \
+             exact for hrockmate's ff_fwd_tmp, an over-count otherwise)."
+                .to_string()
+        }
+        RockmateTmp::Hrockmate => {
+            " --rockmate-tmp hrockmate: o_b = bwd_tmp[i][k] − cw[i] − cw[i+1] (both \
+             gradients, counted by B{ℓ}), o_ff = ff_fwd_tmp[i]."
+                .to_string()
+        }
+        RockmateTmp::RkRotor => {
+            " --rockmate-tmp rk-rotor: o_ff = ff_fwd_tmp[i] − cw[i+1] (the block \
+             output, counted by F{ℓ}), o_b = bwd_tmp[i][k] − cw[i+1] (δ_ℓ)."
+                .to_string()
+        }
+    };
     let extra = format!(
-        "{how}{}",
+        "{how}{tmp}{}{}",
         if clamped > 0 {
             format!(" {clamped} option(s) had cbw < cw: |ā| raised to |a|.")
         } else {
             String::new()
+        },
+        if cv.saturated.is_empty() {
+            String::new()
+        } else {
+            format!(
+                " Inconsistent dump: {} below the sizes subtracted, set to 0: {}.",
+                cv.saturated.len(),
+                cv.saturated.join(", ")
+            )
         }
     );
     finish(o, layers, loss, a0, cv.rounded, "rockmate RK_Chain", &extra)

@@ -303,6 +303,17 @@ impl FrameSearch<'_> {
     }
 }
 
+/// The MILP on a free-order `remat_chain` over the op sequences of
+/// `seq_limits` (e.g. limit 4 of proofs/REMAT-EXACT.md relaxed).
+pub fn solve_remat_with(
+    inst: &Instance,
+    limits: &Limits,
+    seq_limits: crate::exact::remat::sequences::SequenceLimits,
+) -> Result<Outcome, ExactError> {
+    crate::exact::refuse_extensions(inst, Method::Milp)?;
+    crate::exact::remat::solve_with(inst, limits, (Method::Milp, solve, Some(below)), seq_limits)
+}
+
 /// Minimise the makespan (one-shot) or the period (cyclic).
 pub fn solve(inst: &Instance, limits: &Limits) -> Result<Outcome, ExactError> {
     // Groups, slots and `after` are refused by name before any dispatch.

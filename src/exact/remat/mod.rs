@@ -23,7 +23,7 @@ use crate::check::{check, CheckOutcome};
 use crate::model::{Instance, Mode, ReleaseRule};
 use crate::schedule::{Event, Schedule};
 use crate::units::Ticks;
-use sequences::{enumerate, rename, Layout, Renamed, Sequence, MAX_SEQUENCES};
+use sequences::{enumerate_with, rename, Layout, Renamed, Sequence, SequenceLimits, MAX_SEQUENCES};
 use std::sync::atomic::Ordering;
 use std::time::Instant;
 
@@ -145,9 +145,30 @@ pub fn solve(
     fixed: SolveFn,
     below: Option<BelowFn>,
 ) -> Result<Outcome, ExactError> {
+    solve_with(
+        inst,
+        limits,
+        (method, fixed, below),
+        SequenceLimits::default(),
+    )
+}
+
+/// [`solve`] over the sequences of `seq_limits` (limit 4 kept or relaxed).
+pub fn solve_with(
+    inst: &Instance,
+    limits: &Limits,
+    (method, fixed, below): (Method, SolveFn, Option<BelowFn>),
+    seq_limits: SequenceLimits,
+) -> Result<Outcome, ExactError> {
     let started = Instant::now();
     let lay = scope(inst, method)?;
     let mut notes = vec![LIMITS_NOTE.to_string()];
+    if !seq_limits.forwards_in_order {
+        notes.push(format!(
+            "limit 4 relaxed: forwards between two backwards in any order, each layer's at most {} times per stretch",
+            sequences::RELAXED_RUNS_PER_STRETCH
+        ));
+    }
     // Every schedule runs each B_ℓ and each F_all ℓ (proofs/REMAT-BOUNDS.md,
     // fact 1), with its whole footprint on the GPU at its start (R1, R7).
     for k in 1..=lay.l + 1 {
@@ -171,7 +192,7 @@ pub fn solve(
             }
         }
     }
-    let Some(seqs) = enumerate(inst, lay, i64::MAX) else {
+    let Some(seqs) = enumerate_with(inst, lay, i64::MAX, seq_limits) else {
         notes.push(format!(
             "more than {MAX_SEQUENCES} op sequences; not searched"
         ));

@@ -112,6 +112,29 @@ impl Layout {
     }
 }
 
+/// Which structural limits of `proofs/REMAT-EXACT.md` §3 the enumerator keeps.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct SequenceLimits {
+    /// Limit 4: between two consecutive backwards, forwards run in increasing
+    /// layer order (so each layer at most once per stretch). `false` also
+    /// enumerates forwards in any order, each layer's forwards at most
+    /// [`RELAXED_RUNS_PER_STRETCH`] times per stretch (the relaxation used to
+    /// test limit 4; exponentially more sequences).
+    pub forwards_in_order: bool,
+}
+
+impl Default for SequenceLimits {
+    fn default() -> SequenceLimits {
+        SequenceLimits {
+            forwards_in_order: true,
+        }
+    }
+}
+
+/// With `forwards_in_order: false`: the most forwards (F or F_all) of one
+/// layer in one stretch between two backwards.
+pub const RELAXED_RUNS_PER_STRETCH: u8 = 2;
+
 /// One candidate op sequence and its total compute (a lower bound on the
 /// makespan of every schedule that runs it: one GPU stream, R2).
 #[derive(Clone, Debug, PartialEq, Eq)]
@@ -124,6 +147,16 @@ pub struct Sequence {
 /// is below `cap`, sorted by compute (stable); `None` beyond
 /// [`MAX_SEQUENCES`].
 pub fn enumerate(inst: &Instance, lay: Layout, cap: i64) -> Option<Vec<Sequence>> {
+    enumerate_with(inst, lay, cap, SequenceLimits::default())
+}
+
+/// [`enumerate`] under the given limits (limit 4 kept or relaxed).
+pub fn enumerate_with(
+    inst: &Instance,
+    lay: Layout,
+    cap: i64,
+    limits: SequenceLimits,
+) -> Option<Vec<Sequence>> {
     let nt = inst.tensors.len();
     let mut d = Dfs {
         inst,
@@ -131,6 +164,8 @@ pub fn enumerate(inst: &Instance, lay: Layout, cap: i64) -> Option<Vec<Sequence>
         live: vec![false; nt],
         read: vec![false; nt],
         fall_done: vec![false; lay.l + 2],
+        stretch_runs: vec![0; lay.l + 2],
+        limits,
         seq: vec![],
         compute: 0,
         cap,
@@ -154,6 +189,9 @@ struct Dfs<'a> {
     /// Per tensor: its live value has been read.
     read: Vec<bool>,
     fall_done: Vec<bool>,
+    /// Per layer: its forwards since the previous backward (relaxed limit 4).
+    stretch_runs: Vec<u8>,
+    limits: SequenceLimits,
     seq: Vec<OpId>,
     compute: i64,
     cap: i64,
@@ -178,7 +216,8 @@ impl Dfs<'_> {
     }
 
     /// Run `op` if its reads are live and no unread value is dropped; recurse
-    /// with the next backward `m_after` and the segment's last layer `last`.
+    /// with the next backward `m_after` and the segment's last layer `last`
+    /// (0 after a backward, which also starts a new stretch).
     fn try_op(&mut self, op: OpId, m_after: usize, last: usize) {
         let o = self.inst.op(op);
         if o.reads.iter().any(|t| !self.live[t.ix()]) {
@@ -201,7 +240,17 @@ impl Dfs<'_> {
         {
             return;
         }
-        let saved = (self.live.clone(), self.read.clone(), self.fall_done.clone());
+        let saved = (
+            self.live.clone(),
+            self.read.clone(),
+            self.fall_done.clone(),
+            self.stretch_runs.clone(),
+        );
+        if last == 0 {
+            self.stretch_runs.iter_mut().for_each(|r| *r = 0);
+        } else {
+            self.stretch_runs[last] += 1;
+        }
         for t in &o.reads {
             self.read[t.ix()] = true;
         }
@@ -217,12 +266,14 @@ impl Dfs<'_> {
         self.go(m_after, last);
         self.compute -= o.duration.0;
         self.seq.pop();
-        (self.live, self.read, self.fall_done) = saved;
+        (self.live, self.read, self.fall_done, self.stretch_runs) = saved;
     }
 
     /// Extend the sequence; `m` is the next backward (0: all done), `last` the
     /// layer of the latest forward since the previous backward (0: none):
-    /// forwards between two backwards run in increasing layer order (limit 4).
+    /// forwards between two backwards run in increasing layer order (limit 4),
+    /// or, relaxed, in any order with at most [`RELAXED_RUNS_PER_STRETCH`]
+    /// forwards per layer per stretch.
     fn go(&mut self, m: usize, last: usize) {
         if self.overflow || self.compute + self.rest(m) >= self.cap {
             return;
@@ -245,7 +296,15 @@ impl Dfs<'_> {
             return;
         }
         self.try_op(self.lay.b(m), m - 1, 0);
-        for k in last + 1..=m {
+        let from = if self.limits.forwards_in_order {
+            last + 1
+        } else {
+            1
+        };
+        for k in from..=m {
+            if !self.limits.forwards_in_order && self.stretch_runs[k] >= RELAXED_RUNS_PER_STRETCH {
+                continue;
+            }
             if !self.fall_done[k] {
                 self.fall_done[k] = true;
                 self.try_op(self.lay.fall(k), m, k);
