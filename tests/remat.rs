@@ -17,7 +17,7 @@ use offcert::family::remat_chain::{RematChain, RematFeature, RematLayer, RematLo
 use offcert::family::remat_import::{
     import_rockmate, import_rotor, ImportError, ImportOptions, RockmateTmp,
 };
-use offcert::family::{BandwidthFile, InstanceFile};
+use offcert::family::InstanceFile;
 use offcert::heuristic::remat::pofo::Pofo;
 use offcert::heuristic::remat::rotor::Table;
 use offcert::heuristic::{self, HeuristicError};
@@ -129,26 +129,7 @@ fn chain(spec: &[(u8, u8, u8, u8, u8)], max: usize, bw: u8, slack: u8) -> RematC
             ..Default::default()
         })
         .collect();
-    let mut c = RematChain {
-        name: "random-remat".into(),
-        note: None,
-        layers,
-        loss: RematLoss {
-            u_f: (bw / 8 % 2) as i64,
-            u_b: 1,
-            abar: (bw / 16 % 3) as u64,
-            o_f: 0,
-            o_b: 0,
-        },
-        a0: 1 + (bw / 48 % 3) as u64,
-        delta0: None,
-        gpu_memory: 0,
-        bandwidth: BandwidthFile::Ratio {
-            bytes: 1 + (bw % 3) as u64,
-            ticks: 1 + (bw / 3 % 2) as u64,
-        },
-        release: Default::default(),
-    };
+    let mut c = remat_chain_of("random-remat", layers, bw, RematTail::WIDE);
     let lo = c.min_memory().unwrap();
     let hi = c.store_all_peak().unwrap();
     let span = hi.saturating_sub(lo) + 1;

@@ -13,8 +13,8 @@ use common::*;
 use offcert::bound;
 use offcert::exact::crosscheck::{self, Label, Verdict};
 use offcert::exact::{Limits, Method, Status};
-use offcert::family::remat_chain::{RematChain, RematLayer, RematLoss};
-use offcert::family::{BandwidthFile, InstanceFile};
+use offcert::family::remat_chain::{RematChain, RematLayer};
+use offcert::family::InstanceFile;
 use offcert::heuristic::{self, HeuristicError};
 use quickcheck::TestResult;
 use std::sync::atomic::{AtomicUsize, Ordering};
@@ -40,26 +40,7 @@ fn chain(spec: &[(u8, u8, u8, u8, u8)], bw: u8, slack: u8) -> RematChain {
             ..Default::default()
         })
         .collect();
-    let mut c = RematChain {
-        name: "random-remat".into(),
-        note: None,
-        layers,
-        loss: RematLoss {
-            u_f: (bw / 8 % 2) as i64,
-            u_b: 1,
-            abar: (bw / 16 % 2) as u64,
-            o_f: 0,
-            o_b: 0,
-        },
-        a0: 1 + (bw / 32 % 2) as u64,
-        delta0: None,
-        gpu_memory: 0,
-        bandwidth: BandwidthFile::Ratio {
-            bytes: 1 + (bw % 2) as u64,
-            ticks: 1 + (bw / 2 % 2) as u64,
-        },
-        release: Default::default(),
-    };
+    let mut c = remat_chain_of("random-remat", layers, bw, RematTail::SMALL);
     let lo = c.min_memory().unwrap();
     let hi = c.store_all_peak().unwrap();
     c.gpu_memory = if slack % 4 == 0 {

@@ -238,6 +238,62 @@ pub fn activation_chain_5(spec: &[(u8, u8, u8, u8, u8)], mem: u8, bw: u8) -> Act
     c
 }
 
+/// The ranges of a random `remat_chain`'s loss, input and link, all drawn from
+/// one byte `bw`: loss u_F = `bw / 8 % 2`, loss ā = `bw / 16 % loss_abar`,
+/// |a_0| = 1 + `bw / (16·loss_abar) % a0`, β = (1 + `bw % bytes`) bytes per
+/// (1 + `bw / bytes % ticks`) ticks. Shared by the remat generators here and in
+/// tests/remat.rs and tests/remat_exact.rs, which differ only in these ranges.
+#[derive(Clone, Copy)]
+pub struct RematTail {
+    pub loss_abar: u8,
+    pub a0: u8,
+    pub bytes: u8,
+    pub ticks: u8,
+}
+
+impl RematTail {
+    /// tests/remat.rs and the options generator: ā 0..=2, |a_0| 1..=3, 1..=3 B per 1..=2 ticks.
+    pub const WIDE: RematTail = RematTail {
+        loss_abar: 3,
+        a0: 3,
+        bytes: 3,
+        ticks: 2,
+    };
+    /// The exact methods' small chains: ā 0..=1, |a_0| 1..=2, 1..=2 B per 1..=2 ticks.
+    pub const SMALL: RematTail = RematTail {
+        loss_abar: 2,
+        a0: 2,
+        bytes: 2,
+        ticks: 2,
+    };
+}
+
+/// A `remat_chain` of the given layers with the loss, input and link drawn from
+/// `bw` within `tail`'s ranges; `gpu_memory` 0 (each caller places it).
+pub fn remat_chain_of(name: &str, layers: Vec<RematLayer>, bw: u8, tail: RematTail) -> RematChain {
+    let (bw, t) = (bw as u64, tail);
+    RematChain {
+        name: name.into(),
+        note: None,
+        layers,
+        loss: RematLoss {
+            u_f: (bw / 8 % 2) as i64,
+            u_b: 1,
+            abar: bw / 16 % t.loss_abar as u64,
+            o_f: 0,
+            o_b: 0,
+        },
+        a0: 1 + bw / (16 * t.loss_abar as u64) % t.a0 as u64,
+        delta0: None,
+        gpu_memory: 0,
+        bandwidth: BandwidthFile::Ratio {
+            bytes: 1 + bw % t.bytes as u64,
+            ticks: 1 + bw / t.bytes as u64 % t.ticks as u64,
+        },
+        release: Default::default(),
+    }
+}
+
 /// A `remat_chain` with several options per block (rockmate's `RK_Chain`):
 /// 1..=4 layers (the first 4 of `spec`), each `(uf, ub, a, s, o, x)`: u_F
 /// 1..=4 (a forward lasts ≥ 1 tick, as in tests/remat.rs), u_B 0..=5, |a|
@@ -289,26 +345,7 @@ pub fn remat_options_chain(
             }
         })
         .collect();
-    let mut c = RematChain {
-        name: "random-remat-options".into(),
-        note: None,
-        layers,
-        loss: RematLoss {
-            u_f: (bw / 8 % 2) as i64,
-            u_b: 1,
-            abar: (bw / 16 % 3) as u64,
-            o_f: 0,
-            o_b: 0,
-        },
-        a0: 1 + (bw / 48 % 3) as u64,
-        delta0: None,
-        gpu_memory: 0,
-        bandwidth: BandwidthFile::Ratio {
-            bytes: 1 + (bw % 3) as u64,
-            ticks: 1 + (bw / 3 % 2) as u64,
-        },
-        release: Default::default(),
-    };
+    let mut c = remat_chain_of("random-remat-options", layers, bw, RematTail::WIDE);
     let lo = c.min_memory().unwrap();
     // Every field at its largest option: a peak no option choice exceeds.
     let mut big = c.clone();
