@@ -53,8 +53,12 @@ impl LowerBound {
             .unwrap_or(if c.is_negative() { i64::MIN } else { i64::MAX })
     }
     pub fn from_ticks(t: i64, source: &str, strength: Strength) -> LowerBound {
+        LowerBound::from_ratio(t, 1, source, strength)
+    }
+    /// The bound num/den ticks (den > 0).
+    pub fn from_ratio(num: i64, den: i64, source: &str, strength: Strength) -> LowerBound {
         LowerBound {
-            value: BigRational::from_integer(BigInt::from(t)),
+            value: BigRational::new(BigInt::from(num), BigInt::from(den)),
             source: source.into(),
             strength,
         }
@@ -218,11 +222,7 @@ mod tests {
     use super::*;
 
     fn lb(num: i64, den: i64, source: &str, strength: Strength) -> LowerBound {
-        LowerBound {
-            value: BigRational::new(BigInt::from(num), BigInt::from(den)),
-            source: source.into(),
-            strength,
-        }
+        LowerBound::from_ratio(num, den, source, strength)
     }
 
     /// bert-L144-b16 (issue 14): the solver-reported MILP value 10933790 is

@@ -622,11 +622,7 @@ mod tests {
     use super::*;
 
     fn lb(num: i64, den: i64, source: &str, strength: Strength) -> LowerBound {
-        LowerBound {
-            value: BigRational::new(BigInt::from(num), BigInt::from(den)),
-            source: source.into(),
-            strength,
-        }
+        LowerBound::from_ratio(num, den, source, strength)
     }
 
     /// bert-L144-b16 (issue 14): the solver-reported `milp-sec6` 10933790 is
