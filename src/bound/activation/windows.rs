@@ -120,6 +120,11 @@ struct Setup {
     own: Vec<Vec<u128>>,
     /// Per θ: prefix sums over j of |x_j| for 0 < |x_j| and |x_j| ≥ θ.
     costly: Vec<Vec<u128>>,
+    /// Per θ: prefix sums over j of τ_j for the same tensors (the cost of
+    /// taking every costly tensor: an upper bound on the least cover's).
+    costly_tau: Vec<Vec<u128>>,
+    /// Tensor indices 0..=L by decreasing size (for the greedy cover).
+    by_size: Vec<usize>,
     /// β = beta_bytes / beta_ticks.
     beta_bytes: u128,
     beta_ticks: u128,
@@ -135,7 +140,7 @@ impl Setup {
         let cap = c.gpu_memory as u128;
         let bw = c.bandwidth.to_bandwidth();
         let x: Vec<u128> = (0..=n + 1).map(|j| c.x_size(j) as u128).collect();
-        let tau = x
+        let tau: Vec<u128> = x
             .iter()
             .map(|&v| ceil_div(v * bw.ticks as u128, bw.bytes as u128))
             .collect();
@@ -147,6 +152,8 @@ impl Setup {
             .iter()
             .map(|&d| u128::try_from(d).unwrap_or(0))
             .collect();
+        let mut by_size: Vec<usize> = (0..n).collect();
+        by_size.sort_by(|a, b| x[*b].cmp(&x[*a]));
         let mut thetas: Vec<u128> = x[..n].iter().copied().filter(|&v| v > 0).collect();
         thetas.push(0);
         thetas.sort_unstable();
@@ -161,6 +168,7 @@ impl Setup {
         let mut usable = Vec::with_capacity(thetas.len());
         let mut own = Vec::with_capacity(thetas.len());
         let mut costly = Vec::with_capacity(thetas.len());
+        let mut costly_tau = Vec::with_capacity(thetas.len());
         for &th in &thetas {
             usable.push(prefix(&|q| if slack[q] >= th { u[q] } else { 0 }, 2 * n));
             own.push(prefix(
@@ -177,6 +185,10 @@ impl Setup {
                 &|j| if x[j] > 0 && x[j] >= th { x[j] } else { 0 },
                 n,
             ));
+            costly_tau.push(prefix(
+                &|j| if x[j] > 0 && x[j] >= th { tau[j] } else { 0 },
+                n,
+            ));
         }
         Setup {
             n,
@@ -186,6 +198,8 @@ impl Setup {
             usable,
             own,
             costly,
+            costly_tau,
+            by_size,
             beta_bytes: bw.bytes as u128,
             beta_ticks: bw.ticks as u128,
         }
@@ -263,14 +277,19 @@ fn anchor_windows(
         let r = deficit - free;
         let u_tail = s.usable[t][end_b] - s.usable[t][p];
         let u_head = s.usable[t][p] - s.usable[t][m] + s.own[t][ip] - s.own[t][m];
-        let items: Vec<usize> = (m..ip).filter(|&j| s.x[j] > 0 && s.x[j] >= th).collect();
-        // An upper estimate of the least cover's cost: skip θ if even that
-        // cannot raise either window.
-        let greedy = greedy_cover_cost(s, &items, r);
-        let worth = |u: u128, best: u128| greedy > u && greedy - u > best;
-        if !worth(u_head, head) && !worth(u_tail, tail) {
+        // Upper estimates of the least cover's cost (every costly tensor,
+        // then a greedy cover): skip θ if even they cannot raise either
+        // window.
+        let worth = |c: u128, u: u128, best: u128| c > u && c - u > best;
+        let all = s.costly_tau[t][ip] - s.costly_tau[t][m];
+        if !worth(all, u_head, head) && !worth(all, u_tail, tail) {
             continue;
         }
+        let greedy = greedy_cover_cost(s, m, ip, th, r);
+        if !worth(greedy, u_head, head) && !worth(greedy, u_tail, tail) {
+            continue;
+        }
+        let items: Vec<usize> = (m..ip).filter(|&j| s.x[j] > 0 && s.x[j] >= th).collect();
         let cost = if s.ticks_for(r) >= greedy {
             // The fractional cover already costs as much as a whole one.
             greedy
@@ -302,19 +321,19 @@ fn anchor_windows(
     }
 }
 
-/// Σ τ_j of the cover that takes the largest items first until it reaches
-/// `r` (a feasible cover, so at least the least cover's cost); `u128::MAX`
-/// when the items cannot reach `r`.
-fn greedy_cover_cost(s: &Setup, items: &[usize], r: u128) -> u128 {
-    let mut order = items.to_vec();
-    order.sort_by(|a, b| s.x[*b].cmp(&s.x[*a]));
+/// Σ τ_j of the cover that takes the costly tensors of [m, ip) (size ≥ θ)
+/// largest first until they reach `r` (a feasible cover, so at least the
+/// least cover's cost); `u128::MAX` when they cannot reach `r`.
+fn greedy_cover_cost(s: &Setup, m: usize, ip: usize, th: u128, r: u128) -> u128 {
     let (mut vol, mut cost) = (0u128, 0u128);
-    for j in order {
+    for &j in &s.by_size {
         if vol >= r {
             break;
         }
-        vol += s.x[j];
-        cost += s.tau[j];
+        if (m..ip).contains(&j) && s.x[j] > 0 && s.x[j] >= th {
+            vol += s.x[j];
+            cost += s.tau[j];
+        }
     }
     if vol >= r {
         cost
