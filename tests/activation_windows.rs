@@ -126,6 +126,8 @@ fn whole_x1_trap_under_after_start_stays_below_its_optimum() {
 static SOLVED: AtomicUsize = AtomicUsize::new(0);
 static ABOVE_SUM: AtomicUsize = AtomicUsize::new(0);
 static ABOVE_FRAC: AtomicUsize = AtomicUsize::new(0);
+static AT_OPT: AtomicUsize = AtomicUsize::new(0);
+static FRAC_AT_OPT: AtomicUsize = AtomicUsize::new(0);
 
 /// The bound ≤ the search's optimum ≤ every heuristic's checked makespan, on
 /// chains of 1–4 layers (`activation_chain_5`), at the least memory or within
@@ -170,8 +172,16 @@ fn windows_below_search_optimum_below_heuristics() {
                 if b > int(prof.total_compute() as i64) {
                     ABOVE_SUM.fetch_add(1, Ordering::Relaxed);
                 }
-                if b > fractional_optimum_under(&c, rule).unwrap() {
+                let frac = fractional_optimum_under(&c, rule).unwrap();
+                if b > frac {
                     ABOVE_FRAC.fetch_add(1, Ordering::Relaxed);
+                }
+                // Not asserted: how often each bound (⌈·⌉) is the optimum.
+                if b == int(opt) {
+                    AT_OPT.fetch_add(1, Ordering::Relaxed);
+                }
+                if frac.ceil() == int(opt) {
+                    FRAC_AT_OPT.fetch_add(1, Ordering::Relaxed);
                 }
             }
         }
@@ -184,7 +194,12 @@ fn windows_below_search_optimum_below_heuristics() {
         ABOVE_SUM.load(Ordering::Relaxed),
         ABOVE_FRAC.load(Ordering::Relaxed),
     );
-    eprintln!("{s} chains solved; bound above Σu on {a}, above fractional-thm2 on {f}");
+    eprintln!(
+        "{s} chains solved; after_end: bound above Σu on {a}, above fractional-thm2 on {f}; \
+         equal to the optimum on {} (⌈fractional-thm2⌉ on {})",
+        AT_OPT.load(Ordering::Relaxed),
+        FRAC_AT_OPT.load(Ordering::Relaxed)
+    );
     assert!(a >= 5, "the bound exceeded Σu on only {a} of {s} chains");
     assert!(
         f >= 1,
