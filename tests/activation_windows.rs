@@ -3,8 +3,9 @@
 //! optimum (proved by the search, its schedule replayed by the checker) and
 //! at most every heuristic's checked makespan on random chains at tight
 //! memory, under both release rules; a hand-derived chain where it beats
-//! `fractional-thm2` and meets the optimum; and the min-cover DP against
-//! brute force.
+//! `fractional-thm2` and meets the optimum; the min-cover DP against brute
+//! force; and two paper rows with hand re-timed schedules checked against it
+//! (ResNet-50 at 40 % closed, DenseNet-121 at 0 % within 3.1 %).
 
 use num_bigint::BigInt;
 use num_rational::BigRational;
