@@ -6,9 +6,11 @@
 //! bundled DenseNet-201 (104 layers) at its own memory, and a 150-layer chain
 //! made by repeating DenseNet-201's layers (synthetic: the x sizes of a repeated
 //! layer do not continue the previous one's output, which the model allows), at
-//! 25 %, 50 % and 75 % of the way from the least feasible memory to M_peak.
+//! 25 %, 50 % and 75 % of the way from the least feasible memory to M_peak,
+//! and the same at 0 % (the least memory), where the whole-tensor window bound
+//! has the most windows to search.
 
-use offcert::bound::activation::{fractional_optimum, ChainProfile};
+use offcert::bound::activation::{fractional_optimum, whole_tensor_windows, ChainProfile};
 use offcert::family::{ActivationChain, InstanceFile};
 use offcert::heuristic::activation::dynprog::dynprog;
 use offcert::heuristic::{self, Heuristic};
@@ -59,11 +61,13 @@ fn bench(label: &str, c: &ActivationChain) {
         .map(|(d, s)| format!("{} offloaded, makespan {}", d.offload.len(), s.last_end().0))
         .unwrap_or_else(|e| e.to_string());
     let frac = time(5, || fractional_optimum(c));
+    let win = time(3, || whole_tensor_windows(c, c.release));
     println!(
-        "{label:<40} L+1={:<4} dynprog(S=500) {:>9.3} ms ({rounds}); fractional bound {:>7.3} ms",
+        "{label:<40} L+1={:<4} dynprog(S=500) {:>9.3} ms ({rounds}); fractional bound {:>7.3} ms; whole-tensor windows {:>7.3} ms",
         c.layers.len(),
         dp.as_secs_f64() * 1e3,
-        frac.as_secs_f64() * 1e3
+        frac.as_secs_f64() * 1e3,
+        win.as_secs_f64() * 1e3
     );
     for h in heuristic::all().iter().filter(|h| h.applies(&file)) {
         let t = time(3, || {
@@ -85,7 +89,7 @@ fn main() {
     long.layers = (0..150)
         .map(|i| d201.layers[i % d201.layers.len()].clone())
         .collect();
-    for pct in [25, 50, 75] {
+    for pct in [0, 25, 50, 75] {
         bench(
             &format!("150-layer DenseNet-201 repeat @ {pct}%"),
             &at_percent(&long, pct),

@@ -3,7 +3,8 @@
 //! bounds, the heuristics and the gap report's budget ranges share.
 //!
 //! Owns: [`ChainProfile`], [`Prop3`](prop3::Prop3),
-//! [`FractionalOptimum`](fractional::FractionalOptimum).
+//! [`FractionalOptimum`](fractional::FractionalOptimum),
+//! [`WholeTensorWindows`](windows::WholeTensorWindows).
 //! Must not import: heuristics, exact solvers, the checker.
 //!
 //! Why these bounds hold in *our* model (not only in the paper's) is argued in
@@ -11,6 +12,7 @@
 
 pub mod fractional;
 pub mod prop3;
+pub mod windows;
 
 use super::BoundMethod;
 use crate::family::ActivationChain;
@@ -20,9 +22,14 @@ pub use fractional::{
     fractional_optimum_under, FractionalOptimum,
 };
 pub use prop3::{prop3, Prop3};
+pub use windows::{whole_tensor_windows, WholeTensorWindows};
 
 pub fn bounds() -> Vec<Box<dyn BoundMethod>> {
-    vec![Box::new(Prop3), Box::new(FractionalOptimum)]
+    vec![
+        Box::new(Prop3),
+        Box::new(FractionalOptimum),
+        Box::new(WholeTensorWindows),
+    ]
 }
 
 /// Per-op memory figures of a chain, in the fixed order F₀ … F_L, B_L … B₀.
