@@ -716,6 +716,7 @@ fn pofo_without_offloading_is_rotor() {
         run_to_loss: true,
         forward_delta: false,
         offload: false,
+        ..Pofo::default()
     };
     assert_eq!(p.solve(&c).map(|x| x.model_value), None);
     fn prop(spec: Spec, bw: u8, slack: u8) -> TestResult {
@@ -730,6 +731,7 @@ fn pofo_without_offloading_is_rotor() {
             run_to_loss: true,
             forward_delta: false,
             offload: false,
+            ..Pofo::default()
         };
         let dp = p.solve(&c).map(|x| x.model_value);
         let rotor = Table::build(&c, slots).value();
