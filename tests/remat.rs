@@ -696,11 +696,11 @@ static PERSISTENT_FEASIBLE: AtomicUsize = AtomicUsize::new(0);
 /// `FAMILIES.md` §2.4/§2.6: the appendix's DP with offloading disabled (v = 2
 /// only), without the δ_L over-count (§2.2.3) and with runs allowed to reach
 /// the loss (§2.2.9), is rotor's persistent DP: the same value on the same
-/// discretisation (both round sizes up to whole slots). Ignored: it fails on
+/// discretisation (both round sizes up to whole slots). First on
 /// `instances/regressions/remat/pofo-no-offload-vs-rotor.json` (its note says
-/// why rotor is right there); run it with `--ignored` once pofo is fixed.
+/// what pofo got wrong: B.3 Case 1 tested the memory of F^j_all and B_j in
+/// place of F^i_all and B_i), then on random chains (≥ 30 feasible ones).
 #[test]
-#[ignore = "known discrepancy: instances/regressions/remat/pofo-no-offload-vs-rotor.json"]
 fn pofo_without_offloading_is_rotor() {
     let text = std::fs::read_to_string(
         repo().join("instances/regressions/remat/pofo-no-offload-vs-rotor.json"),

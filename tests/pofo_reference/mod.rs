@@ -1,6 +1,8 @@
 //! The `pofo` dynamic programme as first written (issue 11, main at 6c27eee):
 //! memoised recursion over `HashMap`s of the full state, options collected in
-//! vectors. Kept verbatim (only the paths changed) as the oracle that the
+//! vectors. Kept verbatim (only the paths changed, and B.3 Case 1's memory
+//! made layer i's, M^{i,j}(F^i_all) and M^{i,j}(B_i), the fix that the table
+//! version got in the same commit) as the oracle that the
 //! table-driven `offcert::heuristic::remat::pofo` must reproduce exactly:
 //! the same model value (bit for bit) and the same op sequence.
 
@@ -257,7 +259,7 @@ impl<'a> Dp<'a> {
             return out;
         }
         // Case 1: F^i_all first.
-        let (mf, mb) = (self.m_fall(i, j, dj), self.m_b(i, j));
+        let (mf, mb) = (self.m_fall(i, i, dj), self.m_b(i, i));
         if mf <= free && mb <= free {
             let eb = self.eps(mb + base);
             let d1 = d.saturating_sub(self.vol(ub + eb));
@@ -389,7 +391,7 @@ impl<'a> Dp<'a> {
             }
             BChoice::All => {
                 let ub = self.dm.u_b[i] as f64;
-                let eb = self.eps(self.m_b(i, j) - self.m + a as i64 + d as i64);
+                let eb = self.eps(self.m_b(i, i) - self.m + a as i64 + d as i64);
                 let d1 = d.saturating_sub(self.vol(ub + eb));
                 s.f_all(c, i);
                 self.emit_b(i + 1, j, a + self.sl.abar(i), d1, s);

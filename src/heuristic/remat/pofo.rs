@@ -2,7 +2,10 @@
 //! appendix (Lemma 1, eqs. (1)–(2), Table 2), read as `FAMILIES.md` §2.4 writes
 //! it, with the corrections of §2.2 (M^x from ColossalAI, the ranges of B.1
 //! Case 2 and B.3 Case 2, the prefetch volume of B.1 Case 2, M^{i,j} in B.3
-//! Case 1). `offload-only` is the same programme with Case 2 (F_ck / F_∅, i.e.
+//! Case 1). B.3 Case 1 uses the memory of F^i_all and B_i, as printed (until
+//! issue 11's fix it used layer j's, and pofo without offloading could find a
+//! plan where none exists; rotor's DP now agrees with it, tested on random
+//! chains). `offload-only` is the same programme with Case 2 (F_ck / F_∅, i.e.
 //! every recomputation) disabled.
 //!
 //! The programme's own value assumes **fluid** transfers (memory freed and taken
@@ -479,8 +482,11 @@ impl<'a> Dp<'a> {
             }
             return;
         }
-        // Case 1: F^i_all first.
-        let (mf, mb) = (self.m_fall(i, j, dj), self.m_b(i, j));
+        // Case 1: F^i_all first. Its ops are F^i_all and B_i: M^{i,j}(F^i_all)
+        // and M^{i,j}(B_i), layer i's (the first version used layer j's, which
+        // missed e.g. a B_i that does not fit:
+        // instances/regressions/remat/pofo-no-offload-vs-rotor.json).
+        let (mf, mb) = (self.m_fall(i, i, dj), self.m_b(i, i));
         if mf <= free && mb <= free {
             let eb = self.eps(mb + base);
             let d1 = d.saturating_sub(self.vol(ub + eb));
@@ -610,7 +616,7 @@ impl<'a> Dp<'a> {
             }
             BChoice::All => {
                 let ub = self.dm.u_b[i] as f64;
-                let eb = self.eps(self.m_b(i, j) - self.m + a as i64 + d as i64);
+                let eb = self.eps(self.m_b(i, i) - self.m + a as i64 + d as i64);
                 let d1 = d.saturating_sub(self.vol(ub + eb));
                 s.f_all(c, i);
                 self.emit_b(i + 1, j, a + self.sl.abar(i), d1, s);
