@@ -1,7 +1,8 @@
 //! `pofo`'s table-driven programme against its first, map-memoised version
 //! (`tests/pofo_reference`, kept as the oracle): on random chains, for every
 //! setting of the four switches and several discretisations, the same model
-//! value (bit for bit) and the same op sequence, or both no plan.
+//! value (bit for bit) and the same op sequence, or both no plan. And pofo
+//! without offloading against rotor's DP on the same chains (coarse slots).
 
 mod common;
 mod pofo_reference;
@@ -10,6 +11,7 @@ use common::*;
 use offcert::family::remat_chain::{RematChain, RematLayer, RematLoss};
 use offcert::family::BandwidthFile;
 use offcert::heuristic::remat::pofo::Pofo;
+use offcert::heuristic::remat::rotor::Table;
 use quickcheck::TestResult;
 use std::sync::atomic::{AtomicUsize, Ordering};
 
@@ -94,4 +96,46 @@ fn the_table_programme_is_the_reference_programme() {
     qc(400, 300).quickcheck(prop as fn(Vec<(u8, u8, u8, u8, u8)>, u8, u8, u8, u8) -> TestResult);
     // Not vacuous: most cases have a plan to compare.
     assert!(SAME_PLAN.load(Ordering::Relaxed) >= 150, "{SAME_PLAN:?}");
+}
+
+static PERSISTENT_FEASIBLE: AtomicUsize = AtomicUsize::new(0);
+
+/// `tests/remat.rs::pofo_without_offloading_is_rotor` on longer chains (up to
+/// 9 layers) whose slots hold several bytes, at 7, 20 and 50 slots: pofo with
+/// offloading disabled, no δ_L and runs to the loss has rotor's value.
+#[test]
+fn pofo_without_offloading_is_rotor_on_coarse_slots() {
+    fn prop(spec: Vec<(u8, u8, u8, u8, u8)>, bw: u8, slack: u8, scale: u8, sw: u8) -> TestResult {
+        if spec.is_empty() {
+            return TestResult::discard();
+        }
+        let c = chain(&spec, bw, slack, scale);
+        let slots = [50, 20, 7][sw as usize % 3];
+        let p = Pofo {
+            slots,
+            remat: true,
+            run_to_loss: true,
+            forward_delta: false,
+            offload: false,
+            ..Pofo::default()
+        };
+        let dp = p.solve_afresh(&c).map(|x| x.model_value);
+        let rotor = Table::build(&c, slots).value();
+        match (dp, rotor) {
+            (None, None) => TestResult::passed(),
+            (Some(x), Some(r)) if x == r as f64 => {
+                PERSISTENT_FEASIBLE.fetch_add(1, Ordering::Relaxed);
+                TestResult::passed()
+            }
+            (x, r) => TestResult::error(format!(
+                "{slots} slots, {}: pofo without offloading {x:?}, rotor {r:?}",
+                serde_json::to_string(&c).unwrap()
+            )),
+        }
+    }
+    qc(300, 200).quickcheck(prop as fn(Vec<(u8, u8, u8, u8, u8)>, u8, u8, u8, u8) -> TestResult);
+    assert!(
+        PERSISTENT_FEASIBLE.load(Ordering::Relaxed) >= 100,
+        "{PERSISTENT_FEASIBLE:?}"
+    );
 }
