@@ -43,6 +43,9 @@ use std::sync::Mutex;
 /// The paper's N_GPU (B.4: 50 values suffice in its experiments).
 pub const POFO_SLOTS: u64 = 50;
 
+/// Most rows of a memo table (4 bytes each before any is allocated).
+const MAX_ROWS: usize = 1 << 24;
+
 #[derive(Clone, Debug)]
 pub struct Pofo {
     pub slots: u64,
@@ -108,8 +111,9 @@ pub struct PofoPlan {
 }
 
 /// A memo table: the key's leading coordinates pick a row of `width` values
-/// (allocated on first use in one pool, NaN = not computed yet), the last one a
-/// column. A key outside the rows' range spills into a map, so the table holds
+/// (allocated on first use in one pool, NaN = not computed yet: a computed
+/// value is a minimum folded from +∞ with `f64::min`, never NaN), the last one
+/// a column. A key outside the rows' range spills into a map, so the table holds
 /// exactly what a map of the full state would.
 struct Memo {
     width: usize,
@@ -204,7 +208,13 @@ impl<'a> Dp<'a> {
         };
         let m = sl.budget as i64;
         let n = dm.l + 2;
-        let cap = sl.budget as usize + 1;
+        // A, Δ_F, Δ_B ≤ M + 1 slots in the tables (the forward one has
+        // 2(L+2)(cap+1)² rows; with many slots the range shrinks so that it
+        // stays at most MAX_ROWS, and the rest spills: same values, slower).
+        let mut cap = sl.budget as usize + 1;
+        while cap > 0 && n * 2 * (cap + 1) * (cap + 1) > MAX_ROWS {
+            cap /= 2;
+        }
         let mut uf_pre = vec![0i64; n + 1];
         for k in 0..n {
             uf_pre[k + 1] = uf_pre[k] + dm.u_f[k];
