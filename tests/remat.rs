@@ -731,11 +731,11 @@ static PERSISTENT_FEASIBLE: AtomicUsize = AtomicUsize::new(0);
 /// `FAMILIES.md` §2.4/§2.6: the appendix's DP with offloading disabled (v = 2
 /// only), without the δ_L over-count (§2.2.3) and with runs allowed to reach
 /// the loss (§2.2.9), is rotor's persistent DP: the same value on the same
-/// discretisation (both round sizes up to whole slots). Ignored: it fails on
+/// discretisation (both round sizes up to whole slots). First on
 /// `instances/regressions/remat/pofo-no-offload-vs-rotor.json` (its note says
-/// why rotor is right there); run it with `--ignored` once pofo is fixed.
+/// what pofo got wrong: B.3 Case 1 tested the memory of F^j_all and B_j in
+/// place of F^i_all and B_i), then on random chains (≥ 30 feasible ones).
 #[test]
-#[ignore = "known discrepancy: instances/regressions/remat/pofo-no-offload-vs-rotor.json"]
 fn pofo_without_offloading_is_rotor() {
     let text = std::fs::read_to_string(
         repo().join("instances/regressions/remat/pofo-no-offload-vs-rotor.json"),
@@ -751,6 +751,7 @@ fn pofo_without_offloading_is_rotor() {
         run_to_loss: true,
         forward_delta: false,
         offload: false,
+        ..Pofo::default()
     };
     assert_eq!(p.solve(&c).map(|x| x.model_value), None);
     fn prop(spec: Spec, bw: u8, slack: u8) -> TestResult {
@@ -765,6 +766,7 @@ fn pofo_without_offloading_is_rotor() {
             run_to_loss: true,
             forward_delta: false,
             offload: false,
+            ..Pofo::default()
         };
         let dp = p.solve(&c).map(|x| x.model_value);
         let rotor = Table::build(&c, slots).value();

@@ -2,7 +2,10 @@
 //! appendix (Lemma 1, eqs. (1)–(2), Table 2), read as `FAMILIES.md` §2.4 writes
 //! it, with the corrections of §2.2 (M^x from ColossalAI, the ranges of B.1
 //! Case 2 and B.3 Case 2, the prefetch volume of B.1 Case 2, M^{i,j} in B.3
-//! Case 1). `offload-only` is the same programme with Case 2 (F_ck / F_∅, i.e.
+//! Case 1). B.3 Case 1 uses the memory of F^i_all and B_i, as printed (until
+//! issue 11's fix it used layer j's, and pofo without offloading could find a
+//! plan where none exists; rotor's DP now agrees with it, tested on random
+//! chains). `offload-only` is the same programme with Case 2 (F_ck / F_∅, i.e.
 //! every recomputation) disabled.
 //!
 //! The programme's own value assumes **fluid** transfers (memory freed and taken
@@ -15,6 +18,15 @@
 //! Memory is in slots (sizes up, budget down), idle times and durations in ticks
 //! as `f64` (model values only), transfer volumes `time·β` rounded down to slots.
 //!
+//! Evaluation: memoised recursion from OC_0(1, 0, 0, 0), so only reachable
+//! states are computed, in flat tables indexed by the state (forward: row
+//! (i, x, A, Δ_F), column Δ_B; backward: row (i, j, A), column Δ; rows
+//! allocated on first use; A, Δ beyond M + 1 slots, which are rare, spill into
+//! a map). What depends on no state variable
+//! (the ε_F peaks of both Cases 2, the Σ u_F of a run) is tabulated once per
+//! solve in exact integers. `tests/remat_pofo.rs` checks value and plan bit for
+//! bit against the first, map-memoised version kept in `tests/pofo_reference`.
+//!
 //! Owns: the `pofo` and `offload-only` dynamic programmes.
 //! Must not import: exact solvers, traces, reports, the CLI.
 
@@ -26,9 +38,13 @@ use crate::model::Instance;
 use crate::schedule::Schedule;
 use crate::simulate::asap_sequence;
 use std::collections::HashMap;
+use std::sync::Mutex;
 
 /// The paper's N_GPU (B.4: 50 values suffice in its experiments).
 pub const POFO_SLOTS: u64 = 50;
+
+/// Most rows of a memo table (4 bytes each before any is allocated).
+const MAX_ROWS: usize = 1 << 24;
 
 #[derive(Clone, Debug)]
 pub struct Pofo {
@@ -45,6 +61,23 @@ pub struct Pofo {
     /// rematerialisation DP, which `FAMILIES.md` §2.4 says rotor's is (tested
     /// against it).
     pub offload: bool,
+    /// The last chain solved and the answer (see [`LastSolve`]).
+    pub last: LastSolve,
+}
+
+/// The switches that change the programme's answer.
+type Switches = (u64, bool, bool, bool, bool);
+
+/// The last chain [`Pofo::solve`] solved, under which switches, and its answer:
+/// the gap report asks a heuristic for its schedule and then for its model
+/// value, and both come from one solve. A clone starts empty.
+#[derive(Debug, Default)]
+pub struct LastSolve(Mutex<Option<(Switches, RematChain, Option<PofoPlan>)>>);
+
+impl Clone for LastSolve {
+    fn clone(&self) -> Self {
+        LastSolve::default()
+    }
 }
 
 impl Default for Pofo {
@@ -55,6 +88,7 @@ impl Default for Pofo {
             run_to_loss: false,
             forward_delta: true,
             offload: true,
+            last: LastSolve::default(),
         }
     }
 }
@@ -76,8 +110,51 @@ pub struct PofoPlan {
     pub sequence: Sequence,
 }
 
-type FKey = (usize, u8, u64, u64, u64);
-type BKey = (usize, usize, u64, u64);
+/// A memo table: the key's leading coordinates pick a row of `width` values
+/// (allocated on first use in one pool, NaN = not computed yet: a computed
+/// value is a minimum folded from +∞ with `f64::min`, never NaN), the last one
+/// a column. A key outside the rows' range spills into a map, so the table holds
+/// exactly what a map of the full state would.
+struct Memo {
+    width: usize,
+    /// Row → its index in `pool` (in rows), `u32::MAX` = not allocated.
+    rows: Vec<u32>,
+    pool: Vec<f64>,
+    spill: HashMap<[u64; 5], f64>,
+}
+
+impl Memo {
+    fn new(rows: usize, width: usize) -> Memo {
+        Memo {
+            width,
+            rows: vec![u32::MAX; rows],
+            pool: Vec::new(),
+            spill: HashMap::new(),
+        }
+    }
+    #[inline]
+    fn get(&self, at: Option<(usize, usize)>, key: &[u64; 5]) -> Option<f64> {
+        match at {
+            Some((r, c)) => match self.rows[r] {
+                u32::MAX => None,
+                p => Some(self.pool[p as usize * self.width + c]).filter(|v| !v.is_nan()),
+            },
+            None => self.spill.get(key).copied(),
+        }
+    }
+    #[inline]
+    fn set(&mut self, at: Option<(usize, usize)>, key: [u64; 5], v: f64) {
+        let Some((r, c)) = at else {
+            self.spill.insert(key, v);
+            return;
+        };
+        if self.rows[r] == u32::MAX {
+            self.rows[r] = (self.pool.len() / self.width) as u32;
+            self.pool.resize(self.pool.len() + self.width, f64::NAN);
+        }
+        self.pool[self.rows[r] as usize * self.width + c] = v;
+    }
+}
 
 struct Dp<'a> {
     c: &'a RematChain,
@@ -87,8 +164,20 @@ struct Dp<'a> {
     /// Bytes per tick.
     beta: f64,
     m: i64,
-    fw: HashMap<FKey, f64>,
-    bw: HashMap<BKey, f64>,
+    /// Table extent of A, Δ_F, Δ_B and Δ (larger values spill).
+    cap: usize,
+    /// OC_x(i, A, Δ_F, Δ_B): row (i, x, A, Δ_F), column Δ_B.
+    fw: Memo,
+    /// C_Δ(i, j, A, Δ): row (i, j, A), column Δ.
+    bw: Memo,
+    /// `ck_peak[i][i']` = max_{k=i..i'} (M^{i,j}(F^k_∅) − δ_j − ⌊β Σ_{h=k+1}^{i'} u_{F_h}⌋),
+    /// B.3 Case 2's ε_F peak without δ_j (exact integers).
+    ck_peak: Vec<Vec<i64>>,
+    /// `fck_peak[i][j]` = max_{k=i..j} (M^{i,L}(F^k_∅) − ⌊β Σ_{h=i}^{k−1} u_{F_h}⌋),
+    /// B.1 Case 2's ε_F peak (it depends on no state variable).
+    fck_peak: Vec<Vec<i64>>,
+    /// `uf_pre[k]` = Σ_{h<k} u_{F_h}.
+    uf_pre: Vec<i64>,
 }
 
 #[derive(Clone, Copy, Debug, PartialEq)]
@@ -118,16 +207,89 @@ impl<'a> Dp<'a> {
             0.0
         };
         let m = sl.budget as i64;
-        Dp {
+        let n = dm.l + 2;
+        // A, Δ_F, Δ_B ≤ M + 1 slots in the tables (the forward one has
+        // 2(L+2)(cap+1)² rows; with many slots the range shrinks so that it
+        // stays at most MAX_ROWS, and the rest spills: same values, slower).
+        let mut cap = sl.budget as usize + 1;
+        while cap > 0 && n * 2 * (cap + 1) * (cap + 1) > MAX_ROWS {
+            cap /= 2;
+        }
+        let mut uf_pre = vec![0i64; n + 1];
+        for k in 0..n {
+            uf_pre[k + 1] = uf_pre[k] + dm.u_f[k];
+        }
+        let mut dp = Dp {
             c,
             cfg,
             sl,
             dm,
             beta,
             m,
-            fw: HashMap::new(),
-            bw: HashMap::new(),
+            cap,
+            fw: Memo::new(n * 2 * (cap + 1) * (cap + 1), cap + 1),
+            bw: Memo::new(n * n * (cap + 1), cap + 1),
+            ck_peak: Vec::new(),
+            fck_peak: Vec::new(),
+            uf_pre,
+        };
+        dp.ck_peak = dp.ck_peaks();
+        dp.fck_peak = dp.fck_peaks();
+        dp
+    }
+    fn fck_peaks(&self) -> Vec<Vec<i64>> {
+        let n = self.dm.l + 2;
+        let dl = self.dj(self.dm.l, true);
+        let mut t = vec![vec![i64::MIN; n]; n];
+        for (i, row) in t.iter_mut().enumerate().skip(1) {
+            let mut peak = i64::MIN;
+            for (j, cell) in row.iter_mut().enumerate().skip(i) {
+                let before = (self.uf_pre[j] - self.uf_pre[i]) as f64;
+                let shift = (before * self.beta / self.sl.slot as f64).floor() as i64;
+                peak = peak.max(self.m_f0(i, j, dl) - shift);
+                *cell = peak;
+            }
         }
+        t
+    }
+    fn ck_peaks(&self) -> Vec<Vec<i64>> {
+        let n = self.dm.l + 2;
+        let mut t = vec![vec![i64::MIN; n]; n];
+        for (i, row) in t.iter_mut().enumerate().skip(1) {
+            for (ip, cell) in row.iter_mut().enumerate().skip(i) {
+                let mut peak = i64::MIN;
+                for k in i..=ip {
+                    let after = (self.uf_pre[ip + 1] - self.uf_pre[k + 1]) as f64;
+                    let shift = (after * self.beta / self.sl.slot as f64).floor() as i64;
+                    peak = peak.max(self.m_f0(i, k, 0) - shift);
+                }
+                *cell = peak;
+            }
+        }
+        t
+    }
+    /// Σ_{k=i..=j} u_{F_k} (exact: integer ticks).
+    fn uf_sum(&self, i: usize, j: usize) -> f64 {
+        (self.uf_pre[j + 1] - self.uf_pre[i]) as f64
+    }
+    #[inline]
+    fn fidx(&self, i: usize, x: u8, a: u64, df: u64, db: u64) -> Option<(usize, usize)> {
+        let w = self.cap as u64 + 1;
+        if a >= w || df >= w || db >= w {
+            return None;
+        }
+        let w = self.cap + 1;
+        let r = (((i * 2 + x as usize) * w) + a as usize) * w + df as usize;
+        Some((r, db as usize))
+    }
+    #[inline]
+    fn bidx(&self, i: usize, j: usize, a: u64, d: u64) -> Option<(usize, usize)> {
+        let w = self.cap as u64 + 1;
+        if a >= w || d >= w {
+            return None;
+        }
+        let n = self.dm.l + 2;
+        Some(((i * n + j) * (self.cap + 1) + a as usize, d as usize))
     }
     /// Slots → idle ticks: ε = bytes/β.
     fn eps(&self, slots: i64) -> f64 {
@@ -139,7 +301,9 @@ impl<'a> Dp<'a> {
     }
     /// Volume moved in `t` ticks, in whole slots (rounded down).
     fn vol(&self, t: f64) -> u64 {
-        (t * self.beta / self.sl.slot as f64).floor().max(0.0) as u64
+        // `as` truncates towards zero, which is the floor on the non-negative
+        // values that remain after `max` (and saturates as floor would).
+        (t * self.beta / self.sl.slot as f64).max(0.0) as u64
     }
     fn l1(&self) -> usize {
         self.dm.l + 1
@@ -182,6 +346,7 @@ impl<'a> Dp<'a> {
     }
 
     /// Table 2: the state after a subchain start, v = 1 offloads I, v = 2 keeps it.
+    #[allow(clippy::too_many_arguments)]
     fn next_state(
         &self,
         v: u8,
@@ -203,13 +368,19 @@ impl<'a> Dp<'a> {
         }
     }
 
-    /// Every option at a forward state, with its cost.
-    fn f_options(&mut self, i: usize, x: u8, a: u64, df: u64, db: u64) -> Vec<(f64, FChoice)> {
+    /// Every option at a forward state, with its cost, in a fixed order (the
+    /// reconstruction takes the first that achieves the minimum).
+    fn f_options(
+        &mut self,
+        i: usize,
+        x: u8,
+        (a, df, db): (u64, u64, u64),
+        out: &mut dyn FnMut(f64, FChoice),
+    ) {
         let l1 = self.l1();
         let ii = self.input(i, x) as i64;
         let free = self.m - a as i64;
         let dl = self.dj(self.dm.l, true);
-        let mut out = Vec::new();
         let (uf, ub) = (self.dm.u_f[i] as f64, self.dm.u_b[i] as f64);
         // Case 1 (and the loss, B.2).
         let dj = if i == l1 { 0 } else { dl };
@@ -222,7 +393,7 @@ impl<'a> Dp<'a> {
             if i == l1 {
                 let (_, df2, db2) = self.next_state(2, a, df, db, ii as u64, dfv, dbv);
                 let eg = self.eps((df2 + db2) as i64);
-                out.push((uf + ub + ef + eb + eg, FChoice::Loss));
+                out(uf + ub + ef + eb + eg, FChoice::Loss);
             } else {
                 for v in [1u8, 2] {
                     if v == 1 && !self.cfg.offload {
@@ -231,28 +402,38 @@ impl<'a> Dp<'a> {
                     let (a2, df2, db2) = self.next_state(v, a, df, db, ii as u64, dfv, dbv);
                     let rest = self.oc(i + 1, 1, a2, df2, db2);
                     if rest.is_finite() {
-                        out.push((uf + ub + ef + eb + rest, FChoice::All { v }));
+                        out(uf + ub + ef + eb + rest, FChoice::All { v });
                     }
                 }
             }
         }
-        if !self.cfg.remat || i == l1 {
-            return out;
+        if self.cfg.remat && i != l1 {
+            self.f_ck_options(i, x, (a, df, db), out);
         }
-        // Case 2: F^i_ck, F^{i+1..j}_∅, checkpoint a_j.
+    }
+
+    /// B.1 Case 2: F^i_ck, F^{i+1..j}_∅, checkpoint a_j.
+    fn f_ck_options(
+        &mut self,
+        i: usize,
+        x: u8,
+        (a, df, db): (u64, u64, u64),
+        out: &mut dyn FnMut(f64, FChoice),
+    ) {
+        let ii = self.input(i, x) as i64;
+        let free = self.m - a as i64;
+        let dl = self.dj(self.dm.l, true);
         let jmax = if self.cfg.run_to_loss {
             self.dm.l
         } else {
             self.dm.l - 1
         };
-        let mut fsum = 0.0;
-        let mut peak = i64::MIN; // max_k (M(F^k_∅) − β Σ_{h<k} u_F)
         let mut fits_kept = true;
         let mut fits_off = true;
         for j in i..=jmax {
             let mk = self.m_f0(i, j, dl);
-            peak = peak.max(mk - (fsum * self.beta / self.sl.slot as f64).floor() as i64);
-            fsum += self.dm.u_f[j] as f64;
+            let peak = self.fck_peak[i][j];
+            let fsum = self.uf_sum(i, j);
             fits_kept &= mk + ii <= free;
             fits_off &= if j == i { mk + ii <= free } else { mk <= free };
             if !fits_off && !fits_kept {
@@ -271,46 +452,51 @@ impl<'a> Dp<'a> {
                 let (a2, df2, db2) = self.next_state(v, a, df, db, ii as u64, dfv, dbv);
                 let rest = self.oc(j + 1, 0, a2, df2, db2);
                 if rest.is_finite() {
-                    out.push((fsum + rest + cd + ef, FChoice::Ck { j, v }));
+                    out(fsum + rest + cd + ef, FChoice::Ck { j, v });
                 }
             }
         }
-        out
     }
 
     /// OC_x(i, A, Δ_F, Δ_B), eq. (1).
     fn oc(&mut self, i: usize, x: u8, a: u64, df: u64, db: u64) -> f64 {
-        let key = (i, x, a, df, db);
-        if let Some(v) = self.fw.get(&key) {
-            return *v;
+        let at = self.fidx(i, x, a, df, db);
+        let key = [i as u64, x as u64, a, df, db];
+        if let Some(v) = self.fw.get(at, &key) {
+            return v;
         }
-        let best = self
-            .f_options(i, x, a, df, db)
-            .iter()
-            .map(|o| o.0)
-            .fold(f64::INFINITY, f64::min);
-        self.fw.insert(key, best);
+        let mut best = f64::INFINITY;
+        self.f_options(i, x, (a, df, db), &mut |c, _| best = best.min(c));
+        self.fw.set(at, key, best);
         best
     }
 
-    /// Every option of C_Δ(i, j, A, Δ), eq. (2).
-    fn b_options(&mut self, i: usize, j: usize, a: u64, d: u64) -> Vec<(f64, BChoice)> {
+    /// Every option of C_Δ(i, j, A, Δ), eq. (2), in a fixed order.
+    fn b_options(
+        &mut self,
+        i: usize,
+        j: usize,
+        (a, d): (u64, u64),
+        out: &mut dyn FnMut(f64, BChoice),
+    ) {
         let free = self.m - a as i64;
         let base = -self.m + a as i64 + d as i64;
         let (uf, ub) = (self.dm.u_f[i] as f64, self.dm.u_b[i] as f64);
         let dj = self.sl.d[j] as i64;
-        let mut out = Vec::new();
         if i == j {
             let (mf, mb) = (self.m_fall(i, i, dj), self.m_b(i, i));
             if mf <= free && mb <= free {
                 let shift = (ub * self.beta / self.sl.slot as f64).floor() as i64;
                 let e = self.eps(mf - shift + base).max(self.eps(mb + base));
-                out.push((uf + ub + e, BChoice::Base));
+                out(uf + ub + e, BChoice::Base);
             }
-            return out;
+            return;
         }
-        // Case 1: F^i_all first.
-        let (mf, mb) = (self.m_fall(i, j, dj), self.m_b(i, j));
+        // Case 1: F^i_all first. Its ops are F^i_all and B_i: M^{i,j}(F^i_all)
+        // and M^{i,j}(B_i), layer i's (the first version used layer j's, which
+        // missed e.g. a B_i that does not fit:
+        // instances/regressions/remat/pofo-no-offload-vs-rotor.json).
+        let (mf, mb) = (self.m_fall(i, i, dj), self.m_b(i, i));
         if mf <= free && mb <= free {
             let eb = self.eps(mb + base);
             let d1 = d.saturating_sub(self.vol(ub + eb));
@@ -318,12 +504,13 @@ impl<'a> Dp<'a> {
             if r.is_finite() {
                 let d2 = d1.saturating_sub(self.vol(r));
                 let ef = self.eps(mf - self.m + a as i64 + d2 as i64);
-                out.push((uf + r + ub + ef + eb, BChoice::All));
+                out(uf + r + ub + ef + eb, BChoice::All);
             }
         }
         // Case 2: F^i_ck, F^{i+1..i'}_∅, checkpoint a_{i'}.
         for ip in i..j {
-            if (i..=ip).any(|k| self.m_f0(i, k, dj) > free) {
+            // The run i..=i' fits iff the one up to i'−1 did and F^{i'} fits.
+            if self.m_f0(i, ip, dj) > free {
                 break;
             }
             let cl = self.c_delta(i, ip, a, d);
@@ -336,41 +523,50 @@ impl<'a> Dp<'a> {
                 continue;
             }
             let d3 = d2.saturating_sub(self.vol(cr));
-            let mut peak = i64::MIN;
-            let mut after = 0.0;
-            for k in (i..=ip).rev() {
-                let shift = (after * self.beta / self.sl.slot as f64).floor() as i64;
-                peak = peak.max(self.m_f0(i, k, dj) - shift);
-                after += self.dm.u_f[k] as f64;
-            }
-            let fsum: f64 = (i..=ip).map(|k| self.dm.u_f[k] as f64).sum();
+            let peak = dj + self.ck_peak[i][ip];
             let ef = self.eps(peak - self.m + a as i64 + d3 as i64);
-            out.push((fsum + cr + cl + ef, BChoice::Ck { ip }));
+            out(self.uf_sum(i, ip) + cr + cl + ef, BChoice::Ck { ip });
         }
-        out
     }
 
     fn c_delta(&mut self, i: usize, j: usize, a: u64, d: u64) -> f64 {
-        let key = (i, j, a, d);
-        if let Some(v) = self.bw.get(&key) {
-            return *v;
+        let at = self.bidx(i, j, a, d);
+        let key = [i as u64, j as u64, a, d, 0];
+        if let Some(v) = self.bw.get(at, &key) {
+            return v;
         }
-        let best = self
-            .b_options(i, j, a, d)
-            .iter()
-            .map(|o| o.0)
-            .fold(f64::INFINITY, f64::min);
-        self.bw.insert(key, best);
+        let mut best = f64::INFINITY;
+        self.b_options(i, j, (a, d), &mut |c, _| best = best.min(c));
+        self.bw.set(at, key, best);
         best
     }
 
-    fn emit_f(&mut self, i: usize, x: u8, a: u64, df: u64, db: u64, s: &mut Sequence) {
+    /// The first option at a forward state achieving its value.
+    fn f_argmin(&mut self, i: usize, x: u8, a: u64, df: u64, db: u64) -> FChoice {
         let want = self.oc(i, x, a, df, db);
-        let (_, ch) = self
-            .f_options(i, x, a, df, db)
-            .into_iter()
-            .find(|o| o.0 == want)
-            .expect("finite state has an argmin");
+        let mut ch = None;
+        self.f_options(i, x, (a, df, db), &mut |c, o| {
+            if ch.is_none() && c == want {
+                ch = Some(o);
+            }
+        });
+        ch.expect("finite state has an argmin")
+    }
+
+    /// The first option of C_Δ(i, j, A, Δ) achieving its value.
+    fn b_argmin(&mut self, i: usize, j: usize, a: u64, d: u64) -> BChoice {
+        let want = self.c_delta(i, j, a, d);
+        let mut ch = None;
+        self.b_options(i, j, (a, d), &mut |c, o| {
+            if ch.is_none() && c == want {
+                ch = Some(o);
+            }
+        });
+        ch.expect("finite state has an argmin")
+    }
+
+    fn emit_f(&mut self, i: usize, x: u8, a: u64, df: u64, db: u64, s: &mut Sequence) {
+        let ch = self.f_argmin(i, x, a, df, db);
         let c = self.c;
         let ii = self.input(i, x);
         let offload = |s: &mut Sequence| {
@@ -401,14 +597,7 @@ impl<'a> Dp<'a> {
                 s.b(c, i);
             }
             FChoice::Ck { j, v } => {
-                let dl = self.dj(self.dm.l, true);
-                let mut fsum = 0.0;
-                let mut peak = i64::MIN;
-                for k in i..=j {
-                    let mk = self.m_f0(i, k, dl);
-                    peak = peak.max(mk - (fsum * self.beta / self.sl.slot as f64).floor() as i64);
-                    fsum += self.dm.u_f[k] as f64;
-                }
+                let (peak, fsum) = (self.fck_peak[i][j], self.uf_sum(i, j));
                 let ef = self.eps(peak - self.m + a as i64 + df as i64 + ii as i64);
                 let cd = self.c_delta(i, j, a + ii, db);
                 let (dfv, dbv) = (self.vol(fsum + ef), self.vol(cd));
@@ -428,12 +617,7 @@ impl<'a> Dp<'a> {
     }
 
     fn emit_b(&mut self, i: usize, j: usize, a: u64, d: u64, s: &mut Sequence) {
-        let want = self.c_delta(i, j, a, d);
-        let (_, ch) = self
-            .b_options(i, j, a, d)
-            .into_iter()
-            .find(|o| o.0 == want)
-            .expect("finite state has an argmin");
+        let ch = self.b_argmin(i, j, a, d);
         let c = self.c;
         match ch {
             BChoice::Base => {
@@ -442,7 +626,7 @@ impl<'a> Dp<'a> {
             }
             BChoice::All => {
                 let ub = self.dm.u_b[i] as f64;
-                let eb = self.eps(self.m_b(i, j) - self.m + a as i64 + d as i64);
+                let eb = self.eps(self.m_b(i, i) - self.m + a as i64 + d as i64);
                 let d1 = d.saturating_sub(self.vol(ub + eb));
                 s.f_all(c, i);
                 self.emit_b(i + 1, j, a + self.sl.abar(i), d1, s);
@@ -466,6 +650,26 @@ impl<'a> Dp<'a> {
 impl Pofo {
     /// Solve the programme; `None` when no sequence fits its memory model.
     pub fn solve(&self, c: &RematChain) -> Option<PofoPlan> {
+        let key = (
+            self.slots,
+            self.remat,
+            self.run_to_loss,
+            self.forward_delta,
+            self.offload,
+        );
+        let lock = || self.last.0.lock().unwrap_or_else(|e| e.into_inner());
+        if let Some((k, chain, plan)) = &*lock() {
+            if *k == key && chain == c {
+                return plan.clone();
+            }
+        }
+        let plan = self.solve_afresh(c);
+        *lock() = Some((key, c.clone(), plan.clone()));
+        plan
+    }
+
+    /// Solve the programme, ignoring [`Pofo::last`].
+    pub fn solve_afresh(&self, c: &RematChain) -> Option<PofoPlan> {
         let mut dp = Dp::new(c, self);
         let v = dp.oc(1, 0, 0, 0, 0);
         if !v.is_finite() {
