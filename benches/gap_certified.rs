@@ -4,8 +4,10 @@
 //! instances at their own memory, as the README runs them), through the gap
 //! report with the anytime search under a time limit per row (best checked
 //! heuristic schedule as incumbent, ⌈best certified bound⌉ as known bound);
-//! on weight rows the local improvement (`heuristic::weight::replan`) runs
-//! first within the same limit and the search gets what it leaves.
+//! on open rows the local improvement (weight rows:
+//! `heuristic::weight::replan`; activation rows: `heuristic::improve`,
+//! re-planning then re-timing) runs first within the same limit and the
+//! search gets what it leaves.
 //! Per row: the best checked schedule and who found it, the best certified
 //! bound and its source, the certified gap (exact fraction, percent rounded
 //! up), how the search ended; then the maximum over all rows.

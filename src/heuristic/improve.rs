@@ -10,7 +10,12 @@
 //! first strictly better checked schedule becomes the current one (first-
 //! improvement hill climbing) until no neighbour improves or the time is up.
 //!
-//! Owns: [`improve`], [`best_run`]'s companion that improves a heuristic run.
+//! Then [`retime`] keeps the best schedule's events and moves each compute
+//! and transfer as early as the checker allows (an event-by-event left
+//! shift; DYNPROG's schedules start each prefetch only at the end of an op).
+//!
+//! Owns: [`improve`], [`best_run`]'s companion that improves a heuristic run;
+//! [`retime`].
 //! Must not import: exact solvers. Property (`tests/improve.rs`): every
 //! schedule it returns passes the checker and is never worse than its input.
 
@@ -18,15 +23,26 @@ use crate::check::{check, CheckOutcome, Checked};
 use crate::model::{ComputeOrder, Direction, Instance, Mode, TensorId};
 use crate::schedule::Event;
 use crate::simulate::{asap, Plan};
+use crate::units::Ticks;
 use std::time::{Duration, Instant};
 
 /// Prefetch look-aheads tried for the final set (None: as early as memory allows).
 const LOOKAHEADS: [Option<usize>; 7] = [None, Some(1), Some(2), Some(3), Some(4), Some(6), Some(8)];
 
 /// A strictly better checked schedule than `start`, found by re-planning its
-/// transfers within `time` (see the module documentation), or `None` (none
-/// found, or the instance is out of scope).
+/// transfers (half of `time`) and then re-timing the best schedule so far
+/// with [`retime`] (the rest), or `None` (none found, or the instance is out
+/// of scope).
 pub fn improve(inst: &Instance, start: &Checked, time: Duration) -> Option<Checked> {
+    let began = Instant::now();
+    let planned = replan(inst, start, time / 2);
+    let base = planned.as_ref().unwrap_or(start);
+    let left = time.saturating_sub(began.elapsed());
+    retime(inst, base, left).or(planned)
+}
+
+/// The re-planning hill climb of [`improve`] (before [`retime`]).
+fn replan(inst: &Instance, start: &Checked, time: Duration) -> Option<Checked> {
     if inst.mode != Mode::OneShot || !matches!(inst.order, ComputeOrder::Fixed(_)) {
         return None;
     }
@@ -159,4 +175,111 @@ fn offloaded(c: &Checked) -> Vec<TensorId> {
         }
     }
     out
+}
+
+/// Re-time a checked one-shot schedule: keep every event (the compute order,
+/// the transfers in their per-channel order, the deletes) and move each
+/// compute and transfer, in order of start, to the earliest instant the
+/// **checker** accepts, no earlier than the end of its predecessor on the
+/// same stream or channel. Sweeps repeat until nothing moves or `time` is
+/// up. Nothing is re-implemented: each move is a candidate schedule that
+/// goes through [`check`], and events only move earlier, so the makespan
+/// never grows. Returns the re-timed schedule if it ends strictly earlier
+/// than `start`, else `None`.
+pub fn retime(inst: &Instance, start: &Checked, time: Duration) -> Option<Checked> {
+    if inst.mode != Mode::OneShot {
+        return None;
+    }
+    let began = Instant::now();
+    let mut sched = start.schedule().clone();
+    let mut cur = start.clone();
+    'sweeps: loop {
+        let mut moved = false;
+        let mut ix: Vec<usize> = (0..sched.events.len()).collect();
+        ix.sort_by_key(|&i| (sched.events[i].start(), sched.events[i].end()));
+        for i in ix {
+            if began.elapsed() >= time {
+                break 'sweeps;
+            }
+            for t in earlier_instants(inst, &sched.events, i) {
+                let mut cand = sched.clone();
+                cand.events[i] = shifted(cand.events[i], t);
+                if let CheckOutcome::Valid(c) = check(inst, &cand) {
+                    if c.makespan() <= cur.makespan() {
+                        sched = cand;
+                        cur = c;
+                        moved = true;
+                        break;
+                    }
+                }
+            }
+        }
+        if !moved {
+            break;
+        }
+    }
+    (cur.makespan() < start.makespan()).then_some(cur)
+}
+
+/// `e` moved to start at `t`, its duration kept.
+fn shifted(e: Event, t: Ticks) -> Event {
+    match e {
+        Event::Compute { op, start, end } => Event::Compute {
+            op,
+            start: t,
+            end: t + (end - start),
+        },
+        Event::Transfer {
+            dir,
+            tensor,
+            start,
+            end,
+            delete,
+        } => Event::Transfer {
+            dir,
+            tensor,
+            start: t,
+            end: t + (end - start),
+            delete,
+        },
+        d @ Event::Delete { .. } => d,
+    }
+}
+
+/// The instants before event `i`'s start worth trying, earliest first: the
+/// end of its predecessor on the same resource (an op's device stream, a
+/// transfer's channel) and every event boundary between that and its start.
+/// Deletes are not moved.
+fn earlier_instants(inst: &Instance, events: &[Event], i: usize) -> Vec<Ticks> {
+    let me = events[i];
+    let same = |e: &Event| match (me, *e) {
+        (Event::Compute { op: a, .. }, Event::Compute { op: b, .. }) => {
+            inst.op(a).device == inst.op(b).device
+        }
+        (Event::Transfer { dir: a, .. }, Event::Transfer { dir: b, .. }) => {
+            inst.machine.channel(a) == inst.machine.channel(b)
+        }
+        _ => false,
+    };
+    if matches!(me, Event::Delete { .. }) {
+        return vec![];
+    }
+    let s = me.start();
+    let lo = events
+        .iter()
+        .enumerate()
+        .filter(|(j, e)| *j != i && same(e) && e.start() < s)
+        .map(|(_, e)| e.end())
+        .max()
+        .unwrap_or(Ticks::ZERO);
+    let mut ts: Vec<Ticks> = events
+        .iter()
+        .flat_map(|e| [e.start(), e.end()])
+        .filter(|t| *t > lo && *t < s)
+        .collect();
+    ts.push(lo);
+    ts.retain(|t| *t < s);
+    ts.sort();
+    ts.dedup();
+    ts
 }

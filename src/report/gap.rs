@@ -281,7 +281,8 @@ pub struct GapOptions<'a> {
     /// The anytime search's progress reports.
     pub progress: Option<&'a ProgressHook<'a>>,
     /// Local improvement of the best checked schedule (`weight_chain`:
-    /// `heuristic::weight::replan`), within this limit, on every instance
+    /// `heuristic::weight::replan`; one-shot fixed-order instances:
+    /// `heuristic::improve`), within this limit, on every instance
     /// and budget whose gap is still open, before the anytime search (which
     /// gets what is left of its own limit); `None`: not run.
     pub improve: Option<Duration>,
@@ -452,8 +453,10 @@ pub fn certified_columns(
 }
 
 /// Local improvement of the best checked schedule, where the family has one
-/// (`weight_chain`: re-planning its transfers), stopping at ⌈best certified
-/// bound⌉; the result is offered as `<origin>+improve`.
+/// (`weight_chain`: re-planning its transfers, stopping at ⌈best certified
+/// bound⌉; one-shot fixed-order instances such as `activation_chain`:
+/// [`heuristic::improve::improve`]); the result is offered as
+/// `<origin>+improve`.
 fn improve_best(
     file: &InstanceFile,
     inst: &Instance,
@@ -461,12 +464,19 @@ fn improve_best(
     target: Option<i64>,
     limit: Duration,
 ) {
-    let (Some(c), Some(start)) = (file.weight_chain(), best.as_ref()) else {
+    let Some(start) = best.as_ref() else {
         return;
     };
-    if let Some((by, k)) =
-        heuristic::weight::replan::improve(c, inst, start.checked(), target, limit)
-    {
+    if let Some(c) = file.weight_chain() {
+        if let Some((by, k)) =
+            heuristic::weight::replan::improve(c, inst, start.checked(), target, limit)
+        {
+            offer(best, &k, &by);
+        }
+    } else if let Some(k) = heuristic::improve::improve(inst, start.checked(), limit) {
+        // One-shot, fixed-order instances (`activation_chain` and the like):
+        // re-plan and re-time the transfers (`heuristic::improve`).
+        let by = format!("{}+improve", start.by);
         offer(best, &k, &by);
     }
 }
