@@ -178,10 +178,11 @@ fn offloaded(c: &Checked) -> Vec<TensorId> {
 }
 
 /// Re-time a checked one-shot schedule: keep every event (the compute order,
-/// the transfers in their per-channel order, the deletes) and move each
-/// compute and transfer, in order of start, to the earliest instant the
-/// **checker** accepts, no earlier than the end of its predecessor on the
-/// same stream or channel. Sweeps repeat until nothing moves or `time` is
+/// the deletes) and move each compute and transfer, in order of start, to
+/// the earliest instant the **checker** accepts: an op no earlier than the
+/// end of its predecessor on its stream, a transfer into any earlier gap of
+/// its channel that fits it (so transfers may change their order on a
+/// channel: a prefetch moved ahead of another). Sweeps repeat until nothing moves or `time` is
 /// up. Nothing is re-implemented: each move is a candidate schedule that
 /// goes through [`check`], and events only move earlier, so the makespan
 /// never grows. Returns the re-timed schedule if it ends strictly earlier
@@ -246,10 +247,12 @@ fn shifted(e: Event, t: Ticks) -> Event {
     }
 }
 
-/// The instants before event `i`'s start worth trying, earliest first: the
-/// end of its predecessor on the same resource (an op's device stream, a
-/// transfer's channel) and every event boundary between that and its start.
-/// Deletes are not moved.
+/// The instants before event `i`'s start worth trying, earliest first. An
+/// op: the end of its predecessor on its device stream and every event
+/// boundary between that and its start (the compute order is kept). A
+/// transfer: every event boundary before its start (and 0) at which it fits
+/// in a gap of its channel, so it may also jump ahead of other transfers on
+/// that channel (a prefetch moved before another one). Deletes are not moved.
 fn earlier_instants(inst: &Instance, events: &[Event], i: usize) -> Vec<Ticks> {
     let me = events[i];
     let same = |e: &Event| match (me, *e) {
@@ -265,13 +268,22 @@ fn earlier_instants(inst: &Instance, events: &[Event], i: usize) -> Vec<Ticks> {
         return vec![];
     }
     let s = me.start();
-    let lo = events
+    let d = me.end() - s;
+    let others: Vec<&Event> = events
         .iter()
         .enumerate()
-        .filter(|(j, e)| *j != i && same(e) && e.start() < s)
-        .map(|(_, e)| e.end())
-        .max()
-        .unwrap_or(Ticks::ZERO);
+        .filter(|(j, e)| *j != i && same(e))
+        .map(|(_, e)| e)
+        .collect();
+    let lo = match me {
+        Event::Transfer { .. } => Ticks::ZERO,
+        _ => others
+            .iter()
+            .filter(|e| e.start() < s)
+            .map(|e| e.end())
+            .max()
+            .unwrap_or(Ticks::ZERO),
+    };
     let mut ts: Vec<Ticks> = events
         .iter()
         .flat_map(|e| [e.start(), e.end()])
@@ -279,6 +291,7 @@ fn earlier_instants(inst: &Instance, events: &[Event], i: usize) -> Vec<Ticks> {
         .collect();
     ts.push(lo);
     ts.retain(|t| *t < s);
+    ts.retain(|&t| others.iter().all(|e| e.end() <= t || e.start() >= t + d));
     ts.sort();
     ts.dedup();
     ts
