@@ -22,7 +22,7 @@ use std::time::Duration;
 
 mod common;
 
-use common::{activation_chain_4, qc};
+use common::{activation_chain_4, qc, search_optimum};
 
 fn exact(inst: &offcert::model::Instance) -> Option<i64> {
     let limits = Limits {
@@ -136,19 +136,6 @@ fn chain3_at_8_bytes_under_both_rules() {
     assert!(paper > int(15));
     assert!(fractional_optimum_relaxed(&c).unwrap() <= int(15));
     assert!(fractional_optimum_under(&c, ReleaseRule::AfterStart).unwrap() <= int(15));
-}
-
-/// The search's proven optimum (its schedule replayed by the checker).
-fn search_optimum(inst: &offcert::model::Instance) -> Option<i64> {
-    let limits = Limits {
-        time_limit: Duration::from_secs(20),
-        ..Limits::default()
-    };
-    let out = offcert::exact::search::solve(inst, &limits).ok()?;
-    let s = out.schedule?;
-    let r = offcert::check::check(inst, &s);
-    assert!(r.valid, "search schedule rejected: {:?}", r.violations);
-    (out.status == offcert::exact::Status::Optimal).then_some(r.makespan.0)
 }
 
 static SEARCH_SOLVED: AtomicUsize = AtomicUsize::new(0);

@@ -11,34 +11,19 @@ use num_bigint::BigInt;
 use num_rational::BigRational;
 use offcert::bound::activation::windows::{min_cover_sum, windows, WindowKind};
 use offcert::bound::activation::{fractional_optimum_under, whole_tensor_windows, ChainProfile};
-use offcert::exact::Limits;
 use offcert::family::activation_chain::{ActivationChain, ActivationLayer};
 use offcert::family::{BandwidthFile, InstanceFile};
 use offcert::heuristic::{self, HeuristicError};
 use offcert::model::ReleaseRule;
 use quickcheck::TestResult;
 use std::sync::atomic::{AtomicUsize, Ordering};
-use std::time::Duration;
 
 mod common;
 
-use common::{activation_chain_5, qc};
+use common::{activation_chain_5, qc, search_optimum};
 
 fn int(v: i64) -> BigRational {
     BigRational::from_integer(BigInt::from(v))
-}
-
-/// The search's proven optimum (its schedule replayed by the checker).
-fn search_optimum(inst: &offcert::model::Instance) -> Option<i64> {
-    let limits = Limits {
-        time_limit: Duration::from_secs(20),
-        ..Limits::default()
-    };
-    let out = offcert::exact::search::solve(inst, &limits).ok()?;
-    let s = out.schedule?;
-    let r = offcert::check::check(inst, &s);
-    assert!(r.valid, "search schedule rejected: {:?}", r.violations);
-    (out.status == offcert::exact::Status::Optimal).then_some(r.makespan.0)
 }
 
 /// x = (1, 4, 1), |x_3| = 1, u_F = 1, u_B = 2 for every layer, ex_B2 = 3, no

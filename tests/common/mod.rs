@@ -195,3 +195,17 @@ pub fn agree(inst: &Instance, s: &Schedule) -> CheckOutcome {
 pub fn has(r: &Report, f: impl Fn(&Violation) -> bool) -> bool {
     r.violations.iter().any(f)
 }
+
+/// The search's proven optimum within 20 s (its schedule replayed by the
+/// checker), or `None` when it is not proven.
+pub fn search_optimum(inst: &Instance) -> Option<i64> {
+    let limits = offcert::exact::Limits {
+        time_limit: std::time::Duration::from_secs(20),
+        ..offcert::exact::Limits::default()
+    };
+    let out = offcert::exact::search::solve(inst, &limits).ok()?;
+    let s = out.schedule?;
+    let r = check(inst, &s);
+    assert!(r.valid, "search schedule rejected: {:?}", r.violations);
+    (out.status == offcert::exact::Status::Optimal).then_some(r.makespan.0)
+}
