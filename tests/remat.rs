@@ -745,14 +745,7 @@ fn pofo_without_offloading_is_rotor() {
         unreachable!()
     };
     assert_eq!(Table::build(&c, 50).value(), None);
-    let p = Pofo {
-        slots: 50,
-        remat: true,
-        run_to_loss: true,
-        forward_delta: false,
-        offload: false,
-        ..Pofo::default()
-    };
+    let p = Pofo::persistent(50);
     assert_eq!(p.solve(&c).map(|x| x.model_value), None);
     fn prop(spec: Spec, bw: u8, slack: u8) -> TestResult {
         if spec.is_empty() {
@@ -760,14 +753,7 @@ fn pofo_without_offloading_is_rotor() {
         }
         let c = chain(&spec, 5, bw, slack);
         let slots = 50;
-        let p = Pofo {
-            slots,
-            remat: true,
-            run_to_loss: true,
-            forward_delta: false,
-            offload: false,
-            ..Pofo::default()
-        };
+        let p = Pofo::persistent(slots);
         let dp = p.solve(&c).map(|x| x.model_value);
         let rotor = Table::build(&c, slots).value();
         match (dp, rotor) {

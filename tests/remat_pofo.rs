@@ -111,14 +111,7 @@ fn pofo_without_offloading_is_rotor_on_coarse_slots() {
         }
         let c = chain(&spec, bw, slack, scale);
         let slots = [50, 20, 7][sw as usize % 3];
-        let p = Pofo {
-            slots,
-            remat: true,
-            run_to_loss: true,
-            forward_delta: false,
-            offload: false,
-            ..Pofo::default()
-        };
+        let p = Pofo::persistent(slots);
         let dp = p.solve_afresh(&c).map(|x| x.model_value);
         let rotor = Table::build(&c, slots).value();
         match (dp, rotor) {

@@ -100,6 +100,19 @@ impl Pofo {
             ..Pofo::default()
         }
     }
+
+    /// The programme that `FAMILIES.md` §2.4 says is rotor's persistent DP:
+    /// no offloading (v = 2 only), δ_L not counted, runs may reach the loss.
+    pub fn persistent(slots: u64) -> Pofo {
+        Pofo {
+            slots,
+            remat: true,
+            run_to_loss: true,
+            forward_delta: false,
+            offload: false,
+            ..Pofo::default()
+        }
+    }
 }
 
 /// A solved programme.
