@@ -675,19 +675,34 @@ fn the_core_manifest_lists_no_solver_heuristic_or_offcert_dependency() {
     assert!(manifest_deps(&t).contains(&"z3".to_string()));
 }
 
+/// The host's target triple, from `rustc -vV` (the compiler Cargo uses).
+fn host_triple() -> String {
+    let rustc = std::env::var("RUSTC").unwrap_or_else(|_| "rustc".into());
+    let out = std::process::Command::new(rustc)
+        .arg("-vV")
+        .output()
+        .expect("run rustc -vV");
+    String::from_utf8_lossy(&out.stdout)
+        .lines()
+        .find_map(|l| l.strip_prefix("host: "))
+        .expect("rustc -vV names the host")
+        .trim()
+        .to_string()
+}
+
 /// `cargo metadata`'s resolved graph: no forbidden crate is reachable from
 /// offcert-core through its normal or build dependencies.
+///
+/// Filtered to the host platform: without `--filter-platform`, `cargo
+/// metadata` wants every platform's crates (Windows-only ones such as
+/// `anstyle-wincon`), which a build on Linux never downloads, so `--offline`
+/// failed on a cold Cargo cache (issue 21).
 #[test]
 fn cargo_resolves_no_solver_crate_under_the_core() {
     let cargo = std::env::var("CARGO").unwrap_or_else(|_| "cargo".into());
     let out = std::process::Command::new(cargo)
-        .args([
-            "metadata",
-            "--format-version",
-            "1",
-            "--offline",
-            "--manifest-path",
-        ])
+        .args(["metadata", "--format-version", "1", "--offline"])
+        .args(["--filter-platform", &host_triple(), "--manifest-path"])
         .arg(Path::new(env!("CARGO_MANIFEST_DIR")).join("Cargo.toml"))
         .output()
         .expect("run cargo metadata");
