@@ -4,7 +4,7 @@
 //! solver-reported), Greedy, L2L and Greedy* (checker-validated periods), next to
 //! the paper's numbers, and the wall time of each computation.
 
-#[path = "../tests/weight_table1/mod.rs"]
+#[path = "../tests/it/weight_table1/mod.rs"]
 mod table1;
 
 use offcert::bound::weight::{Sec6Certified, Sec6Milp};

@@ -3,6 +3,7 @@
 //! peak memory and the same redundant offloads: on every bundled file, and on
 //! random valid schedules of both families and random mutations of them.
 
+#[path = "it/common/mod.rs"]
 mod common;
 
 use common::*;

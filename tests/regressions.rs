@@ -2,6 +2,7 @@
 //! the independent re-check agree on each, the verdict is the one the file name
 //! states, and each file's own point (in its note) still holds.
 
+#[path = "it/common/mod.rs"]
 mod common;
 
 use common::*;

@@ -3,6 +3,7 @@
 //! fixtures live in `instances/fixtures/`; their notes carry the hand
 //! computation behind every number asserted here.
 
+#[path = "it/common/mod.rs"]
 mod common;
 
 use common::*;

@@ -2,7 +2,7 @@
 //! Table 1, and every heuristic schedule on them passes the checker.
 //! `OFFCERT_REGENERATE=1 cargo test --test weight_paper` rewrites the files.
 
-mod weight_table1;
+use crate::weight_table1;
 
 use offcert::family::InstanceFile;
 use offcert::heuristic::{run, weight};

@@ -1,7 +1,7 @@
 //! The §6 bounds: never above a checked heuristic period, the certified bound
 //! never above the MIP's, and the counterexample to the MILP as printed.
 
-mod common;
+use crate::common;
 
 use common::{qc, weight_chain_of, SmallChain};
 use num_bigint::BigInt;

@@ -12,7 +12,7 @@ use quickcheck::TestResult;
 use std::sync::atomic::{AtomicUsize, Ordering};
 use std::time::Duration;
 
-mod common;
+use crate::common;
 
 use common::{cases, qc, Small};
 

@@ -8,7 +8,7 @@
 //! chains the bounds are tested against rotor only; pofo and offload-only
 //! refuse several options (`RematFeature::SeveralOptions`).
 
-mod common;
+use crate::common;
 
 use common::*;
 use num_rational::BigRational;

@@ -7,7 +7,7 @@
 //! distinct from F_all (one option per block) the bounds and rotor still
 //! bracket the optimum.
 
-mod common;
+use crate::common;
 
 use common::*;
 use offcert::bound;

@@ -4,7 +4,7 @@
 //! correspondence with `activation_chain` (§2.6 of the design notes), and the
 //! rotor / rockmate importers.
 
-mod common;
+use crate::common;
 
 use common::*;
 use num_rational::BigRational;

@@ -3,7 +3,7 @@
 //! legend line is the checker's own text, its memory curve peaks exactly at the
 //! checker's reported peak, and it renders with `rsvg-convert`.
 
-mod common;
+use crate::common;
 
 use common::*;
 use offcert::check::{check, check_with_profile, CheckOutcome};

@@ -4,8 +4,8 @@
 //! value (bit for bit) and the same op sequence, or both no plan. And pofo
 //! without offloading against rotor's DP on the same chains (coarse slots).
 
-mod common;
-mod pofo_reference;
+use crate::common;
+use crate::pofo_reference;
 
 use common::*;
 use offcert::family::remat_chain::{RematChain, RematLayer, RematLoss};

@@ -12,7 +12,7 @@ use offcert::heuristic::{self, HeuristicError};
 use quickcheck::TestResult;
 use std::sync::atomic::{AtomicUsize, Ordering};
 
-mod common;
+use crate::common;
 
 use common::{activation_chain_5, cases, qc};
 

@@ -20,7 +20,7 @@ use quickcheck::TestResult;
 use std::sync::atomic::{AtomicUsize, Ordering};
 use std::time::Duration;
 
-mod common;
+use crate::common;
 
 use common::{activation_chain_4, qc, search_optimum};
 

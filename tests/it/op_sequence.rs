@@ -3,7 +3,7 @@
 //! bounds below every checked period, and (quickcheck) window ≥ MILP optimum on
 //! toy DAGs with skip connections inside the cyclic MILP's scope.
 
-mod common;
+use crate::common;
 
 use common::*;
 use offcert::bound::op_sequence::{transfer_volume, Compute, TransferVolume};

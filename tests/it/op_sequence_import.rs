@@ -2,7 +2,7 @@
 //! `tests/data/traces/` (see PROVENANCE.md), durations from Kineto for the
 //! linear one, the cost model for ResNet; bad input named, exit 2, no panic.
 
-mod common;
+use crate::common;
 
 use common::*;
 use offcert::family::{BandwidthFile, InstanceFile};

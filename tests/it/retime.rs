@@ -4,7 +4,7 @@
 //! memory it re-times DYNPROG's schedule below the hand re-timing of
 //! `tests/activation_windows.rs`.
 
-mod common;
+use crate::common;
 
 use common::{activation_chain_4, activation_plan, qc};
 use offcert::bound::activation::ChainProfile;

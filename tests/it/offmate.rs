@@ -4,7 +4,7 @@
 //! instances and plans it can only be a capacity breach), and the bundled
 //! Llama2-7B instances.
 
-mod common;
+use crate::common;
 
 use common::offmate_gen::{offmate_instance, offmate_plan, Draw};
 use common::*;

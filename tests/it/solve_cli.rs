@@ -3,7 +3,7 @@
 //! `scripts/setup.sh` installs: a missing one fails the test),
 //! and clear errors with exit code 2.
 
-mod common;
+use crate::common;
 
 use common::require_solver;
 use std::path::{Path, PathBuf};

@@ -7,7 +7,7 @@ use offcert::model::{Direction, Instance};
 use offcert::schedule::Event;
 use offcert::units::Ticks;
 
-mod common;
+use crate::common;
 
 use common::{act, qc, relaxed, require_solver, weights, RandomWeights};
 

@@ -3,7 +3,7 @@
 //! (every schedule accepted by the checker), and the discount rule coming out
 //! of the search with no special case.
 
-mod common;
+use crate::common;
 
 use common::{qc, tensor, tiny, under, weights, TinyWeight};
 use offcert::check::check;

@@ -18,7 +18,7 @@ use offcert::model::ReleaseRule;
 use quickcheck::TestResult;
 use std::sync::atomic::{AtomicUsize, Ordering};
 
-mod common;
+use crate::common;
 
 use common::{activation_chain_5, qc, search_optimum};
 

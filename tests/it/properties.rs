@@ -9,7 +9,7 @@
 //! prefetched before F and offloaded after B, or the discount rule's delete
 //! after F and second prefetch before B).
 
-mod common;
+use crate::common;
 
 use common::*;
 use offcert::check::{check, Violation};

@@ -2,7 +2,7 @@
 //! schedule it returns passes the checker (checked again here) and is strictly
 //! better than the heuristic schedule it started from.
 
-mod common;
+use crate::common;
 
 use common::{qc, SmallChain};
 use offcert::check::{check, CheckOutcome};

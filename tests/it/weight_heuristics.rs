@@ -1,7 +1,7 @@
 //! Every weight heuristic returns a schedule the checker accepts, on random small
 //! chains and on hand-made corner cases.
 
-mod common;
+use crate::common;
 
 use common::{qc, SmallChain};
 use offcert::heuristic::{run, weight, HeuristicError};

@@ -4,7 +4,7 @@
 //! random grouped instances and their mutations. The fixtures with exact
 //! violations are in `tests/rules.rs` (`instances/fixtures/grp1.*`).
 
-mod common;
+use crate::common;
 
 use common::*;
 use offcert::check::{check, instance_digest};

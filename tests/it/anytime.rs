@@ -5,7 +5,7 @@
 //! local improvement returns only checked schedules, strictly better than its
 //! input.
 
-mod common;
+use crate::common;
 
 use common::{activation_chain, activation_schedule, qc, TinyActivation, TinyWeight};
 use offcert::check::{check, CheckOutcome};

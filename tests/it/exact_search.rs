@@ -2,7 +2,7 @@
 //! accepted by the checker, and agreement with the MILP (cyclic instances:
 //! tests/search_cyclic.rs).
 
-mod common;
+use crate::common;
 
 use common::{act, qc, tiny, under, weights, TinyActivation};
 use offcert::exact::{milp, search, ExactError, Limits, Status};

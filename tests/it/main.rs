@@ -1,0 +1,48 @@
+//! The one integration-test binary of the `offcert` crate: a module per
+//! concern (the former `tests/*.rs` binaries), sharing [`common`]. Add new
+//! tests as a module here, not as a new file directly under `tests/` (each of
+//! those is a binary of its own that links z3, HiGHS and SQLite again).
+//!
+//! The rule fixtures and the re-check's tests live in the core crate
+//! (`crates/offcert-core/tests/`), which links no solver.
+
+mod common;
+mod pofo_reference;
+mod weight_table1;
+
+mod activation_exact;
+mod activation_known;
+mod activation_properties;
+mod activation_windows;
+mod agreement;
+mod anytime;
+mod bad_input;
+mod exact_milp;
+mod exact_search;
+mod exact_smt;
+mod gap_cli;
+mod groups;
+mod offmate;
+mod offmate_ilp;
+mod op_sequence;
+mod op_sequence_import;
+mod plot;
+mod properties;
+mod reductions;
+mod remat;
+mod remat_exact;
+mod remat_options;
+mod remat_pofo;
+mod retime;
+mod search_cyclic;
+mod solve_cli;
+mod trace_cli;
+mod trace_hostile;
+mod trace_release;
+mod trace_roundtrip;
+mod trace_shared;
+mod weight_bounds;
+mod weight_exact;
+mod weight_heuristics;
+mod weight_paper;
+mod weight_replan;
