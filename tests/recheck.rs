@@ -4,6 +4,7 @@
 //! random valid schedules of both families and random mutations of them.
 
 #[path = "it/common/mod.rs"]
+#[allow(dead_code, unused_imports)] // only a part of the helpers is used here
 mod common;
 
 use common::*;

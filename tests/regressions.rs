@@ -3,6 +3,7 @@
 //! states, and each file's own point (in its note) still holds.
 
 #[path = "it/common/mod.rs"]
+#[allow(dead_code, unused_imports)] // only a part of the helpers is used here
 mod common;
 
 use common::*;

@@ -4,6 +4,7 @@
 //! computation behind every number asserted here.
 
 #[path = "it/common/mod.rs"]
+#[allow(dead_code, unused_imports)] // only a part of the helpers is used here
 mod common;
 
 use common::*;

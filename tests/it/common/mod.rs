@@ -11,7 +11,6 @@
 //! - [`cyclic`]: the earliest-start cyclic schedule of a weight chain;
 //! - [`mutate`]: the schedule mutations of the property tests;
 //! - [`offmate_gen`]: random `offmate` instances and ILP-shaped plans.
-#![allow(dead_code, unused_imports)]
 
 pub mod build;
 pub mod cyclic;
@@ -81,6 +80,7 @@ pub fn tiny(name: &str) -> Instance {
 
 /// A bundled instance or schedule file carries a `note` of more than 20
 /// characters (the derivation of its known answer).
+#[allow(dead_code)] // used by the rule-fixture tests outside this binary
 pub fn assert_has_note(f: &Path) {
     let v: serde_json::Value = serde_json::from_str(&std::fs::read_to_string(f).unwrap()).unwrap();
     assert!(
