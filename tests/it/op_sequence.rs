@@ -19,7 +19,7 @@ use offcert::heuristic::{self, HeuristicError};
 use offcert::model::{Duplex, Instance, OpId, ReleaseRule, TensorId, TensorKind};
 use offcert::schedule::Event;
 use offcert::units::Ticks;
-use quickcheck::{QuickCheck, TestResult};
+use quickcheck::TestResult;
 
 fn fixture(schedule: &str) -> CheckOutcome {
     let dir = repo().join("instances/fixtures");
@@ -395,10 +395,7 @@ fn quickcheck_window_is_valid_or_not_prefetched() {
             Err(e) => TestResult::error(e.to_string()),
         }
     }
-    QuickCheck::new()
-        .tests(cases(60))
-        .min_tests_passed(cases(40))
-        .quickcheck(prop as fn(Vec<(u8, u8, u8, bool)>, u8, u8, bool) -> TestResult);
+    qc(60, 40).quickcheck(prop as fn(Vec<(u8, u8, u8, bool)>, u8, u8, bool) -> TestResult);
 }
 
 #[test]
@@ -458,10 +455,8 @@ fn quickcheck_window_period_at_least_milp_optimum() {
             Err(e) => TestResult::error(format!("MILP: {e}")),
         }
     }
-    QuickCheck::new()
-        .tests(cases(12))
+    qc(12, 6)
         .max_tests(cases(60))
-        .min_tests_passed(cases(6))
         .quickcheck(prop as fn(Vec<(u8, u8, u8, bool)>, u8, u8) -> TestResult);
 }
 

@@ -26,7 +26,7 @@ use offcert::model::{ModelError, TensorId};
 use offcert::schedule::EventId;
 use offcert::schedule::{Event, Schedule};
 use offcert::units::Ticks;
-use quickcheck::{QuickCheck, TestResult};
+use quickcheck::TestResult;
 use std::sync::atomic::{AtomicUsize, Ordering};
 
 fn fixture(schedule: &str) -> (offcert::model::Instance, offcert::check::Report) {
@@ -144,13 +144,6 @@ static RECOMPUTED: AtomicUsize = AtomicUsize::new(0);
 static MOVED: AtomicUsize = AtomicUsize::new(0);
 static SPLIT_STRONGER: AtomicUsize = AtomicUsize::new(0);
 
-fn qc(n: u64) -> QuickCheck {
-    QuickCheck::new()
-        .tests(cases(n))
-        .max_tests(cases(n * 20))
-        .min_tests_passed(cases(n / 3))
-}
-
 #[test]
 fn every_dp_schedule_is_checked_and_above_the_bounds() {
     fn prop(spec: Spec, bw: u8, slack: u8) -> TestResult {
@@ -228,7 +221,9 @@ fn every_dp_schedule_is_checked_and_above_the_bounds() {
     }
     // 600 cases (0.1 s): the split bound beats the compute bound in about 6 %
     // of them, so 150 cases left the count below 5 now and then.
-    qc(600).quickcheck(prop as fn(Spec, u8, u8) -> TestResult);
+    qc(600, 200)
+        .max_tests(cases(12_000))
+        .quickcheck(prop as fn(Spec, u8, u8) -> TestResult);
     // Not vacuous: the DPs really recompute and really move data, and the split
     // bound really beats the compute bound.
     assert!(
@@ -418,7 +413,9 @@ fn without_recomputation_a_lifted_activation_chain_is_the_same_problem() {
         LIFTED.fetch_add(1, Ordering::Relaxed);
         TestResult::passed()
     }
-    qc(120).quickcheck(prop as fn(Vec<(u8, u8, u8, u8)>, u8, u8, u16) -> TestResult);
+    qc(120, 40)
+        .max_tests(cases(2_400))
+        .quickcheck(prop as fn(Vec<(u8, u8, u8, u8)>, u8, u8, u16) -> TestResult);
     assert!(LIFTED.load(Ordering::Relaxed) >= 40);
 }
 
@@ -768,7 +765,9 @@ fn pofo_without_offloading_is_rotor() {
             )),
         }
     }
-    qc(150).quickcheck(prop as fn(Spec, u8, u8) -> TestResult);
+    qc(150, 50)
+        .max_tests(cases(3_000))
+        .quickcheck(prop as fn(Spec, u8, u8) -> TestResult);
     assert!(PERSISTENT_FEASIBLE.load(Ordering::Relaxed) >= 30);
 }
 
