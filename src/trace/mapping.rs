@@ -287,7 +287,7 @@ pub fn reconstruct(
     let event_ns: Vec<(Nanos, Nanos)> = ev.events.iter().map(|e| e.3).collect();
     let (period, initial) = cyclic_frame(trace, mapping, inst, mapping_file)?;
     let file = ScheduleFile {
-        format: Some(ScheduleFormat::CURRENT),
+        format: ScheduleFormat::CURRENT,
         note: Some(format!(
             "reconstructed from {} with {mapping_file}",
             trace.file

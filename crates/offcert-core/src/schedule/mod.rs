@@ -192,8 +192,8 @@ impl ScheduleFormat {
 pub struct ScheduleFile {
     /// The file format's version; missing reads as `offcert-schedule/1`.
     /// Files written by offcert carry it.
-    #[serde(default, skip_serializing_if = "Option::is_none")]
-    pub format: Option<ScheduleFormat>,
+    #[serde(default)]
+    pub format: ScheduleFormat,
     /// Free text: what produced it.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub note: Option<String>,
@@ -442,7 +442,7 @@ impl ScheduleFile {
             })
             .collect();
         ScheduleFile {
-            format: Some(ScheduleFormat::CURRENT),
+            format: ScheduleFormat::CURRENT,
             note: None,
             period: s.period.map(|p| p.0),
             initial: s.initial.as_ref().map(|st| CyclicStateFile {
