@@ -291,3 +291,148 @@ fn written_schedules_and_instances_carry_the_version() {
     assert_eq!(n, 2);
     let _ = std::fs::remove_dir_all(&d);
 }
+
+/// `instances/README.md` says what `instances/traces/` holds: every file there
+/// is a trace mapping file, and the README names each one.
+#[test]
+fn instances_traces_holds_the_mapping_files_its_readme_names() {
+    let readme = std::fs::read_to_string(root().join("instances/README.md")).unwrap();
+    let mut n = 0;
+    for e in std::fs::read_dir(root().join("instances/traces")).unwrap() {
+        let p = e.unwrap().path();
+        let name = p.file_name().unwrap().to_str().unwrap().to_string();
+        offcert::trace::mapping::Mapping::load(&p)
+            .unwrap_or_else(|e| panic!("{name} is not a mapping file: {e}"));
+        assert!(
+            readme.contains(&name),
+            "instances/README.md does not name {name}"
+        );
+        n += 1;
+    }
+    assert!(n > 0);
+}
+
+/// The README stays short, its relative links resolve, and it keeps the two
+/// commands exactly.
+#[test]
+fn readme_is_short_and_its_links_resolve() {
+    let text = std::fs::read_to_string(root().join("README.md")).unwrap();
+    assert!(text.len() <= 12 * 1024, "README.md is {} bytes", text.len());
+    for cmd in [
+        "bash scripts/setup.sh && cargo run --release -- gap instances/paper/activation instances/examples --memory 0%:100%:6 --plot gap.svg",
+        "bash scripts/setup.sh && cargo test --release",
+    ] {
+        assert!(text.contains(cmd), "README.md lost `{cmd}`");
+    }
+    for doc in [
+        "README.md",
+        "docs/FORMATS.md",
+        "docs/RESULTS.md",
+        "docs/PAPERS.md",
+    ] {
+        let md = std::fs::read_to_string(root().join(doc)).unwrap();
+        let dir = root().join(doc).parent().unwrap().to_path_buf();
+        for (i, _) in md.match_indices("](") {
+            let rest = &md[i + 2..];
+            let target = &rest[..rest.find(')').unwrap()];
+            let target = target.split('#').next().unwrap();
+            if target.is_empty() || target.contains("://") {
+                continue;
+            }
+            assert!(dir.join(target).exists(), "{doc}: broken link {target}");
+        }
+    }
+    for linked in [
+        "docs/INSTALL.md",
+        "docs/FORMATS.md",
+        "docs/RESULTS.md",
+        "docs/PAPERS.md",
+        "ARCHITECTURE.md",
+    ] {
+        assert!(
+            text.contains(&format!("]({linked})")),
+            "README.md: no link to {linked}"
+        );
+    }
+}
+
+/// The README's `$ offcert ...` examples run as quoted: the exit code it states
+/// (0 unless a line says `(exit code N)`), and every quoted line that states a
+/// verdict, a status or a violation appears in the output. Run in a scratch
+/// folder that sees the repository's `instances/` and `tests/`, so that the
+/// files the examples write land there.
+#[test]
+fn readme_examples_run_as_quoted() {
+    let text = std::fs::read_to_string(root().join("README.md")).unwrap();
+    let dir = tmp("readme");
+    for sub in ["instances", "tests"] {
+        std::os::unix::fs::symlink(root().join(sub), dir.join(sub)).unwrap();
+    }
+    let lines: Vec<&str> = text.lines().collect();
+    let mut i = 0;
+    let mut ran = 0;
+    while i < lines.len() {
+        let Some(first) = lines[i].strip_prefix("$ offcert ") else {
+            i += 1;
+            continue;
+        };
+        let mut cmd = first.to_string();
+        while cmd.ends_with('\\') {
+            cmd.pop();
+            i += 1;
+            cmd.push(' ');
+            cmd.push_str(lines[i].trim());
+        }
+        i += 1;
+        let mut expected_code = 0;
+        let mut expect = Vec::new();
+        while i < lines.len() && !lines[i].starts_with("$ ") && !lines[i].starts_with("```") {
+            let l = lines[i];
+            let (l, code) = match l.find("(exit code ") {
+                Some(k) => (&l[..k], l[k + 11..].trim_end_matches(')').parse().ok()),
+                None => (l, None),
+            };
+            if let Some(c) = code {
+                expected_code = c;
+            }
+            let l = l.trim();
+            // Timings (`method: … 0.17 s`) differ from run to run; the rest of a
+            // verdict line does not.
+            let verdict = [
+                "verdict",
+                "status:",
+                "violation",
+                "optimal",
+                "best schedule",
+            ]
+            .iter()
+            .any(|w| l.contains(w))
+                || l.starts_with('[');
+            if verdict && !l.starts_with("method:") && !l.ends_with("...") {
+                expect.push(l.to_string());
+            }
+            i += 1;
+        }
+        let out = Command::new(env!("CARGO_BIN_EXE_offcert"))
+            .args(cmd.split_whitespace())
+            .current_dir(&dir)
+            .output()
+            .unwrap();
+        let stdout = String::from_utf8_lossy(&out.stdout);
+        assert_eq!(
+            out.status.code(),
+            Some(expected_code),
+            "`offcert {cmd}`: {}",
+            String::from_utf8_lossy(&out.stderr)
+        );
+        for l in &expect {
+            assert!(
+                stdout.lines().any(|o| o.trim() == l),
+                "`offcert {cmd}`: `{l}` not in\n{stdout}"
+            );
+        }
+        ran += 1;
+    }
+    assert!(ran >= 6, "{ran} README examples");
+    let _ = std::fs::remove_dir_all(&dir);
+}
