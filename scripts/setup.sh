@@ -26,7 +26,7 @@ if [ ${#need[@]} -gt 0 ]; then
 fi
 
 # HiGHS 1.15.1: highs-sys 1.15.0 (Cargo.lock) bundles HiGHS 1.15.0, but PyPI has
-# no highsbox 1.15.0; 1.15.1 is the nearest (patch) release. README, "HiGHS".
+# no highsbox 1.15.0; 1.15.1 is the nearest (patch) release. docs/INSTALL.md, "HiGHS version".
 HIGHS_VERSION=1.15.1
 HIGHS_WHEEL_SHA256=17f30d23ef37488467732b45f141146f7c287826a576b4514ae39a8cc4068b28
 root="$(cd "$(dirname "$0")/.." && pwd)"

@@ -5,6 +5,7 @@
 
 use crate::family::{
     ActivationChain, CoreFile, InstanceFile, Offmate, OpSequence, RematChain, WeightChain,
+    INSTANCE_FORMAT,
 };
 use crate::model::{Instance, ModelError};
 use crate::schedule::{Schedule, ScheduleError, ScheduleFile};
@@ -63,6 +64,22 @@ fn typed<T: DeserializeOwned>(file: &str, v: serde_json::Value) -> Result<T, Inp
     })
 }
 
+/// The instance file's `format` field: missing (today's format), or the one
+/// version this build reads ([`INSTANCE_FORMAT`]); anything else is bad input.
+fn check_instance_format(file: &str, v: Option<serde_json::Value>) -> Result<(), InputError> {
+    match v {
+        None => Ok(()),
+        Some(serde_json::Value::String(s)) if s == INSTANCE_FORMAT => Ok(()),
+        Some(other) => Err(InputError::Field {
+            file: file.into(),
+            field: "format".into(),
+            message: format!(
+                "unknown instance file format {other} (this build reads `{INSTANCE_FORMAT}`, or no `format` field)"
+            ),
+        }),
+    }
+}
+
 /// Parse an instance file's text. `file` names it in errors.
 pub fn parse_instance_file(file: &str, text: &str) -> Result<InstanceFile, InputError> {
     let mut v: serde_json::Value = serde_json::from_str(text).map_err(|e| json_error(file, e))?;
@@ -74,7 +91,10 @@ pub fn parse_instance_file(file: &str, text: &str) -> Result<InstanceFile, Input
                 message: "expected a JSON object".into(),
             })
         }
-        Some(o) => o.remove("family"),
+        Some(o) => {
+            check_instance_format(file, o.remove("format"))?;
+            o.remove("family")
+        }
     };
     let fam = match fam {
         Some(serde_json::Value::String(s)) => s,

@@ -133,14 +133,7 @@ fn run_et(a: EtArgs) -> anyhow::Result<ExitCode> {
         bandwidth: BandwidthFile::PerTick(a.bandwidth),
     };
     let (seq, rep) = et::import_files(&a.trace, a.kineto.as_deref(), &opts)?;
-    let mut v = serde_json::to_value(&seq)?;
-    if let Some(o) = v.as_object_mut() {
-        // `family` first, as in the other instance files.
-        let mut m = serde_json::Map::new();
-        m.insert("family".into(), "op_sequence".into());
-        m.extend(std::mem::take(o));
-        *o = m;
-    }
+    let v = InstanceFile::OpSequence(seq.clone()).to_json()?;
     std::fs::write(&a.out, serde_json::to_string_pretty(&v)? + "\n")
         .with_context(|| a.out.display().to_string())?;
     println!(
@@ -218,7 +211,7 @@ fn run_chain(source: ChainSource, a: ChainArgs) -> anyhow::Result<ExitCode> {
         file: file.clone(),
         error,
     })?;
-    let json = serde_json::to_string_pretty(&f)?;
+    let json = serde_json::to_string_pretty(&f.to_json()?)?;
     std::fs::write(&a.out, json + "\n")
         .with_context(|| format!("{}: cannot write", a.out.display()))?;
     // Count layers from the chain: a block's backward options are ops too.

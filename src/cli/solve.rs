@@ -342,7 +342,7 @@ fn write_instance(
         let f = InstanceFile::Core(core);
         std::fs::write(
             dir.join("instance.json"),
-            serde_json::to_string_pretty(&f)? + "\n",
+            serde_json::to_string_pretty(&f.to_json()?)? + "\n",
         )?;
         Ok(format!(
             "time scale: K = {scale}: every tick here is 1/{scale} tick of the original file, so that every transfer time |t|/beta is whole (proofs/EXACTNESS.md §2)\n\
@@ -357,7 +357,7 @@ fn write_instance(
         f.set_release(inst.release);
         std::fs::write(
             dir.join("instance.json"),
-            serde_json::to_string_pretty(&f)? + "\n",
+            serde_json::to_string_pretty(&f.to_json()?)? + "\n",
         )?;
         Ok(format!(
             "instance.json: the instance file with `\"release\": \"{}\"` (set by --release; the file says {file_release})\noriginal-instance.json: the instance file as given\n",

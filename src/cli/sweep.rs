@@ -48,7 +48,7 @@ pub fn run(a: SweepArgs) -> anyhow::Result<ExitCode> {
         let written = match &a.out {
             Some(dir) => {
                 let path = dir.join(format!("{stem}.mem{k:03}.json"));
-                let mut v = serde_json::to_value(&f)?;
+                let mut v = f.to_json()?;
                 if let Some(o) = v.as_object_mut() {
                     let note = o
                         .get("note")

@@ -27,6 +27,11 @@ pub use op_sequence::OpSequence;
 pub use remat_chain::RematChain;
 pub use weight_chain::WeightChain;
 
+/// The version of the instance file format (`docs/FORMATS.md`), the value of an
+/// instance file's optional `format` field. A file without it reads as this
+/// version; any other value is bad input (`io::parse_instance_file`).
+pub const INSTANCE_FORMAT: &str = "offcert-instance/1";
+
 /// An instance file, tagged by `family`.
 #[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
 #[serde(tag = "family", rename_all = "snake_case")]
@@ -52,6 +57,16 @@ impl InstanceFile {
         };
         inst.validate()?;
         Ok(inst)
+    }
+
+    /// The file as written by offcert: its fields, `family` and
+    /// `"format": "offcert-instance/1"`.
+    pub fn to_json(&self) -> serde_json::Result<serde_json::Value> {
+        let mut v = serde_json::to_value(self)?;
+        if let Some(o) = v.as_object_mut() {
+            o.insert("format".into(), INSTANCE_FORMAT.into());
+        }
+        Ok(v)
     }
 
     /// The release rule the file selects (R10).

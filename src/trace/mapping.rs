@@ -9,7 +9,7 @@
 
 use super::{GpuKind, Nanos, Range, RangeKind, Trace, TraceError};
 use crate::model::{Direction, Instance, Mode};
-use crate::schedule::{CyclicStateFile, EventFile, Schedule, ScheduleFile};
+use crate::schedule::{CyclicStateFile, EventFile, Schedule, ScheduleFile, ScheduleFormat};
 use serde::{Deserialize, Serialize};
 use std::collections::HashMap;
 
@@ -287,6 +287,7 @@ pub fn reconstruct(
     let event_ns: Vec<(Nanos, Nanos)> = ev.events.iter().map(|e| e.3).collect();
     let (period, initial) = cyclic_frame(trace, mapping, inst, mapping_file)?;
     let file = ScheduleFile {
+        format: ScheduleFormat::CURRENT,
         note: Some(format!(
             "reconstructed from {} with {mapping_file}",
             trace.file

@@ -165,10 +165,35 @@ pub struct CyclicStateFile {
     pub cpu: Vec<String>,
 }
 
-/// A schedule file: `{"period": P?, "initial": {...}?, "events": [...]}`.
+/// The version of the schedule file format (`docs/FORMATS.md`). A file without
+/// `format` reads as [`ScheduleFormat::V1`]; any other value is bad input.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash, Default, Serialize, Deserialize)]
+pub enum ScheduleFormat {
+    /// `"offcert-schedule/1"`: the format described in `docs/FORMATS.md`.
+    #[default]
+    #[serde(rename = "offcert-schedule/1")]
+    V1,
+}
+
+impl ScheduleFormat {
+    /// The version this build writes.
+    pub const CURRENT: ScheduleFormat = ScheduleFormat::V1;
+    /// The value of the `format` field.
+    pub fn as_str(self) -> &'static str {
+        match self {
+            ScheduleFormat::V1 => "offcert-schedule/1",
+        }
+    }
+}
+
+/// A schedule file: `{"format": "offcert-schedule/1"?, "period": P?, "initial": {...}?, "events": [...]}`.
 #[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
 #[serde(deny_unknown_fields)]
 pub struct ScheduleFile {
+    /// The file format's version; missing reads as `offcert-schedule/1`.
+    /// Files written by offcert carry it.
+    #[serde(default)]
+    pub format: ScheduleFormat,
     /// Free text: what produced it.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub note: Option<String>,
@@ -417,6 +442,7 @@ impl ScheduleFile {
             })
             .collect();
         ScheduleFile {
+            format: ScheduleFormat::CURRENT,
             note: None,
             period: s.period.map(|p| p.0),
             initial: s.initial.as_ref().map(|st| CyclicStateFile {
