@@ -20,6 +20,7 @@ mod bad_input;
 mod exact_milp;
 mod exact_search;
 mod exact_smt;
+mod formats;
 mod gap_cli;
 mod groups;
 mod offmate;
