@@ -3,9 +3,10 @@
 //! on fixtures and on random schedules.
 //!
 //! Owns: [`recheck`], [`Verdict`], [`Finding`].
-//! Must not import: `crate::semantics`, `crate::check` (the whole point is a second
-//! route to the same verdict), solvers, heuristics. It reads only `model`,
-//! `schedule` and `units`.
+//! Must not import: the checker and the rules (`offcert-core`'s `check` and
+//! `semantics`: the whole point is a second route to the same verdict), solvers,
+//! heuristics. It reads only `offcert-model` (`model`, `schedule`, `units`): its
+//! Cargo.toml names nothing else, so Cargo enforces it.
 //!
 //! How it differs from the checker's sweep:
 //! - resources: every pair of events on one stream or channel is compared
@@ -26,13 +27,14 @@
 //!
 //! It is quadratic on purpose and meant for small schedules (tests), not for the
 //! million-event benchmark.
+#![forbid(unsafe_code)]
 
-use crate::model::{
+use offcert_model::model::{
     ComputeOrder, Device, Direction, GroupId, Instance, Mode, Multiplicity, OpId, ReleaseRule,
     TensorId,
 };
-use crate::schedule::{Event, EventId, Schedule};
-use crate::units::{Bytes, Ticks};
+use offcert_model::schedule::{Event, EventId, Schedule};
+use offcert_model::units::{Bytes, Ticks};
 use std::collections::BTreeSet;
 
 /// One broken rule, as the re-check sees it.
