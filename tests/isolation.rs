@@ -1,36 +1,33 @@
-//! The trusted core (`crates/offcert-core`: units, model, schedule, semantics,
-//! check, recheck) must not depend on solver, heuristic, bound or simulator
-//! code (models/MODEL.md, the check module doc), and the independent re-check
-//! must not share code with the checker or the rules it re-checks.
+//! What Cargo cannot say about offcert's layers.
 //!
-//! Cargo enforces the first now that the core is its own crate: it cannot name a
-//! module of the `offcert` crate, and it can only use the crates its manifest
-//! lists. So the first tests here read that manifest, and the dependency graph
-//! `cargo metadata` resolves, and assert that no solver crate and no `offcert`
-//! crate is reachable from the core.
+//! Cargo enforces the trusted crates' layering (ARCHITECTURE.md): each crate of
+//! `crates/` can name only the crates its manifest lists, so `offcert-model`
+//! names none of the others, `offcert-recheck` and `offcert-frontend` name only
+//! the model, and `offcert-core` (the checker) names the model and no re-check,
+//! front-end, solver or heuristic. What Cargo does not check is that those
+//! manifests stay so; the tests here assert it on the graph `cargo metadata`
+//! resolves, and that every crate forbids `unsafe` code.
 //!
-//! Inside the core, the recheck/checker separation is guarded by a token scan of
-//! `crates/offcert-core/src`, with comments and string and char literals blanked,
-//! that sees through aliases (`use crate::check as c`, `use crate::{check as x}`,
-//! `super::super::check`, `extern crate self as me`, `r#check`):
-//! 1. it resolves every path that reaches the crate root (`crate::`, `$crate::`,
-//!    `super::` chains, brace groups, aliases of the root) and follows the
-//!    top-level modules it names, from the starting module to its whole
-//!    dependency closure; a forbidden module in the closure is a finding, and so
-//!    is a glob import of the crate root and a path to a root-level item (a
-//!    re-export in `lib.rs`, whose own paths are then followed too);
-//! 2. in every file of the closure, a forbidden name used as an identifier in any
-//!    position (an alias still has to name the module once), a `#[path = ..]`
-//!    attribute and `include!` are findings.
+//! Inside the `offcert` crate the layers are modules, which Cargo does not
+//! separate. Their rule (ARCHITECTURE.md's layer table) is asserted by a token
+//! scan of `src/`, with comments and string and char literals blanked, that sees
+//! through aliases (`use crate::exact as e`, `use crate::{exact as x}`,
+//! `super::super::exact`, `extern crate self as me`, `r#exact`): it resolves
+//! every path that reaches the crate root (`crate::`, `$crate::`, `super::`
+//! chains, brace groups, aliases of the root) and follows the top-level modules
+//! it names, from the starting module to its whole dependency closure; a
+//! forbidden module in the closure is a finding, and so is a glob import of the
+//! crate root, a `#[path = ..]` attribute and `include!`; a path to a root-level
+//! item (a re-export in `lib.rs`) makes the scan follow `lib.rs`'s own paths.
+//! Each trick is planted in an in-memory copy of the sources and asserted caught.
 //!
-//! The same scan still runs for the checker (no solver names in its closure), as
-//! a second line behind Cargo; each trick is planted in an in-memory copy of the
-//! core's sources and asserted caught.
+//! Last, the house rule on function size, over every crate: no function longer
+//! than about 120 lines, except the listed ones, and no stale exemption.
 
 use std::collections::{BTreeMap, BTreeSet, VecDeque};
-use std::path::Path;
+use std::path::{Path, PathBuf};
 
-/// Sources by path relative to the core's `src/` (`check/mod.rs`, `lib.rs`).
+/// Sources by path relative to a `src/` folder (`bound/mod.rs`, `lib.rs`).
 type Tree = BTreeMap<String, String>;
 
 fn load(dir: &Path, rel: &str, out: &mut Tree) {
@@ -48,17 +45,6 @@ fn load(dir: &Path, rel: &str, out: &mut Tree) {
             out.insert(r, std::fs::read_to_string(&p).unwrap());
         }
     }
-}
-
-fn core_dir() -> std::path::PathBuf {
-    Path::new(env!("CARGO_MANIFEST_DIR")).join("crates/offcert-core")
-}
-
-fn src_tree() -> Tree {
-    let mut t = Tree::new();
-    load(&core_dir().join("src"), "", &mut t);
-    assert!(t.contains_key("lib.rs") && t.contains_key("check/mod.rs"));
-    t
 }
 
 /// Comments, string literals (plain, byte, raw) and char literals replaced by
@@ -285,14 +271,9 @@ fn walk(
     (i, level)
 }
 
-/// Findings for one file: forbidden identifiers, `#[path]`, `include!`; and the
-/// root references of its paths.
-fn scan_file(
-    rel: &str,
-    text: &str,
-    forbidden_names: &[&str],
-    findings: &mut Vec<String>,
-) -> Vec<(String, usize)> {
+/// Findings for one file: `#[path]`, `include!`; and the root references of its
+/// paths.
+fn scan_file(rel: &str, text: &str, findings: &mut Vec<String>) -> Vec<(String, usize)> {
     let t = tokens(&strip(text));
     let start = depth(rel);
     // The module depth at each token: inline `mod x { .. }` blocks go one deeper.
@@ -316,12 +297,7 @@ fn scan_file(
         }
         at.push(start + inline.len());
     }
-    // `mod NAME;` declarations in lib.rs are not uses.
-    let declared = |k: usize| k > 0 && t[k - 1].0 == "mod";
     for (k, (tok, line)) in t.iter().enumerate() {
-        if forbidden_names.contains(&tok.as_str()) && !(start == 0 && declared(k)) {
-            findings.push(format!("{rel}:{line}: names `{tok}`"));
-        }
         if tok == "path" && k >= 2 && t[k - 1].0 == "[" && t[k - 2].0 == "#" {
             findings.push(format!("{rel}:{line}: #[path] attribute"));
         }
@@ -381,12 +357,7 @@ fn files_of<'a>(tree: &'a Tree, module: &str) -> Vec<(&'a String, &'a String)> {
 
 /// Scan `start`'s dependency closure in `tree`: the modules reached, and the
 /// findings (empty when the rules hold).
-fn scan(
-    tree: &Tree,
-    start: &str,
-    forbidden_modules: &[&str],
-    forbidden_names: &[&str],
-) -> (BTreeSet<String>, Vec<String>) {
+fn scan(tree: &Tree, start: &str, forbidden_modules: &[&str]) -> (BTreeSet<String>, Vec<String>) {
     let top: BTreeSet<String> = tree
         .keys()
         .filter(|k| k.as_str() != "lib.rs" && k.as_str() != "main.rs")
@@ -414,7 +385,7 @@ fn scan(
             files_of(tree, &m)
         };
         for (rel, text) in files {
-            for (r, line) in scan_file(rel, text, forbidden_names, &mut findings) {
+            for (r, line) in scan_file(rel, text, &mut findings) {
                 if r == "*" {
                     findings.push(format!("{rel}:{line}: glob import of the crate root"));
                 } else if top.contains(&r) || forbidden_modules.contains(&r.as_str()) {
@@ -431,181 +402,26 @@ fn scan(
     (seen, findings)
 }
 
-const CHECKER_MODULES: &[&str] = &["exact", "heuristic", "bound", "simulate"];
-const CHECKER_NAMES: &[&str] = &[
-    "exact",
-    "heuristic",
-    "bound",
-    "simulate",
-    "good_lp",
-    "highs",
-    "z3",
-];
-const RECHECK_MODULES: &[&str] = &[
-    "check",
-    "semantics",
-    "exact",
-    "heuristic",
-    "bound",
-    "simulate",
-];
-const RECHECK_NAMES: &[&str] = &[
-    "semantics",
-    "exact",
-    "heuristic",
-    "bound",
-    "simulate",
-    "good_lp",
-    "highs",
-    "z3",
-];
-
-fn checker_findings(tree: &Tree) -> Vec<String> {
-    scan(tree, "check", CHECKER_MODULES, CHECKER_NAMES).1
+/// The repository root (the `offcert` crate's folder, the workspace root).
+fn root() -> PathBuf {
+    PathBuf::from(env!("CARGO_MANIFEST_DIR"))
 }
 
-#[test]
-fn the_checker_and_its_dependencies_import_no_solver_heuristic_bound_or_simulator() {
-    let tree = src_tree();
-    let (closure, findings) = scan(&tree, "check", CHECKER_MODULES, CHECKER_NAMES);
-    assert!(findings.is_empty(), "forbidden:\n{}", findings.join("\n"));
-    // The closure is really followed: the checker replays through the semantics.
-    for m in ["check", "semantics", "model", "schedule", "units"] {
-        assert!(closure.contains(m), "{m} not reached: {closure:?}");
-    }
-}
-
-#[test]
-fn the_recheck_shares_no_code_with_the_checker_or_the_rules() {
-    let tree = src_tree();
-    let (closure, findings) = scan(&tree, "recheck", RECHECK_MODULES, RECHECK_NAMES);
-    assert!(findings.is_empty(), "forbidden:\n{}", findings.join("\n"));
-    assert!(closure.contains("model"), "{closure:?}");
-}
-
-/// A copy of the core's `src/` with `code` appended to one file.
-fn planted(file: &str, code: &str) -> Tree {
-    let mut tree = src_tree();
-    let text = tree
-        .get_mut(file)
-        .unwrap_or_else(|| panic!("no crates/offcert-core/src/{file}"));
-    text.push('\n');
-    text.push_str(code);
-    text.push('\n');
-    tree
-}
-
-#[test]
-fn planted_aliases_are_caught() {
-    let cases: &[(&str, &str)] = &[
-        ("check/mod.rs", "use crate::exact as e;"),
-        ("check/mod.rs", "use crate::{model, exact as x};"),
-        (
-            "check/mod.rs",
-            "use crate::{model::{Instance}, heuristic::{self as h}};",
-        ),
-        (
-            "check/mod.rs",
-            "fn f() -> i64 { crate::exact::milp::MAX_HORIZON }",
-        ),
-        (
-            "check/mod.rs",
-            "fn f() -> i64 { crate :: exact :: milp :: MAX_HORIZON }",
-        ),
-        ("check/mod.rs", "use crate::r#exact as e;"),
-        ("check/mod.rs", "use super::bound as b;"),
-        ("check/violation.rs", "use super::super::simulate as s;"),
-        ("check/violation.rs", "use super::{super::exact as e};"),
-        (
-            "check/mod.rs",
-            "extern crate self as me; use me::heuristic as h;",
-        ),
-        ("check/mod.rs", "#[path = \"../exact/mod.rs\"] mod e;"),
-        ("check/mod.rs", "mod e { include!(\"../exact/mod.rs\"); }"),
-        ("check/mod.rs", "use highs as h;"),
-        ("check/mod.rs", "use ::good_lp as g;"),
-        // In a module the checker depends on.
-        ("semantics/mod.rs", "use crate::exact as e;"),
-        ("semantics/order.rs", "use super::super::bound as b;"),
-        ("units.rs", "use crate::{heuristic as h};"),
-        ("model/mod.rs", "pub use crate::simulate::*;"),
-    ];
-    for (file, code) in cases {
-        let f = checker_findings(&planted(file, code));
-        assert!(!f.is_empty(), "not caught: `{code}` in src/{file}");
-    }
-}
-
-#[test]
-fn aliases_that_hide_the_name_are_caught_by_the_closure() {
-    // No forbidden name in the checker's files: the dependency is two hops away
-    // (through a `report` module planted in the copy, which names `exact`).
-    let mut tree = planted("model/mod.rs", "use crate::report as r;");
-    tree.insert(
-        "report/mod.rs".into(),
-        "pub use crate::exact::Method;\n".into(),
-    );
-    let f = checker_findings(&tree);
-    assert!(
-        f.iter().any(|x| x.contains("forbidden module `exact`")),
-        "{f:?}"
-    );
-    // The crate root as an alias, then a module the checker may not reach.
-    let mut tree = planted(
-        "check/violation.rs",
-        "use super::super as root; use root::report as r;",
-    );
-    tree.insert(
-        "report/mod.rs".into(),
-        "pub use crate::exact::Method;\n".into(),
-    );
-    let f = checker_findings(&tree);
-    assert!(f.iter().any(|x| x.contains("forbidden module")), "{f:?}");
-    // A glob of the crate root, and a root-level re-export.
-    let f = checker_findings(&planted("check/mod.rs", "use crate::*;"));
-    assert!(f.iter().any(|x| x.contains("glob import")), "{f:?}");
-    let mut tree = planted("check/mod.rs", "use crate::Solver as S;");
-    tree.get_mut("lib.rs")
+/// The crates of `crates/`, by package name (`offcert-core`), with their folders.
+fn trusted_crates() -> Vec<(String, PathBuf)> {
+    let mut out: Vec<(String, PathBuf)> = std::fs::read_dir(root().join("crates"))
         .unwrap()
-        .push_str("\npub use exact::Method as Solver;\n");
-    let f = checker_findings(&tree);
-    assert!(
-        f.iter().any(|x| x.contains("forbidden module `exact`")),
-        "{f:?}"
-    );
+        .map(|e| e.unwrap().path())
+        .filter(|p| p.join("Cargo.toml").is_file())
+        .map(|p| (p.file_name().unwrap().to_string_lossy().to_string(), p))
+        .collect();
+    out.sort();
+    out
 }
 
-#[test]
-fn the_scan_skips_comments_strings_and_longer_names() {
-    let benign = "// use crate::exact as e;\n/* crate::exact /* nested */ bound */\n\
-        const S: &str = \"crate::exact\"; const R: &str = r#\"use crate::heuristic\"#;\n\
-        const C: char = '\"'; fn g<'a>(x: &'a str) -> &'a str { x }\n\
-        fn h() { let exactly = 1; let bound_x = exactly; let _ = bound_x; }\n";
-    let f = checker_findings(&planted("check/mod.rs", benign));
-    assert!(f.is_empty(), "{f:?}");
-    // `super` inside an inline module is one level deeper.
-    let f = checker_findings(&planted("check/mod.rs", "mod inner { use super::*; }"));
-    assert!(f.is_empty(), "{f:?}");
-    let f = checker_findings(&planted(
-        "check/mod.rs",
-        "mod inner { use super::super::exact as e; }",
-    ));
-    assert!(f.iter().any(|x| x.contains("`exact`")), "{f:?}");
-    // The recheck may not reach the checker or the rules, however named.
-    let f = scan(
-        &planted("recheck/mod.rs", "use crate::{check as c};"),
-        "recheck",
-        RECHECK_MODULES,
-        RECHECK_NAMES,
-    )
-    .1;
-    assert!(f.iter().any(|x| x.contains("`check`")), "{f:?}");
-}
-
-/// Crates the core may depend on directly; anything else needs a reason here.
-const CORE_ALLOWED_DEPS: &[&str] = &["serde", "serde_json", "thiserror", "sha2"];
-/// Crates that must not be reachable from the core, directly or transitively.
-const CORE_FORBIDDEN_CRATES: &[&str] = &[
+/// Crates that must not be reachable from any crate of `crates/`, directly or
+/// transitively, nor from the checker's own tests (its dev-dependencies).
+const FORBIDDEN_CRATES: &[&str] = &[
     "good_lp",
     "highs",
     "highs-sys",
@@ -613,67 +429,20 @@ const CORE_FORBIDDEN_CRATES: &[&str] = &[
     "z3-sys",
     "offcert",
     "rusqlite",
+    "libsqlite3-sys",
     "plotters",
 ];
 
-/// The names in the `[dependencies]`-like tables of a manifest (any table whose
-/// header mentions `dependencies`, including target-specific and dev ones).
-fn manifest_deps(manifest: &str) -> Vec<String> {
-    let mut out = Vec::new();
-    let mut in_deps = false;
-    for line in manifest.lines() {
-        let l = line.trim();
-        if l.starts_with('[') {
-            in_deps = l.contains("dependencies");
-            // `[dependencies.foo]`
-            if let Some(rest) = l
-                .trim_matches(|c| c == '[' || c == ']')
-                .split_once("dependencies.")
-                .map(|(_, r)| r)
-            {
-                out.push(rest.trim_matches('"').to_string());
-                in_deps = false;
-            }
-            continue;
-        }
-        if in_deps && !l.is_empty() && !l.starts_with('#') {
-            if let Some((name, _)) = l.split_once('=') {
-                out.push(name.trim().trim_matches('"').to_string());
-            }
-        }
-    }
-    out
-}
-
-#[test]
-fn the_core_manifest_lists_no_solver_heuristic_or_offcert_dependency() {
-    let text = std::fs::read_to_string(core_dir().join("Cargo.toml")).unwrap();
-    let deps = manifest_deps(&text);
-    assert!(
-        deps.contains(&"serde".to_string()),
-        "manifest not parsed: {deps:?}"
-    );
-    for d in &deps {
-        assert!(
-            CORE_ALLOWED_DEPS.contains(&d.as_str()),
-            "offcert-core depends on `{d}`, which is not on the allow list; the core may not \
-             depend on a solver, a heuristic or the offcert crate"
-        );
-    }
-    // The scan of the manifest itself is not fooled by a planted dependency.
-    for planted in [
-        "highs = \"2\"",
-        "good_lp = { version = \"1\" }",
-        "offcert = { path = \"../..\" }",
-    ] {
-        let t = format!("{text}\n{planted}\n");
-        assert!(manifest_deps(&t)
-            .iter()
-            .any(|d| !CORE_ALLOWED_DEPS.contains(&d.as_str())));
-    }
-    let t = format!("{text}\n[target.'cfg(unix)'.dependencies.z3]\nversion = \"0.12\"\n");
-    assert!(manifest_deps(&t).contains(&"z3".to_string()));
-}
+/// The offcert crates each crate of `crates/` may reach through its normal and
+/// build dependencies (ARCHITECTURE.md): the re-check and the front-ends the
+/// model alone, the checker the model but not the re-check (the second route to
+/// the same verdict) nor the front-ends.
+const MAY_REACH: &[(&str, &[&str])] = &[
+    ("offcert-model", &[]),
+    ("offcert-recheck", &["offcert-model"]),
+    ("offcert-frontend", &["offcert-model"]),
+    ("offcert-core", &["offcert-model"]),
+];
 
 /// The host's target triple, from `rustc -vV` (the compiler Cargo uses).
 fn host_triple() -> String {
@@ -690,20 +459,21 @@ fn host_triple() -> String {
         .to_string()
 }
 
-/// `cargo metadata`'s resolved graph: no forbidden crate is reachable from
-/// offcert-core through its normal or build dependencies.
+/// `cargo metadata`'s resolved graph, filtered to the host platform: package id
+/// to (name, [(dependency id, its kinds: "normal", "build" or "dev")]).
 ///
 /// Filtered to the host platform: without `--filter-platform`, `cargo
 /// metadata` wants every platform's crates (Windows-only ones such as
 /// `anstyle-wincon`), which a build on Linux never downloads, so `--offline`
 /// failed on a cold Cargo cache (issue 21).
-#[test]
-fn cargo_resolves_no_solver_crate_under_the_core() {
+type Graph = BTreeMap<String, (String, Vec<(String, Vec<String>)>)>;
+
+fn resolved_graph() -> Graph {
     let cargo = std::env::var("CARGO").unwrap_or_else(|_| "cargo".into());
     let out = std::process::Command::new(cargo)
         .args(["metadata", "--format-version", "1", "--offline"])
         .args(["--filter-platform", &host_triple(), "--manifest-path"])
-        .arg(Path::new(env!("CARGO_MANIFEST_DIR")).join("Cargo.toml"))
+        .arg(root().join("Cargo.toml"))
         .output()
         .expect("run cargo metadata");
     assert!(
@@ -712,80 +482,148 @@ fn cargo_resolves_no_solver_crate_under_the_core() {
         String::from_utf8_lossy(&out.stderr)
     );
     let meta: serde_json::Value = serde_json::from_slice(&out.stdout).unwrap();
-    let nodes = meta["resolve"]["nodes"].as_array().expect("resolve graph");
-    let name_of = |id: &str| -> String {
-        meta["packages"]
+    let names: BTreeMap<&str, &str> = meta["packages"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|p| (p["id"].as_str().unwrap(), p["name"].as_str().unwrap()))
+        .collect();
+    let mut graph = Graph::new();
+    for node in meta["resolve"]["nodes"].as_array().expect("resolve graph") {
+        let id = node["id"].as_str().unwrap();
+        let deps = node["deps"]
             .as_array()
             .unwrap()
             .iter()
-            .find(|p| p["id"] == id)
-            .map(|p| p["name"].as_str().unwrap().to_string())
-            .unwrap_or_default()
-    };
-    let core = nodes
+            .map(|d| {
+                let kinds = d["dep_kinds"].as_array().unwrap().iter();
+                let kinds = kinds.map(|k| k["kind"].as_str().unwrap_or("normal").to_string());
+                (d["pkg"].as_str().unwrap().to_string(), kinds.collect())
+            })
+            .collect();
+        graph.insert(id.to_string(), (names[id].to_string(), deps));
+    }
+    graph
+}
+
+/// The names of the packages reachable from `name`: through its dependencies of
+/// the kinds `first` (its own manifest), then through normal and build
+/// dependencies (what a build of those links).
+fn reachable(graph: &Graph, name: &str, first: &[&str]) -> BTreeSet<String> {
+    let start = graph
         .iter()
-        .find(|n| name_of(n["id"].as_str().unwrap()) == "offcert-core")
-        .expect("offcert-core in the workspace")["id"]
-        .as_str()
-        .unwrap()
-        .to_string();
+        .find(|(_, (n, _))| n == name)
+        .unwrap_or_else(|| panic!("{name} not in the workspace"))
+        .0;
+    let follows = |kinds: &[String], k: &[&str]| kinds.iter().any(|x| k.contains(&x.as_str()));
+    let mut queue: VecDeque<String> = graph[start]
+        .1
+        .iter()
+        .filter(|(_, kinds)| follows(kinds, first))
+        .map(|(id, _)| id.clone())
+        .collect();
     let mut seen = BTreeSet::new();
-    let mut queue = VecDeque::from([core]);
     while let Some(id) = queue.pop_front() {
-        if !seen.insert(id.clone()) {
-            continue;
-        }
-        let node = nodes.iter().find(|n| n["id"] == id.as_str()).unwrap();
-        for dep in node["deps"].as_array().unwrap() {
-            let normal = dep["dep_kinds"]
-                .as_array()
-                .unwrap()
-                .iter()
-                .any(|k| k["kind"].is_null() || k["kind"] == "build");
-            if normal {
-                queue.push_back(dep["pkg"].as_str().unwrap().to_string());
+        if seen.insert(id.clone()) {
+            for (dep, kinds) in &graph[&id].1 {
+                if follows(kinds, &["normal", "build"]) {
+                    queue.push_back(dep.clone());
+                }
             }
         }
     }
-    let names: BTreeSet<String> = seen.iter().map(|id| name_of(id)).collect();
-    assert!(
-        names.contains("sha2") && names.contains("serde"),
-        "{names:?}"
+    seen.iter().map(|id| graph[id].0.clone()).collect()
+}
+
+#[test]
+fn no_solver_sqlite_or_offcert_crate_is_reachable_from_the_trusted_crates() {
+    let graph = resolved_graph();
+    let crates = trusted_crates();
+    let listed: BTreeSet<&str> = MAY_REACH.iter().map(|(c, _)| *c).collect();
+    let found: BTreeSet<&str> = crates.iter().map(|(c, _)| c.as_str()).collect();
+    assert_eq!(
+        listed, found,
+        "every crate of crates/ needs a MAY_REACH row"
     );
-    for f in CORE_FORBIDDEN_CRATES {
+    for (name, may) in MAY_REACH {
+        let names = reachable(&graph, name, &["normal", "build"]);
+        for f in FORBIDDEN_CRATES {
+            assert!(
+                !names.contains(*f),
+                "`{f}` is reachable from {name}: {names:?}"
+            );
+        }
+        let ours: BTreeSet<&str> = names
+            .iter()
+            .map(|n| n.as_str())
+            .filter(|n| n.starts_with("offcert"))
+            .collect();
+        assert_eq!(ours, may.iter().copied().collect(), "{name} reaches");
+    }
+    // The graph is really walked: the checker links sha2 and serde.
+    let core = reachable(&graph, "offcert-core", &["normal", "build"]);
+    assert!(core.contains("sha2") && core.contains("serde"), "{core:?}");
+}
+
+/// `cargo test -p offcert-core` certifies the checker without a solver: its
+/// tests' dependencies (`cargo tree -p offcert-core -e normal,build,dev`) reach
+/// the front-ends and the re-check, and no solver, SQLite or plotting crate.
+#[test]
+fn the_checkers_own_tests_link_no_solver() {
+    let graph = resolved_graph();
+    let names = reachable(&graph, "offcert-core", &["normal", "build", "dev"]);
+    for must in ["offcert-frontend", "offcert-recheck", "quickcheck"] {
+        assert!(names.contains(must), "{must} not reached: {names:?}");
+    }
+    for f in FORBIDDEN_CRATES {
         assert!(
             !names.contains(*f),
-            "`{f}` is reachable from offcert-core: {names:?}"
+            "`{f}` is reachable from offcert-core's tests"
         );
     }
+}
+
+/// Every crate root says `#![forbid(unsafe_code)]` (blanked comments and
+/// strings, so a commented-out attribute does not count).
+#[test]
+fn every_crate_forbids_unsafe_code() {
+    let mut roots = vec![root().join("src/lib.rs")];
+    roots.extend(
+        trusted_crates()
+            .into_iter()
+            .map(|(_, d)| d.join("src/lib.rs")),
+    );
+    for lib in roots {
+        let code = strip(&std::fs::read_to_string(&lib).unwrap());
+        let squeezed: String = code.chars().filter(|c| !c.is_whitespace()).collect();
+        assert!(
+            squeezed.contains("#![forbid(unsafe_code)]"),
+            "{} does not forbid unsafe code",
+            lib.display()
+        );
+    }
+    let squeezed = strip("// #![forbid(unsafe_code)]\n");
+    assert!(!squeezed.contains("forbid"), "comments are blanked");
 }
 
 /// The `offcert` crate's sources (`src/`), for its layering rules.
 fn offcert_tree() -> Tree {
     let mut t = Tree::new();
-    load(
-        &Path::new(env!("CARGO_MANIFEST_DIR")).join("src"),
-        "",
-        &mut t,
-    );
+    load(&root().join("src"), "", &mut t);
     assert!(t.contains_key("lib.rs") && t.contains_key("heuristic/mod.rs"));
     t
 }
 
 /// The layers of ARCHITECTURE.md: each top-level module of the `offcert` crate
-/// and the modules its whole dependency closure may not reach (the core crate's
-/// modules are outside this tree; Cargo keeps the core free of all of these).
-/// Each row: the layer, then what it must not reach, space-separated.
+/// and the modules its whole dependency closure may not reach (the crates of
+/// `crates/`, re-exported as `check`, `model`, `family`, `io`, …, are outside
+/// this tree; Cargo keeps them free of all of these). Each row: the layer, then
+/// what it must not reach, space-separated.
 const LAYERS: &[(&str, &str)] = &[
-    (
-        "family",
-        "io lp simulate bound exact heuristic trace report cli",
-    ),
     (
         "lp",
         "family io simulate bound exact heuristic trace report cli",
     ),
-    ("io", "lp simulate bound exact heuristic trace report cli"),
     ("simulate", "lp bound exact heuristic trace report cli"),
     ("bound", "simulate exact heuristic trace report cli"),
     ("exact", "bound heuristic trace report cli"),
@@ -800,27 +638,24 @@ fn forbidden(layer: &str) -> Vec<&'static str> {
     f.split_whitespace().collect()
 }
 
+/// The findings of `layer`'s rule in `tree`.
+fn layer_findings(tree: &Tree, layer: &str) -> Vec<String> {
+    scan(tree, layer, &forbidden(layer)).1
+}
+
 #[test]
 fn each_layer_of_the_offcert_crate_imports_only_the_layers_below_it() {
     let tree = offcert_tree();
     let mut all = Vec::new();
     for (layer, _) in LAYERS {
-        let (closure, findings) = scan(&tree, layer, &forbidden(layer), &[]);
+        let (closure, findings) = scan(&tree, layer, &forbidden(layer));
         assert!(closure.contains(*layer), "{layer} not scanned");
         all.extend(findings.into_iter().map(|f| format!("{layer}: {f}")));
     }
     assert!(all.is_empty(), "layering broken:\n{}", all.join("\n"));
     // The closure is really followed: the reports reach every layer but the CLI.
-    let (closure, _) = scan(&tree, "report", &[], &[]);
-    for m in [
-        "bound",
-        "exact",
-        "heuristic",
-        "trace",
-        "family",
-        "lp",
-        "simulate",
-    ] {
+    let (closure, _) = scan(&tree, "report", &[]);
+    for m in ["bound", "exact", "heuristic", "trace", "lp", "simulate"] {
         assert!(
             closure.contains(m),
             "{m} not reached from report: {closure:?}"
@@ -848,27 +683,133 @@ fn a_planted_upward_import_breaks_the_layering() {
     tree.get_mut("bound/mod.rs")
         .unwrap()
         .push_str("\nuse crate::report as r;\n");
-    let (_, f) = scan(&tree, "bound", &forbidden("bound"), &[]);
+    let f = layer_findings(&tree, "bound");
     assert!(f.iter().any(|x| x.contains("`report`")), "{f:?}");
     // Two hops: heuristic -> a planted bound import of exact.
     let mut tree = offcert_tree();
     tree.get_mut("bound/mod.rs")
         .unwrap()
         .push_str("\nfn f() { let _ = crate::exact::Method::Milp; }\n");
-    let (_, f) = scan(&tree, "heuristic", &forbidden("heuristic"), &[]);
+    let f = layer_findings(&tree, "heuristic");
+    assert!(f.iter().any(|x| x.contains("`exact`")), "{f:?}");
+    // A re-exported front-end is still a module `lp` may not reach.
+    let mut tree = offcert_tree();
+    tree.get_mut("lp/mod.rs")
+        .unwrap()
+        .push_str("\nuse crate::family::InstanceFile;\n");
+    let f = layer_findings(&tree, "lp");
+    assert!(f.iter().any(|x| x.contains("`family`")), "{f:?}");
+}
+
+/// A copy of the `offcert` crate's `src/` with `code` appended to one file.
+fn planted(file: &str, code: &str) -> Tree {
+    let mut tree = offcert_tree();
+    let text = tree
+        .get_mut(file)
+        .unwrap_or_else(|| panic!("no src/{file}"));
+    text.push('\n');
+    text.push_str(code);
+    text.push('\n');
+    tree
+}
+
+#[test]
+fn planted_aliases_are_caught() {
+    let cases: &[(&str, &str)] = &[
+        ("bound/mod.rs", "use crate::exact as e;"),
+        ("bound/mod.rs", "use crate::{lp, exact as x};"),
+        (
+            "bound/mod.rs",
+            "use crate::{lp::{LpError}, heuristic::{self as h}};",
+        ),
+        (
+            "bound/mod.rs",
+            "fn f() -> i64 { crate::exact::milp::MAX_HORIZON }",
+        ),
+        (
+            "bound/mod.rs",
+            "fn f() -> i64 { crate :: exact :: milp :: MAX_HORIZON }",
+        ),
+        ("bound/mod.rs", "use crate::r#exact as e;"),
+        ("bound/mod.rs", "use super::simulate as s;"),
+        ("bound/weight/mod.rs", "use super::super::simulate as s;"),
+        ("bound/weight/mod.rs", "use super::{super::exact as e};"),
+        (
+            "bound/mod.rs",
+            "extern crate self as me; use me::heuristic as h;",
+        ),
+        ("bound/mod.rs", "#[path = \"../exact/mod.rs\"] mod e;"),
+        ("bound/mod.rs", "mod e { include!(\"../exact/mod.rs\"); }"),
+        // In a module the bounds depend on.
+        ("lp/mod.rs", "use crate::exact as e;"),
+        ("lp/rational.rs", "use super::super::trace as t;"),
+    ];
+    for (file, code) in cases {
+        let f = layer_findings(&planted(file, code), "bound");
+        assert!(!f.is_empty(), "not caught: `{code}` in src/{file}");
+    }
+}
+
+#[test]
+fn aliases_that_hide_the_name_are_caught_by_the_closure() {
+    // The crate root as an alias, then a module the bounds may not reach.
+    let f = layer_findings(
+        &planted(
+            "bound/weight/mod.rs",
+            "use super::super as root; use root::report as r;",
+        ),
+        "bound",
+    );
+    assert!(
+        f.iter().any(|x| x.contains("forbidden module `report`")),
+        "{f:?}"
+    );
+    // A glob of the crate root, and a root-level re-export.
+    let f = layer_findings(&planted("bound/mod.rs", "use crate::*;"), "bound");
+    assert!(f.iter().any(|x| x.contains("glob import")), "{f:?}");
+    let mut tree = planted("bound/mod.rs", "use crate::Solver as S;");
+    tree.get_mut("lib.rs")
+        .unwrap()
+        .push_str("\npub use exact::Method as Solver;\n");
+    let f = layer_findings(&tree, "bound");
+    assert!(
+        f.iter().any(|x| x.contains("forbidden module `exact`")),
+        "{f:?}"
+    );
+}
+
+#[test]
+fn the_scan_skips_comments_and_strings() {
+    let benign = "// use crate::exact as e;\n/* crate::exact /* nested */ bound */\n\
+        const S: &str = \"crate::exact\"; const R: &str = r#\"use crate::heuristic\"#;\n\
+        const C: char = '\"'; fn g<'a>(x: &'a str) -> &'a str { x }\n";
+    let f = layer_findings(&planted("bound/mod.rs", benign), "bound");
+    assert!(f.is_empty(), "{f:?}");
+    // `super` inside an inline module is one level deeper.
+    let f = layer_findings(
+        &planted("bound/mod.rs", "mod inner { use super::*; }"),
+        "bound",
+    );
+    assert!(f.is_empty(), "{f:?}");
+    let f = layer_findings(
+        &planted(
+            "bound/mod.rs",
+            "mod inner { use super::super::exact as e; }",
+        ),
+        "bound",
+    );
     assert!(f.iter().any(|x| x.contains("`exact`")), "{f:?}");
 }
 
-/// Functions that may stay over [`MAX_FN_LINES`], with the reason.
-const LONG_FUNCTIONS: &[(&str, &str)] = &[(
-    "family/remat_import.rs::import_rockmate",
-    "being rewritten with the remat_chain importer (issue 11)",
-)];
+/// Functions that may stay over [`MAX_FN_LINES`] (repository-relative
+/// `file::name`), with the reason. An entry whose function is short again, or
+/// gone, fails the test: remove it.
+const LONG_FUNCTIONS: &[(&str, &str)] = &[];
 
 /// The house rule: functions of about 120 lines at most.
 const MAX_FN_LINES: usize = 120;
 
-/// Every `fn` of both crates' sources, from its signature to the `}` at its
+/// Every `fn` of the sources in `tree`, from its signature to the `}` at its
 /// own indentation (rustfmt's layout), as (file::name, lines).
 fn function_lengths(tree: &Tree) -> Vec<(String, usize)> {
     let mut out = Vec::new();
@@ -915,36 +856,77 @@ fn function_lengths(tree: &Tree) -> Vec<(String, usize)> {
     out
 }
 
+/// Every crate's sources, keyed by repository-relative path (`src/lib.rs`,
+/// `crates/offcert-core/src/check/mod.rs`).
+fn all_sources() -> Tree {
+    let mut tree = Tree::new();
+    load(&root().join("src"), "src", &mut tree);
+    for (_, dir) in trusted_crates() {
+        let rel = dir.strip_prefix(root()).unwrap().join("src");
+        load(&dir.join("src"), &rel.to_string_lossy(), &mut tree);
+    }
+    tree
+}
+
+/// What breaks the rule: a function over [`MAX_FN_LINES`] that `exempt` does
+/// not list, and an entry of `exempt` whose function is not over it (short
+/// again, or gone).
+fn size_findings(lengths: &[(String, usize)], exempt: &[(&str, &str)]) -> Vec<String> {
+    let listed = |f: &str| exempt.iter().any(|(e, _)| *e == f);
+    let mut out: Vec<String> = lengths
+        .iter()
+        .filter(|(f, n)| *n > MAX_FN_LINES && !listed(f))
+        .map(|(f, n)| format!("{f}: {n} lines; split it by concern"))
+        .collect();
+    for (e, _) in exempt {
+        if !lengths.iter().any(|(f, n)| f == e && *n > MAX_FN_LINES) {
+            out.push(format!("{e}: a stale exemption (short or gone); remove it"));
+        }
+    }
+    out
+}
+
 #[test]
 fn no_function_is_longer_than_about_120_lines() {
-    let mut tree = offcert_tree();
-    tree.extend(
-        src_tree()
-            .into_iter()
-            .map(|(k, v)| (format!("core/{k}"), v)),
+    let lengths = function_lengths(&all_sources());
+    for f in [
+        "src/cli/mod.rs::run",
+        "crates/offcert-core/src/check/mod.rs::check",
+    ] {
+        assert!(lengths.iter().any(|(g, _)| g == f), "the scan finds {f}");
+    }
+    let found = size_findings(&lengths, LONG_FUNCTIONS);
+    assert!(found.is_empty(), "{}", found.join("\n"));
+    // A planted long function is caught, and so are stale exemptions.
+    let planted = format!(
+        "fn planted() {{\n{}}}\nfn short() {{\n}}\n",
+        "    let _ = 1;\n".repeat(130)
     );
-    let lengths = function_lengths(&tree);
-    assert!(
-        lengths
-            .iter()
-            .any(|(f, _)| f == "check/mod.rs::check" || f == "core/check/mod.rs::check"),
-        "the scan finds functions"
-    );
-    let long: Vec<String> = lengths
-        .iter()
-        .filter(|(f, n)| *n > MAX_FN_LINES && !LONG_FUNCTIONS.iter().any(|(e, _)| e == f))
-        .map(|(f, n)| format!("{f}: {n} lines"))
-        .collect();
-    assert!(
-        long.is_empty(),
-        "split these by concern:\n{}",
-        long.join("\n")
-    );
-    // A planted long function is caught.
-    let planted = format!("fn planted() {{\n{}}}\n", "    let _ = 1;\n".repeat(130));
     let t: Tree = [("x.rs".to_string(), planted)].into();
+    let lengths = function_lengths(&t);
     assert_eq!(
-        function_lengths(&t),
-        vec![("x.rs::planted".to_string(), 132)]
+        lengths,
+        vec![
+            ("x.rs::planted".to_string(), 132),
+            ("x.rs::short".to_string(), 2)
+        ]
+    );
+    assert_eq!(
+        size_findings(&lengths, &[("x.rs::planted", "a reason")]),
+        Vec::<String>::new()
+    );
+    assert_eq!(size_findings(&lengths, &[]).len(), 1);
+    let stale = size_findings(
+        &lengths,
+        &[
+            ("x.rs::planted", "r"),
+            ("x.rs::short", "r"),
+            ("x.rs::gone", "r"),
+        ],
+    );
+    assert_eq!(stale.len(), 2, "{stale:?}");
+    assert!(
+        stale.iter().all(|s| s.contains("stale exemption")),
+        "{stale:?}"
     );
 }

@@ -29,6 +29,7 @@ mod op_sequence;
 mod op_sequence_import;
 mod plot;
 mod properties;
+mod recheck_activation;
 mod reductions;
 mod remat;
 mod remat_exact;

@@ -1,18 +1,21 @@
-//! offcert-core: the trusted part of offcert.
+//! offcert-core: the trusted part of offcert, the certified checker.
 //!
-//! Owns: exact unit types (`units`), the core model (`model`), schedules
-//! (`schedule`), the rules (`semantics`), the certified checker and digests
-//! (`check`) and the independent re-check (`recheck`).
+//! Owns: the rules (`semantics`), the certified checker and digests (`check`).
+//! Re-exports the model it judges (`model`, `schedule`, `units`, from
+//! `offcert-model`), so that `offcert_core::model::…` paths hold.
 //!
 //! Must not import: any solver (good_lp, highs, z3), bound, heuristic,
-//! simulator, family front-end, report or CLI code. This crate's Cargo.toml has
-//! no such dependency, so Cargo enforces it; `tests/isolation.rs` in the
-//! `offcert` crate asserts the manifest stays that way, and that `recheck` shares
-//! no code with `check` or `semantics`.
+//! simulator, family front-end, report or CLI code, nor the independent re-check
+//! (`offcert-recheck`, the second route to the same verdict). This crate's
+//! Cargo.toml names `offcert-model` and four small crates only, so Cargo
+//! enforces it; `tests/isolation.rs` in the `offcert` crate asserts that no
+//! solver, SQLite or plotting crate becomes reachable. Its own tests
+//! (`tests/checker`: every rule's fixtures, the regressions, the agreement with
+//! the re-check) need no solver: `cargo test -p offcert-core` certifies the
+//! checker.
+#![forbid(unsafe_code)]
+
+pub use offcert_model::{model, schedule, units};
 
 pub mod check;
-pub mod model;
-pub mod recheck;
-pub mod schedule;
 pub mod semantics;
-pub mod units;

@@ -23,7 +23,7 @@ use offcert::schedule::Schedule;
 use offcert::simulate::{asap, Plan};
 use quickcheck::{Arbitrary, Gen};
 
-use super::cyclic::{weight_schedule, Keep};
+use super::{weight_chain, weight_schedule, Keep};
 
 /// A value in `lo..=hi`: `lo + x % (hi - lo + 1)` for a fresh random `u64` x.
 pub fn pick(g: &mut Gen, lo: u64, hi: u64) -> u64 {
@@ -123,42 +123,6 @@ pub fn either_schedule(
             .collect();
         Some(weight_schedule(&c, &keep))
     }
-}
-
-/// A weight chain with 1..=6 layers (the first 6 of `spec`), each drawn from
-/// `(uf, ub, w, a)`: u_F 0..=4, u_B 0..=6, |w| 0..=8, |a| 0..=5; |a_0| 0..=3,
-/// β = (1..=4) bytes per (1..=3) ticks from `bw`. Its memory is the sum of
-/// every tensor plus the largest scratch: no schedule can exceed it, so the
-/// cyclic builder needs no memory check; the `lower_capacity` mutations of the
-/// property tests make it tight.
-pub fn weight_chain(spec: &[(u8, u8, u8, u8)], bw: u8) -> WeightChain {
-    let layers: Vec<WeightLayer> = spec
-        .iter()
-        .take(6)
-        .map(|&(uf, ub, w, a)| WeightLayer {
-            u_f: (uf % 5) as i64,
-            u_b: (ub % 7) as i64,
-            w: (w % 9) as u64,
-            a: (a % 6) as u64,
-        })
-        .collect();
-    let mut c = WeightChain {
-        name: "random-weight".into(),
-        note: None,
-        layers,
-        a0: (bw / 16 % 4) as u64,
-        gpu_memory: 0,
-        bandwidth: BandwidthFile::Ratio {
-            bytes: 1 + (bw % 4) as u64,
-            ticks: 1 + (bw / 4 % 3) as u64,
-        },
-        release: Default::default(),
-    };
-    let inst = c.compile().unwrap();
-    let all: u64 = inst.tensors.iter().map(|t| t.size.0).sum();
-    let temp = inst.ops.iter().map(|o| o.temp.0).max().unwrap_or(0);
-    c.gpu_memory = all + temp;
-    c
 }
 
 /// Memory `mem`/255 of the way from the least feasible memory of `c`

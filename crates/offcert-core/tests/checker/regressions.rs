@@ -2,13 +2,9 @@
 //! the independent re-check agree on each, the verdict is the one the file name
 //! states, and each file's own point (in its note) still holds.
 
-#[path = "it/common/mod.rs"]
-#[allow(dead_code, unused_imports)] // only a part of the helpers is used here
-mod common;
-
-use common::*;
-use offcert::check::check;
-use offcert::units::{Bytes, Ticks};
+use crate::common::*;
+use offcert_core::check::check;
+use offcert_core::units::{Bytes, Ticks};
 
 #[test]
 fn every_regression_replays() {

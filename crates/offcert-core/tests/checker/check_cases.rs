@@ -2,10 +2,12 @@
 //! unit tests when the core became its own crate: `io` and the families live in
 //! the `offcert` crate, which the core may not import).
 
-use offcert::check::{check, instance_digest, schedule_digest, CheckOutcome, Violation, Warning};
-use offcert::io::{parse_instance, parse_schedule};
-use offcert::schedule::EventId;
-use offcert::units::{Bytes, Ticks};
+use offcert_core::check::{
+    check, instance_digest, schedule_digest, CheckOutcome, Violation, Warning,
+};
+use offcert_core::schedule::EventId;
+use offcert_core::units::{Bytes, Ticks};
+use offcert_frontend::io::{parse_instance, parse_schedule};
 
 const W2: &str = r#"{"family":"weight_chain","name":"w2","layers":[{"u_f":1,"u_b":2,"w":4,"a":2},{"u_f":1,"u_b":2,"w":4,"a":2}],"a0":2,"gpu_memory":18,"bandwidth":4}"#;
 const OPS: &str = r#"{"type":"compute","op":"F1","start":0},{"type":"compute","op":"F2","start":1},{"type":"compute","op":"B2","start":2},{"type":"compute","op":"B1","start":4}"#;

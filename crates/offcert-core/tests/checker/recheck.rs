@@ -1,13 +1,9 @@
-//! The independent re-check (`offcert::recheck`) and the certified checker give
+//! The independent re-check (`offcert_core::recheck`) and the certified checker give
 //! the same verdict, the same broken rules, the same kinds of violation, the same
 //! peak memory and the same redundant offloads: on every bundled file, and on
 //! random valid schedules of both families and random mutations of them.
 
-#[path = "it/common/mod.rs"]
-#[allow(dead_code, unused_imports)] // only a part of the helpers is used here
-mod common;
-
-use common::*;
+use crate::common::*;
 use quickcheck::TestResult;
 
 #[test]
@@ -29,33 +25,6 @@ fn agree_on_every_bundled_file() {
         }
     }
     assert!(n >= 27, "only {n} bundled schedules");
-}
-
-#[test]
-fn agree_on_random_activation_schedules_and_their_mutations() {
-    fn prop(
-        spec: Vec<(u8, u8, u8, u8)>,
-        bw: u8,
-        slack: u8,
-        mask: u16,
-        la: u8,
-        muts: Vec<(u8, usize, i8)>,
-    ) -> TestResult {
-        if spec.is_empty() {
-            return TestResult::discard();
-        }
-        let c = activation_chain(&spec, bw, slack);
-        let Some((inst, s)) = activation_schedule(&c, mask, la) else {
-            return TestResult::discard();
-        };
-        let r = agree(&inst, &s);
-        if !r.valid {
-            return TestResult::failed();
-        }
-        agree_after_mutations(&inst, s, muts);
-        TestResult::passed()
-    }
-    qc(300, 100).quickcheck(prop as fn(_, _, _, _, _, _) -> TestResult);
 }
 
 #[test]

@@ -3,9 +3,10 @@
 //! on fixtures and on random schedules.
 //!
 //! Owns: [`recheck`], [`Verdict`], [`Finding`].
-//! Must not import: `crate::semantics`, `crate::check` (the whole point is a second
-//! route to the same verdict), solvers, heuristics. It reads only `model`,
-//! `schedule` and `units`.
+//! Must not import: the checker and the rules (`offcert-core`'s `check` and
+//! `semantics`: the whole point is a second route to the same verdict), solvers,
+//! heuristics. It reads only `offcert-model` (`model`, `schedule`, `units`): its
+//! Cargo.toml names nothing else, so Cargo enforces it.
 //!
 //! How it differs from the checker's sweep:
 //! - resources: every pair of events on one stream or channel is compared
@@ -26,13 +27,14 @@
 //!
 //! It is quadratic on purpose and meant for small schedules (tests), not for the
 //! million-event benchmark.
+#![forbid(unsafe_code)]
 
-use crate::model::{
+use offcert_model::model::{
     ComputeOrder, Device, Direction, GroupId, Instance, Mode, Multiplicity, OpId, ReleaseRule,
     TensorId,
 };
-use crate::schedule::{Event, EventId, Schedule};
-use crate::units::{Bytes, Ticks};
+use offcert_model::schedule::{Event, EventId, Schedule};
+use offcert_model::units::{Bytes, Ticks};
 use std::collections::BTreeSet;
 
 /// One broken rule, as the re-check sees it.
@@ -107,6 +109,13 @@ impl Copies {
     fn cpu_current(&self) -> bool {
         self.born && self.cpu == Some(self.latest)
     }
+}
+
+/// How an op writes a tensor (MODEL.md §1: P(o) and W(o)).
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+enum Write {
+    Production,
+    Modification,
 }
 
 /// One unrolled copy of an event: the event shifted by `period_index` periods.
@@ -726,43 +735,29 @@ impl Replay<'_> {
         }
     }
 
+    /// The end of compute(o), MODEL.md §2.3. The values o writes: each tensor it
+    /// produces or modifies gets a new version (every modification, and every
+    /// production but the first one ever, increments latest(t)); then the one
+    /// copy o wrote into receives it ([`Self::receiver`]). Every other copy of
+    /// the tensor keeps what it held, and so becomes stale. Then F(o) is freed.
     fn op_end(&mut self, op: OpId, at: Ticks, copy: usize) {
         let o = self.inst.op(op);
-        for &t in &o.produces {
+        let written = o.produces.iter().map(|&t| (t, Write::Production));
+        let written = written.chain(o.modifies.iter().map(|&t| (t, Write::Modification)));
+        for (t, how) in written {
+            let receiver = self.receiver(o.device, t, how, copy);
             let c = &mut self.tensors[t.ix()];
-            if c.born {
+            let first_value = how == Write::Production && !c.born;
+            if !first_value {
                 c.latest += 1;
             }
-            c.born = true;
-            match o.device {
-                // The output lands only in a buffer still waiting for it: one
-                // released while the op ran is gone.
-                Device::Gpu => {
-                    if let Gpu::Coming { .. } = c.gpu {
-                        c.gpu = Gpu::On(c.latest);
-                    }
-                }
-                Device::Cpu => c.cpu = Some(c.latest),
+            if how == Write::Production {
+                c.born = true;
             }
-        }
-        for &t in &o.modifies {
-            let c = &mut self.tensors[t.ix()];
-            c.latest += 1;
-            match o.device {
-                // Only a copy on the GPU takes the new version: one still
-                // coming keeps what its prefetch (or producer) brings, and the
-                // update reaches no buffer.
-                // Only the buffer the op started on, if it is still there.
-                Device::Gpu
-                    if matches!(c.gpu, Gpu::On(_))
-                        && self.modified_buffers[copy]
-                            .iter()
-                            .all(|&(m, b)| m != t || b == c.buffers) =>
-                {
-                    c.gpu = Gpu::On(c.latest)
-                }
-                Device::Cpu if c.cpu.is_some() => c.cpu = Some(c.latest),
-                _ => {}
+            match receiver {
+                Some(Device::Gpu) => c.gpu = Gpu::On(c.latest),
+                Some(Device::Cpu) => c.cpu = Some(c.latest),
+                None => {}
             }
         }
         if o.device == Device::Gpu {
@@ -772,6 +767,34 @@ impl Replay<'_> {
                 }
             }
         }
+    }
+
+    /// The copy the op writes a new version of `t` into, if it is still there
+    /// when the op ends (MODEL.md §2.3):
+    /// - a GPU op producing t filled the buffer it took at its start: the copy
+    ///   is still coming unless it was released while the op ran (then there is
+    ///   nothing to write into);
+    /// - a GPU op modifying t wrote into the buffer it pinned at its start: only
+    ///   if that very buffer is still on the GPU (not released and fetched again
+    ///   while the op ran: that is another buffer, holding what its prefetch
+    ///   carried);
+    /// - a CPU op writes the CPU copy: one it creates (a production), or the one
+    ///   it read (a modification; with none there is nothing to update).
+    fn receiver(&self, device: Device, t: TensorId, how: Write, copy: usize) -> Option<Device> {
+        let c = &self.tensors[t.ix()];
+        let writes_there = match (device, how) {
+            (Device::Gpu, Write::Production) => matches!(c.gpu, Gpu::Coming { .. }),
+            (Device::Gpu, Write::Modification) => {
+                let pinned_at_start = self.modified_buffers[copy]
+                    .iter()
+                    .find(|&&(m, _)| m == t)
+                    .map(|&(_, b)| b);
+                matches!(c.gpu, Gpu::On(_)) && pinned_at_start.is_none_or(|b| b == c.buffers)
+            }
+            (Device::Cpu, Write::Production) => true,
+            (Device::Cpu, Write::Modification) => c.cpu.is_some(),
+        };
+        writes_there.then_some(device)
     }
 
     fn transfer_start(&mut self, dir: Direction, t: TensorId, end: Ticks, copy: usize) {
@@ -1132,35 +1155,38 @@ fn order(inst: &Instance, s: &Schedule, out: &mut Vec<Finding>) {
             }
         }
         ComputeOrder::Fixed(seq) => {
-            for device in [Device::Gpu, Device::Cpu] {
-                let want: Vec<OpId> = seq
-                    .iter()
-                    .copied()
-                    .filter(|o| inst.op(*o).device == device)
-                    .collect();
-                let got: Vec<OpId> = ran
-                    .iter()
-                    .map(|r| r.3)
-                    .filter(|o| inst.op(*o).device == device)
-                    .collect();
-                if want == got {
-                    continue;
+            // R8: the GPU runs, in start order, are σ restricted to GPU ops, and
+            // likewise the CPU runs.
+            let on_gpu = |o: &OpId| inst.op(*o).device == Device::Gpu;
+            let (sigma_gpu, sigma_cpu): (Vec<OpId>, Vec<OpId>) =
+                seq.iter().partition(|o| on_gpu(o));
+            let (ran_gpu, ran_cpu): (Vec<OpId>, Vec<OpId>) =
+                ran.iter().map(|r| r.3).partition(on_gpu);
+            for (sigma, runs) in [(sigma_gpu, ran_gpu), (sigma_cpu, ran_cpu)] {
+                if let Some(kind) = order_mismatch(&sigma, &runs) {
+                    out.push(Finding {
+                        rule: "completeness",
+                        kind,
+                        event: None,
+                        at: None,
+                        tensor: None,
+                    });
                 }
-                let kind = if got.len() < want.len() && want.starts_with(&got) {
-                    "missing_op"
-                } else if got.len() > want.len() && got.starts_with(&want) {
-                    "extra_op"
-                } else {
-                    "out_of_order"
-                };
-                out.push(Finding {
-                    rule: "completeness",
-                    kind,
-                    event: None,
-                    at: None,
-                    tensor: None,
-                });
             }
         }
+    }
+}
+
+/// How the runs of one device differ from σ restricted to that device, if they
+/// do: counted by the length of their common prefix. Runs that stop early are
+/// `missing_op`; runs that go on after σ is done are `extra_op`; a run that
+/// differs from σ at some position is `out_of_order`.
+fn order_mismatch(sigma: &[OpId], runs: &[OpId]) -> Option<&'static str> {
+    let common = sigma.iter().zip(runs).take_while(|(a, b)| a == b).count();
+    match (common == sigma.len(), common == runs.len()) {
+        (true, true) => None,
+        (false, true) => Some("missing_op"),
+        (true, false) => Some("extra_op"),
+        (false, false) => Some("out_of_order"),
     }
 }

@@ -3,17 +3,13 @@
 //! fixtures live in `instances/fixtures/`; their notes carry the hand
 //! computation behind every number asserted here.
 
-#[path = "it/common/mod.rs"]
-#[allow(dead_code, unused_imports)] // only a part of the helpers is used here
-mod common;
-
-use common::*;
-use offcert::check::{check, CheckOutcome, Violation, Warning};
-use offcert::model::{Channel, Device, Direction, GroupId, OpId, ReleaseRule, TensorId};
-use offcert::recheck::{recheck, Finding};
-use offcert::schedule::EventId;
-use offcert::semantics::{Breach, GpuCopy, Holder, Lookahead, State};
-use offcert::units::{Bandwidth, Bytes, Ticks};
+use crate::common::*;
+use offcert_core::check::{check, CheckOutcome, Violation, Warning};
+use offcert_core::model::{Channel, Device, Direction, GroupId, OpId, ReleaseRule, TensorId};
+use offcert_core::schedule::EventId;
+use offcert_core::semantics::{Breach, GpuCopy, Holder, Lookahead, State};
+use offcert_core::units::{Bandwidth, Bytes, Ticks};
+use offcert_recheck::{recheck, Finding};
 
 fn run(instance: &str, schedule: &str) -> CheckOutcome {
     let dir = repo().join("instances/fixtures");
