@@ -606,3 +606,85 @@ fn quickcheck_heuristics_valid_and_never_worse_than_no_offload() {
     assert!(NO_OFFLOAD_VALID.load(Ordering::Relaxed) >= 10);
     assert!(HALF.load(Ordering::Relaxed) >= 10);
 }
+
+/// `lms` finds a schedule wherever one of its thresholds gives one: on random
+/// small programs (both duplex modes, least memory and up), whenever some
+/// (out, ahead) in 0..=n realises within the memory and passes the checker,
+/// `lms` returns a checked schedule no longer than it ("every threshold on the
+/// grid exceeds the memory" on param_resnet at 0 %: the grid lacked ahead 0).
+#[test]
+fn quickcheck_lms_finds_a_schedule_wherever_a_threshold_does() {
+    fn prop(spec: Vec<(u8, u8, u8, bool)>, bw: u8, mem: u8, half: bool) -> TestResult {
+        if spec.len() < 2 {
+            return TestResult::discard();
+        }
+        let mut s = random(&spec, bw, 0);
+        let u = s.uses().unwrap();
+        let (lo, hi) = (u.least_memory(), u.resident_peak());
+        s.gpu_memory = lo + (hi - lo) * (mem % 5) as u64 / 8;
+        if half {
+            s.duplex = Duplex::HalfDuplex;
+        }
+        let inst = s.compile().unwrap();
+        let n = u.n();
+        let best = (0..=n)
+            .flat_map(|out| (0..=n).map(move |ahead| (out, ahead)))
+            .filter_map(|(out, ahead)| {
+                let r = check(&inst, &realise(&inst, &u, &lms_plan(&u, out, ahead)));
+                r.valid.then_some(r.makespan.0)
+            })
+            .min();
+        let Some(best) = best else {
+            return TestResult::discard();
+        };
+        match checked(&s, &offcert::heuristic::op_sequence::Lms) {
+            Ok(r) => TestResult::from_bool(r.checked.report().makespan.0 <= best),
+            Err(e) => TestResult::error(format!("{e}: a threshold gives {best} on {s:?}")),
+        }
+    }
+    qc(150, 80).quickcheck(prop as fn(Vec<(u8, u8, u8, bool)>, u8, u8, bool) -> TestResult);
+}
+
+/// The bundled param_linear trace (issue 25): at 100 % `window` was 5.8×
+/// no-offload; now `window` and `lms` equal it. At the least memory `lms`
+/// has a schedule, in both duplex modes.
+#[test]
+fn param_linear_window_and_lms_at_both_ends() {
+    let opts = offcert::trace::et::EtOptions {
+        name: "param_linear_et".into(),
+        gpu_memory: None,
+        bandwidth: BandwidthFile::PerTick(12),
+    };
+    let path = repo().join("tests/data/traces/param_linear_et.json.gz");
+    let (mut s, _) = offcert::trace::et::import_files(&path, None, &opts).unwrap();
+    let u = s.uses().unwrap();
+    for duplex in [Duplex::FullDuplex, Duplex::HalfDuplex] {
+        s.duplex = duplex;
+        s.gpu_memory = u.resident_peak();
+        let got = periods(&s);
+        let of = |n: &str| got.iter().find(|(h, _)| *h == n).unwrap().1;
+        assert!(of("no-offload").is_some());
+        assert_eq!(of("window"), of("no-offload"), "{got:?}");
+        assert_eq!(of("lms"), of("no-offload"), "{got:?}");
+        s.gpu_memory = u.least_memory();
+        let got = periods(&s);
+        let of = |n: &str| got.iter().find(|(h, _)| *h == n).unwrap().1;
+        assert!(of("lms").is_some() && of("window").is_some(), "{got:?}");
+    }
+}
+
+/// The bundled param_resnet trace at its least memory (issue 25: `lms` said
+/// "every threshold on the grid exceeds the memory"; out 0, ahead 0 fits).
+#[test]
+fn param_resnet_lms_at_least_memory() {
+    let opts = offcert::trace::et::EtOptions {
+        name: "param_resnet_et".into(),
+        gpu_memory: None,
+        bandwidth: BandwidthFile::PerTick(12),
+    };
+    let path = repo().join("tests/data/traces/param_resnet_et.json.gz");
+    let (mut s, _) = offcert::trace::et::import_files(&path, None, &opts).unwrap();
+    s.gpu_memory = s.uses().unwrap().least_memory();
+    let r = checked(&s, &offcert::heuristic::op_sequence::Lms).unwrap();
+    assert!(r.checked.report().valid);
+}

@@ -133,8 +133,14 @@ impl Heuristic for Window {
 /// the [`NoOffload`] plan, so LMS is never worse than no-offload where that
 /// is valid); `ahead` in {0, 1, 2, 4, …, 1024}. `ahead` = 0 (swap in right
 /// before the use) with `out` = 0 (swap out after every use) is the
-/// least-memory setting, needed at the least budgets.
+/// least-memory setting, needed at the least budgets. Programs of at most
+/// [`FULL_SCAN`] functions try every threshold pair in 0..=n (a threshold
+/// beyond n acts as n), so there LMS finds a schedule wherever one of its
+/// thresholds gives one.
 pub struct Lms;
+
+/// Up to this many functions, [`Lms`] tries every (out, ahead) in 0..=n.
+pub const FULL_SCAN: usize = 48;
 
 /// The LMS plan for thresholds (`out`, `ahead`), in functions.
 pub fn lms_plan(u: &Uses, out: usize, ahead: usize) -> ActionPlan {
@@ -208,10 +214,14 @@ impl Heuristic for Lms {
         let u = uses(self.name(), file)?;
         let cap = inst.machine.gpu_capacity.0;
         let n = u.n();
-        let grid: Vec<usize> = [0usize, 1, 2, 4, 8, 16, 32, 64, 128, 256, 512, 1024]
-            .into_iter()
-            .filter(|&x| x <= n)
-            .collect();
+        let grid: Vec<usize> = if n <= FULL_SCAN {
+            (0..=n).collect()
+        } else {
+            [0usize, 1, 2, 4, 8, 16, 32, 64, 128, 256, 512, 1024]
+                .into_iter()
+                .filter(|&x| x <= n)
+                .collect()
+        };
         let outs: Vec<usize> = grid.iter().copied().chain([n]).collect();
         let mut best: Option<Schedule> = None;
         let mut keep = |s: Schedule| {
