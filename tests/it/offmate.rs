@@ -12,6 +12,7 @@ use offcert::check::{check, CheckOutcome, Report, Violation};
 use offcert::family::offmate::Offmate;
 use offcert::family::InstanceFile;
 use offcert::heuristic::offmate::{self as om, Baseline, PlanSource, Update};
+use offcert::heuristic::HeuristicError;
 use offcert::model::{ComputeOrder, Device, Instance};
 use quickcheck::TestResult;
 use std::sync::atomic::{AtomicUsize, Ordering};
@@ -330,4 +331,147 @@ fn bad_offmate_files_name_the_field() {
     }
     let ok = base.replace("PARAMS", r#"["w"]"#).replace("OPTIONS", opt);
     assert!(offcert::io::parse_instance("ok.json", &ok).is_ok());
+}
+
+/// The counterexample of proofs/OFFMATE-ILP.md §2.3 (19a).
+fn eq19a() -> (Offmate, Instance) {
+    let path = repo().join("instances/offmate/counterexamples/eq19a-states.json");
+    let (f, inst) = offcert::io::load_instance(&path).unwrap();
+    (f.offmate().unwrap().clone(), inst)
+}
+
+/// Regression (issue 24): on eq19a the forwards last 0 ticks, so the steps F1
+/// and F2 have length 0; the offload baselines deleted w at the end of F1,
+/// which is the instant F1 starts, and deletes come first at an instant
+/// ("F1.0 needs w on the GPU, which is not there"). With room for everything
+/// every baseline is now certified, and at the file's 400 B the checker can
+/// refute them for memory only.
+#[test]
+fn eq19a_baselines_keep_the_weight_through_a_zero_length_step() {
+    let (mut off, _) = eq19a();
+    for roomy in [true, false] {
+        if roomy {
+            off.gpu_memory = offcert::units::Bytes(1_000_000);
+        } else {
+            off.gpu_memory = eq19a().0.gpu_memory;
+        }
+        let inst = compiled(&off);
+        for b in Baseline::all() {
+            let run = om::run_plan(
+                &off,
+                &inst,
+                &om::baseline_plan(&off, b),
+                PlanSource::Baseline(b),
+            )
+            .unwrap();
+            match &run.outcome {
+                CheckOutcome::Valid(_) => {}
+                CheckOutcome::Invalid(r) => {
+                    let why: Vec<String> =
+                        r.violations().iter().map(|v| v.describe(&inst)).collect();
+                    assert!(!roomy, "{} with room: {why:?}", b.name());
+                    assert!(
+                        r.violations().iter().all(|v| matches!(
+                            v,
+                            Violation::MemoryExceeded { .. } | Violation::CpuMemoryExceeded { .. }
+                        )),
+                        "{}: {why:?}",
+                        b.name()
+                    );
+                }
+            }
+        }
+    }
+}
+
+/// A baseline whose plan does not fit says `no schedule` with the checker's
+/// reason (issue 24: `offmate-all-gpu` returned a schedule needing 600 B on a
+/// 400 B GPU here, 80.9 GB on 23.6 GB on Llama2-7B).
+#[test]
+fn baseline_that_does_not_fit_says_no_schedule() {
+    let (off, inst) = eq19a();
+    let file = InstanceFile::Offmate(off);
+    let h = offcert::heuristic::all()
+        .into_iter()
+        .find(|h| h.name() == "offmate-all-gpu")
+        .unwrap();
+    match offcert::heuristic::run(h.as_ref(), &file, &inst) {
+        Err(HeuristicError::NoSchedule { reason, .. }) => {
+            assert!(
+                reason.contains("GPU memory 600 B > capacity 400 B"),
+                "{reason}"
+            )
+        }
+        other => panic!("{other:?}"),
+    }
+}
+
+static FIT: AtomicUsize = AtomicUsize::new(0);
+static NO_FIT: AtomicUsize = AtomicUsize::new(0);
+
+/// Every OFFMATE heuristic's schedule on random small instances (tight or
+/// roomy; with `instant`, the forwards of some blocks last 0 ticks) passes the
+/// checker, or the heuristic says `no schedule`; never `invalid`.
+#[test]
+fn offmate_heuristics_are_valid_or_say_no_schedule() {
+    fn prop(bytes: Vec<u8>, tight: bool, instant: u8) -> TestResult {
+        let mut d = Draw::new(&bytes);
+        let mut off = offmate_instance(&mut d, tight);
+        for (b, blk) in off.blocks.iter_mut().enumerate() {
+            if instant >> (b % 8) & 1 == 1 {
+                for o in &mut blk.options {
+                    o.t_fwd = offcert::units::Ticks(0);
+                }
+            }
+        }
+        let inst = compiled(&off);
+        let file = InstanceFile::Offmate(off.clone());
+        for h in om::heuristics() {
+            match offcert::heuristic::run(h.as_ref(), &file, &inst) {
+                Ok(r) => {
+                    assert!(r.checked.report().valid);
+                    FIT.fetch_add(1, Ordering::Relaxed);
+                }
+                Err(HeuristicError::NoSchedule { reason, .. }) => {
+                    assert!(reason.contains("memory"), "{}: {reason}", h.name());
+                    NO_FIT.fetch_add(1, Ordering::Relaxed);
+                }
+                Err(e) => panic!("{}: {e} on {off:?}", h.name()),
+            }
+        }
+        TestResult::passed()
+    }
+    qc(200, 150).quickcheck(prop as fn(Vec<u8>, bool, u8) -> TestResult);
+    for (what, n) in [("valid", &FIT), ("no schedule", &NO_FIT)] {
+        assert!(n.load(Ordering::Relaxed) >= 10, "{what}: {n:?}");
+    }
+}
+
+/// `offcert gap` exits 0 on every bundled OFFMATE counterexample: each row
+/// has a checked schedule or a stated reason, never an invalid one.
+#[test]
+fn gap_exits_0_on_the_small_offmate_instances() {
+    let dir = repo().join("instances/offmate/counterexamples");
+    let mut seen = 0;
+    for e in std::fs::read_dir(&dir).unwrap() {
+        let path = e.unwrap().path();
+        if path.extension().is_none_or(|x| x != "json") {
+            continue;
+        }
+        let out = std::process::Command::new(env!("CARGO_BIN_EXE_offcert"))
+            .arg("gap")
+            .arg(&path)
+            .output()
+            .unwrap();
+        assert_eq!(
+            out.status.code(),
+            Some(0),
+            "{}: {}{}",
+            path.display(),
+            String::from_utf8_lossy(&out.stdout),
+            String::from_utf8_lossy(&out.stderr)
+        );
+        seen += 1;
+    }
+    assert!(seen >= 9, "{seen}");
 }

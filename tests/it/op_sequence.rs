@@ -508,3 +508,178 @@ fn milp_s0_keeps_the_host_copy_of_an_offloaded_temporary() {
     let a0 = inst.tensor_by_name("a0").unwrap();
     assert!(s.initial.unwrap().cpu.contains(&a0));
 }
+
+// ---------------------------------------------------------------------------
+// Issue 25: half duplex, never worse than no-offload, LMS's thresholds.
+
+/// Every op_sequence heuristic on `s`: its checked period, or `None` for `no
+/// schedule`; an `invalid` schedule fails the test.
+fn periods(s: &OpSequence) -> Vec<(&'static str, Option<i64>)> {
+    offcert::heuristic::op_sequence::heuristics()
+        .iter()
+        .map(|h| match checked(s, h.as_ref()) {
+            Ok(r) => {
+                assert!(r.checked.report().valid);
+                (h.name(), Some(r.checked.report().makespan.0))
+            }
+            Err(HeuristicError::NoSchedule { .. }) => (h.name(), None),
+            Err(e) => panic!("{}: {e} on {s:?}", h.name()),
+        })
+        .collect()
+}
+
+/// The reproduction of issue 25 (Why 4), kept in instances/regressions: on a
+/// half-duplex link `window` and `window-paper` overlapped a swap-out with a
+/// swap-in ("channel link: events[2] transfers until 5 but events[3] starts
+/// at 4"), and `lms` found no threshold. Now each has a checked schedule.
+#[test]
+fn halfduplex_regression_every_heuristic_is_valid() {
+    let path = repo().join("instances/regressions/heuristic/halfduplex.json");
+    let (f, _) = offcert::io::load_instance(&path).unwrap();
+    let InstanceFile::OpSequence(s) = f else {
+        panic!("op_sequence expected")
+    };
+    assert_eq!(s.duplex, Duplex::HalfDuplex);
+    let got = periods(&s);
+    for (name, p) in &got {
+        if *name != "no-offload" {
+            assert!(p.is_some(), "{name}: {got:?}");
+        }
+    }
+}
+
+/// `window` takes no-offload's plan when it fits (at 100 % it was 5.8× no-offload
+/// on param_linear); `window-paper` still swaps as printed.
+#[test]
+fn window_keeps_everything_when_everything_fits() {
+    let s = six(36);
+    let got = periods(&s);
+    let of = |n: &str| got.iter().find(|(h, _)| *h == n).unwrap().1;
+    assert_eq!(of("no-offload"), Some(61));
+    assert_eq!(of("window"), Some(61));
+    assert_eq!(of("lms"), Some(61));
+    assert!(of("window-paper").unwrap() > 61, "{got:?}");
+}
+
+static NO_OFFLOAD_VALID: std::sync::atomic::AtomicUsize = std::sync::atomic::AtomicUsize::new(0);
+static HALF: std::sync::atomic::AtomicUsize = std::sync::atomic::AtomicUsize::new(0);
+
+/// Random small programs in both duplex modes, at memories from the least
+/// feasible to above the no-offload peak: every heuristic's schedule passes
+/// the checker or the heuristic says `no schedule`; where no-offload is
+/// valid, every heuristic but `window-paper` has a schedule no longer than
+/// it; `window` and `lms` have one at every memory from the least feasible.
+#[test]
+fn quickcheck_heuristics_valid_and_never_worse_than_no_offload() {
+    use std::sync::atomic::Ordering;
+    fn prop(spec: Vec<(u8, u8, u8, bool)>, bw: u8, mem: u8, half: bool) -> TestResult {
+        if spec.len() < 2 {
+            return TestResult::discard();
+        }
+        let mut s = random(&spec, bw, 0);
+        let u = s.uses().unwrap();
+        let (lo, hi) = (u.least_memory(), u.resident_peak());
+        s.gpu_memory = lo + (hi - lo + 2) * (mem % 8) as u64 / 6;
+        if half {
+            s.duplex = Duplex::HalfDuplex;
+            HALF.fetch_add(1, Ordering::Relaxed);
+        }
+        let got = periods(&s);
+        let of = |n: &str| got.iter().find(|(h, _)| *h == n).unwrap().1;
+        assert!(of("window").is_some(), "{got:?} on {s:?}");
+        if let Some(none) = of("no-offload") {
+            NO_OFFLOAD_VALID.fetch_add(1, Ordering::Relaxed);
+            for (h, p) in &got {
+                if *h != "window-paper" {
+                    assert!(p.is_some_and(|p| p <= none), "{h}: {got:?} on {s:?}");
+                }
+            }
+        }
+        TestResult::passed()
+    }
+    qc(150, 100).quickcheck(prop as fn(Vec<(u8, u8, u8, bool)>, u8, u8, bool) -> TestResult);
+    assert!(NO_OFFLOAD_VALID.load(Ordering::Relaxed) >= 10);
+    assert!(HALF.load(Ordering::Relaxed) >= 10);
+}
+
+/// `lms` finds a schedule wherever one of its thresholds gives one: on random
+/// small programs (both duplex modes, least memory and up), whenever some
+/// (out, ahead) in 0..=n realises within the memory and passes the checker,
+/// `lms` returns a checked schedule no longer than it ("every threshold on the
+/// grid exceeds the memory" on param_resnet at 0 %: the grid lacked ahead 0).
+#[test]
+fn quickcheck_lms_finds_a_schedule_wherever_a_threshold_does() {
+    fn prop(spec: Vec<(u8, u8, u8, bool)>, bw: u8, mem: u8, half: bool) -> TestResult {
+        if spec.len() < 2 {
+            return TestResult::discard();
+        }
+        let mut s = random(&spec, bw, 0);
+        let u = s.uses().unwrap();
+        let (lo, hi) = (u.least_memory(), u.resident_peak());
+        s.gpu_memory = lo + (hi - lo) * (mem % 5) as u64 / 8;
+        if half {
+            s.duplex = Duplex::HalfDuplex;
+        }
+        let inst = s.compile().unwrap();
+        let n = u.n();
+        let best = (0..=n)
+            .flat_map(|out| (0..=n).map(move |ahead| (out, ahead)))
+            .filter_map(|(out, ahead)| {
+                let r = check(&inst, &realise(&inst, &u, &lms_plan(&u, out, ahead)));
+                r.valid.then_some(r.makespan.0)
+            })
+            .min();
+        let Some(best) = best else {
+            return TestResult::discard();
+        };
+        match checked(&s, &offcert::heuristic::op_sequence::Lms) {
+            Ok(r) => TestResult::from_bool(r.checked.report().makespan.0 <= best),
+            Err(e) => TestResult::error(format!("{e}: a threshold gives {best} on {s:?}")),
+        }
+    }
+    qc(150, 80).quickcheck(prop as fn(Vec<(u8, u8, u8, bool)>, u8, u8, bool) -> TestResult);
+}
+
+/// The bundled param_linear trace (issue 25): at 100 % `window` was 5.8×
+/// no-offload; now `window` and `lms` equal it. At the least memory `lms`
+/// has a schedule, in both duplex modes.
+#[test]
+fn param_linear_window_and_lms_at_both_ends() {
+    let opts = offcert::trace::et::EtOptions {
+        name: "param_linear_et".into(),
+        gpu_memory: None,
+        bandwidth: BandwidthFile::PerTick(12),
+    };
+    let path = repo().join("tests/data/traces/param_linear_et.json.gz");
+    let (mut s, _) = offcert::trace::et::import_files(&path, None, &opts).unwrap();
+    let u = s.uses().unwrap();
+    for duplex in [Duplex::FullDuplex, Duplex::HalfDuplex] {
+        s.duplex = duplex;
+        s.gpu_memory = u.resident_peak();
+        let got = periods(&s);
+        let of = |n: &str| got.iter().find(|(h, _)| *h == n).unwrap().1;
+        assert!(of("no-offload").is_some());
+        assert_eq!(of("window"), of("no-offload"), "{got:?}");
+        assert_eq!(of("lms"), of("no-offload"), "{got:?}");
+        s.gpu_memory = u.least_memory();
+        let got = periods(&s);
+        let of = |n: &str| got.iter().find(|(h, _)| *h == n).unwrap().1;
+        assert!(of("lms").is_some() && of("window").is_some(), "{got:?}");
+    }
+}
+
+/// The bundled param_resnet trace at its least memory (issue 25: `lms` said
+/// "every threshold on the grid exceeds the memory"; out 0, ahead 0 fits).
+#[test]
+fn param_resnet_lms_at_least_memory() {
+    let opts = offcert::trace::et::EtOptions {
+        name: "param_resnet_et".into(),
+        gpu_memory: None,
+        bandwidth: BandwidthFile::PerTick(12),
+    };
+    let path = repo().join("tests/data/traces/param_resnet_et.json.gz");
+    let (mut s, _) = offcert::trace::et::import_files(&path, None, &opts).unwrap();
+    s.gpu_memory = s.uses().unwrap().least_memory();
+    let r = checked(&s, &offcert::heuristic::op_sequence::Lms).unwrap();
+    assert!(r.checked.report().valid);
+}

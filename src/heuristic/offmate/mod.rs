@@ -246,6 +246,9 @@ pub fn baseline_plan(off: &Offmate, b: Baseline) -> StepPlan {
 }
 
 /// The baselines as registry heuristics (`offcert heuristic -n offmate-…`).
+/// A baseline whose realised plan exceeds the GPU or CPU memory says `no
+/// schedule` with the checker's reason (its plan fixes what lives where, so
+/// there is nothing to repair); it never returns a schedule that does not fit.
 pub fn heuristics() -> Vec<Box<dyn super::Heuristic>> {
     Baseline::all()
         .into_iter()
@@ -278,6 +281,35 @@ impl super::Heuristic for BaselineHeuristic {
                 family: file.family().into(),
             })?;
         let rounded = round(off, &baseline_plan(off, self.0))?;
-        Ok(realise(off, inst, &rounded)?.schedule)
+        let schedule = realise(off, inst, &rounded)?.schedule;
+        match check(inst, &schedule) {
+            CheckOutcome::Invalid(r) if only_capacity(&r) => Err(HeuristicError::NoSchedule {
+                heuristic: self.name(),
+                reason: format!(
+                    "its plan does not fit: {}",
+                    r.violations()
+                        .first()
+                        .map(|v| v.describe(inst))
+                        .unwrap_or_default()
+                ),
+            }),
+            // Valid, or refuted for another rule: a bug, which `heuristic::run`
+            // reports as `invalid` with the checker's reason.
+            _ => Ok(schedule),
+        }
     }
+}
+
+/// Did the checker refute the schedule for the GPU or CPU capacity and
+/// nothing else? (A baseline plan fixes what lives where; when that does not
+/// fit, the baseline has no schedule.)
+fn only_capacity(r: &crate::check::Rejected) -> bool {
+    use crate::check::Violation;
+    !r.violations().is_empty()
+        && r.violations().iter().all(|v| {
+            matches!(
+                v,
+                Violation::MemoryExceeded { .. } | Violation::CpuMemoryExceeded { .. }
+            )
+        })
 }

@@ -13,7 +13,9 @@
 //! backward, parameters, states; a parameter updated on the CPU in this step is
 //! prefetched after its `optC` ends, which orders eqs. (12)/(13)'s same-step
 //! races). The step ends when its last stream does; its deletes fall there
-//! (Assumption 3), those of the last step at time 0 of the next period. The
+//! (Assumption 3), those of the last step at time 0 of the next period. A
+//! step with nothing of positive length that deletes a tensor lasts one tick,
+//! so that its deletes follow its zero-duration ops. The
 //! period is the sum of the steps; S₀ is the state at the boundary.
 //!
 //! Owns: [`realise`], [`Realised`]. Must not import: the checker (the caller
@@ -128,15 +130,26 @@ pub fn realise(off: &Offmate, inst: &Instance, r: &Rounded) -> Result<Realised, 
         let (end, busy) = realise_step(&mut c, t, tau)?;
         let busiest = busy_max(&busy, inst.machine.duplex);
         streams.push(busy);
-        let end = end.max(tau);
+        let leaving: Vec<TensorId> = residency(&c, t)?
+            .into_iter()
+            .filter(|&(_, (now, next))| now && !next)
+            .map(|(tensor, _)| tensor)
+            .collect();
+        // A step of length 0 (zero-duration ops only) that deletes lasts one
+        // tick: at one instant deletes come before op starts (MODEL.md §2.4),
+        // so a delete at its end would take the tensor from its own op.
+        let end = if end <= tau && !leaving.is_empty() && t + 1 < n {
+            tau + Ticks(1)
+        } else {
+            end.max(tau)
+        };
         steps.push(end - tau);
         step_sum = step_sum + busiest;
-        // Deletes at the step's end; the last step's at time 0 of the next period.
+        // Deletes at the step's end; the last step's at time 0 of the next
+        // period (after the boundary's zero-duration ops, §2.4 R8).
         let at = if t + 1 == n { Ticks::ZERO } else { end };
-        for (tensor, (now, next)) in residency(&c, t)? {
-            if now && !next {
-                c.events.push(Event::Delete { tensor, at });
-            }
+        for tensor in leaving {
+            c.events.push(Event::Delete { tensor, at });
         }
         tau = end;
     }

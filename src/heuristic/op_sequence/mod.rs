@@ -46,6 +46,20 @@ fn uses(name: &'static str, file: &InstanceFile) -> Result<Uses, HeuristicError>
 }
 
 /// The window heuristic with W = `num/den`·B.
+///
+/// `window` (nnabla's variant) first asks whether the program fits without
+/// offloading (the resident peak ≤ B); if so it keeps every variable on the
+/// GPU (the [`NoOffload`] plan) and plans no swap at all. That is the right
+/// rule for the window algorithm rather than a larger window: the window plan
+/// ends each iteration with every variable dropped or on the host (S₀ has an
+/// empty GPU), so even an unbounded window moves every persistent variable in
+/// and out once per iteration, and its WAITs serialise transfers that
+/// no-offload never makes. No-offload's period is Σ durations (plus one tick
+/// when a drop falls on the last instant), which no schedule beats by more
+/// than that tick (the GPU runs the functions one after another), so it is
+/// the best the window could reach there; nnabla likewise swaps only when
+/// memory runs short. `window-paper` is the paper's algorithm as printed:
+/// it swaps at every budget (the baseline the paper measured).
 #[derive(Clone, Copy, Debug)]
 pub struct Window {
     pub variant: Variant,
@@ -95,9 +109,15 @@ impl Heuristic for Window {
     fn applies(&self, file: &InstanceFile) -> bool {
         matches!(file, InstanceFile::OpSequence(_))
     }
+    /// `window` takes the no-offload plan when it fits; `window-paper` runs
+    /// the algorithm as printed at every budget.
     fn schedule(&self, file: &InstanceFile, inst: &Instance) -> Result<Schedule, HeuristicError> {
         let u = uses(self.name(), file)?;
-        let p = self.plan(&u, inst.machine.gpu_capacity.0)?;
+        let cap = inst.machine.gpu_capacity.0;
+        if self.variant == Variant::Nnabla && u.resident_peak() <= cap {
+            return Ok(realise(inst, &u, &no_offload_plan(&u)));
+        }
+        let p = self.plan(&u, cap)?;
         Ok(realise(inst, &u, &p))
     }
 }
@@ -105,10 +125,22 @@ impl Heuristic for Window {
 /// LMS (Le et al. 2019) beyond chains: after a use of a variable whose next use
 /// is more than `out` functions away, swap it out (drop it if its host copy is
 /// current); swap it in `ahead` functions before that use. No memory model:
-/// every (out, ahead) on a small grid (out also n: never swap out within
-/// the iteration) is realised, candidates whose memory
-/// sweep exceeds the budget are discarded, and the shortest period is kept.
+/// every (out, ahead) on a grid is realised, candidates whose memory sweep
+/// exceeds the budget are discarded, and the shortest period is kept.
+///
+/// The grid: `out` in {0, 1, 2, 4, …, 1024, n} and ∞ (a threshold beyond
+/// every distance, across the iteration boundary too: never swap, which is
+/// the [`NoOffload`] plan, so LMS is never worse than no-offload where that
+/// is valid); `ahead` in {0, 1, 2, 4, …, 1024}. `ahead` = 0 (swap in right
+/// before the use) with `out` = 0 (swap out after every use) is the
+/// least-memory setting, needed at the least budgets. Programs of at most
+/// [`FULL_SCAN`] functions try every threshold pair in 0..=n (a threshold
+/// beyond n acts as n), so there LMS finds a schedule wherever one of its
+/// thresholds gives one.
 pub struct Lms;
+
+/// Up to this many functions, [`Lms`] tries every (out, ahead) in 0..=n.
+pub const FULL_SCAN: usize = 48;
 
 /// The LMS plan for thresholds (`out`, `ahead`), in functions.
 pub fn lms_plan(u: &Uses, out: usize, ahead: usize) -> ActionPlan {
@@ -181,18 +213,32 @@ impl Heuristic for Lms {
     fn schedule(&self, file: &InstanceFile, inst: &Instance) -> Result<Schedule, HeuristicError> {
         let u = uses(self.name(), file)?;
         let cap = inst.machine.gpu_capacity.0;
-        let grid = [0usize, 1, 2, 4, 8, 16, 32, 64, 256, 1024];
-        let outs: Vec<usize> = grid.iter().copied().chain([u.n()]).collect();
+        let n = u.n();
+        let grid: Vec<usize> = if n <= FULL_SCAN {
+            (0..=n).collect()
+        } else {
+            [0usize, 1, 2, 4, 8, 16, 32, 64, 128, 256, 512, 1024]
+                .into_iter()
+                .filter(|&x| x <= n)
+                .collect()
+        };
+        let outs: Vec<usize> = grid.iter().copied().chain([n]).collect();
         let mut best: Option<Schedule> = None;
+        let mut keep = |s: Schedule| {
+            if best.as_ref().is_none_or(|b| s.period < b.period) {
+                best = Some(s);
+            }
+        };
+        // out = ∞: never swap (fits iff the resident peak does).
+        if u.resident_peak() <= cap {
+            keep(realise(inst, &u, &no_offload_plan(&u)));
+        }
         for &out in &outs {
-            for &ahead in &grid[1..] {
+            for &ahead in &grid {
                 let p = lms_plan(&u, out, ahead);
                 let s = realise(inst, &u, &p);
-                if plan::peak_memory(&u, &p, &s) > cap {
-                    continue;
-                }
-                if best.as_ref().is_none_or(|b| s.period < b.period) {
-                    best = Some(s);
+                if plan::peak_memory(&u, &p, &s) <= cap {
+                    keep(s);
                 }
             }
         }
@@ -225,16 +271,22 @@ impl Heuristic for NoOffload {
                 reason: format!("needs {peak} B without offloading, memory is {cap} B"),
             });
         }
-        let mut p = ActionPlan::new(u.n());
-        let used = u.used_persistent();
-        for (v, s) in u.span().iter().enumerate() {
-            match s {
-                Some((_, b)) if !u.persistent[v] => p.end[*b].push(Some(Action::Drop(v))),
-                _ if used[v] => p.gpu0.push(v),
-                _ if u.persistent[v] => p.cpu0.push(v),
-                _ => {}
-            }
-        }
-        Ok(realise(inst, &u, &p))
+        Ok(realise(inst, &u, &no_offload_plan(&u)))
     }
+}
+
+/// The no-offload plan: used persistent variables on the GPU from S₀ on,
+/// unused ones on the host, every other variable dropped after its last use.
+pub fn no_offload_plan(u: &Uses) -> ActionPlan {
+    let mut p = ActionPlan::new(u.n());
+    let used = u.used_persistent();
+    for (v, s) in u.span().iter().enumerate() {
+        match s {
+            Some((_, b)) if !u.persistent[v] => p.end[*b].push(Some(Action::Drop(v))),
+            _ if used[v] => p.gpu0.push(v),
+            _ if u.persistent[v] => p.cpu0.push(v),
+            _ => {}
+        }
+    }
+    p
 }

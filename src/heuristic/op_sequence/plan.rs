@@ -14,13 +14,16 @@
 //!   offload of v (if any) has ended; it lasts ⌈b/β⌉ ticks (at least 1);
 //! - SWAP_OUT(v) in end(f) is an offload with `delete: true` on d2h, FIFO,
 //!   from the end of f;
+//! - on a half-duplex link both directions are one channel: every transfer,
+//!   in the order the plan issues it, starts once the previous one (either
+//!   direction) has ended, so no two transfers overlap (R4);
 //! - DROP(v) in end(f) is a delete at the end of f;
 //! - the period is the last end of any event (end-of-iteration wait for all:
 //!   no transfer crosses the boundary), one tick more when a drop falls on
 //!   that instant (events start in [0, P), R8).
 
 use crate::family::op_sequence::Uses;
-use crate::model::{Direction, Instance, OpId, TensorId};
+use crate::model::{Direction, Duplex, Instance, OpId, TensorId};
 use crate::schedule::{CyclicState, Event, Schedule};
 use crate::semantics::transfer_ticks;
 use crate::units::Ticks;
@@ -110,6 +113,8 @@ pub fn realise(inst: &Instance, u: &Uses, plan: &ActionPlan) -> Schedule {
     let mut off_end = vec![0i64; nv];
     let mut ready = vec![0i64; nv];
     let (mut h2d, mut d2h, mut prev_end, mut last) = (0i64, 0i64, 0i64, 0i64);
+    // Half duplex: one channel, so both directions share `h2d`'s busy-until.
+    let half = inst.machine.duplex == Duplex::HalfDuplex;
     for f in 0..n {
         let mut gate = prev_end;
         let mut op_gate = prev_end;
@@ -144,7 +149,8 @@ pub fn realise(inst: &Instance, u: &Uses, plan: &ActionPlan) -> Schedule {
         for a in plan.end[f].iter().flatten() {
             match *a {
                 Action::SwapOut(v) => {
-                    let e = transfer(inst, &mut events, &mut d2h, Direction::Offload, v, end);
+                    let link = if half { &mut h2d } else { &mut d2h };
+                    let e = transfer(inst, &mut events, link, Direction::Offload, v, end);
                     off_end[v] = e;
                     last = last.max(e);
                 }
