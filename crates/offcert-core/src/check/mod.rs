@@ -33,7 +33,7 @@ mod witness;
 pub use digest::{instance_digest, schedule_digest};
 
 pub use profile::MemoryProfile;
-pub use violation::{Violation, Warning};
+pub use violation::{Violation, Warning, WITNESS_LIST_CAP};
 
 use crate::model::{Channel, Instance, ReleaseRule};
 use crate::schedule::Schedule;
