@@ -65,7 +65,13 @@ fn rendered(inst: &Instance, s: &Schedule) -> Vec<String> {
     let mut lines: Vec<String> = out.violations.iter().map(|v| v.describe(inst)).collect();
     lines.extend(out.warnings.iter().map(|w| w.describe(inst)));
     if let Some(r) = out.clone().into_result().err() {
-        lines.push(r.to_string());
+        let line = r.to_string();
+        // The sorting key of a violation with no instant (-1) is not an instant.
+        assert!(
+            !line.contains(" at -1;") && !line.ends_with(" at -1"),
+            "{line}"
+        );
+        lines.push(line);
     }
     lines
 }
@@ -355,4 +361,22 @@ fn a_memory_witness_names_the_largest_copies_and_counts_the_rest() {
     let json = serde_json::to_value(worst.1).unwrap();
     assert_eq!(json["resident"].as_array().unwrap().len(), resident.len());
     assert!(line.len() < 400, "{} characters: {line}", line.len());
+}
+
+/// A violation with no instant (here `missing_op`) is written without one in
+/// the one-line rejection (it once read `missing_op at -1`, its sorting key).
+#[test]
+fn a_rejection_line_gives_no_instant_to_an_order_violation() {
+    let path = repo().join("instances/examples/chain3m8.json");
+    let (_, inst) = offcert::io::load_instance(&path).unwrap();
+    let mut s = offcert::io::parse_schedule("dynprog", CHAIN3M8_DYNPROG, &inst).unwrap();
+    s.events.pop();
+    let rejected = check(&inst, &s).into_result().unwrap_err();
+    assert!(rejected
+        .violations()
+        .iter()
+        .any(|v| v.kind() == "missing_op"));
+    let line = rejected.to_string();
+    assert!(line.split("; ").any(|x| x == "missing_op"), "{line}");
+    assert!(!line.contains("-1"), "{line}");
 }

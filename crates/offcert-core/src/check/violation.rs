@@ -296,7 +296,33 @@ impl Violation {
         }
     }
 
-    /// When it happens (for sorting); structural violations sort first.
+    /// When it happens, if it happens at an instant: `None` for the rules that
+    /// judge the schedule as a whole (bandwidth, order, groups, slots, the
+    /// cyclic boundary and steady state).
+    pub fn instant(&self) -> Option<Ticks> {
+        Some(self.at()).filter(|_| self.at_instant())
+    }
+
+    fn at_instant(&self) -> bool {
+        use Violation::*;
+        !matches!(
+            self,
+            TransferTooFast { .. }
+                | OutOfOrder { .. }
+                | MissingOp { .. }
+                | ExtraOp { .. }
+                | NeverRan { .. }
+                | StateMismatch { .. }
+                | NotSteady { .. }
+                | GroupNeverRan { .. }
+                | GroupRanTwice { .. }
+                | SlotOutOfOrder { .. }
+                | SlotExtra { .. }
+        )
+    }
+
+    /// When it happens, for sorting: structural violations, which have no
+    /// instant ([`Violation::instant`]), sort first (as -1; never printed).
     pub fn at(&self) -> Ticks {
         use Violation::*;
         match self {

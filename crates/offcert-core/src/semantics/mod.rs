@@ -7,7 +7,7 @@
 //! same state machine; the MILP and SMT encodings mirror it (`models/MODEL.md`).
 //! Must not import: the checker, solvers, heuristics, good_lp or z3.
 //!
-//! What an invalid event does to the state (`models/MODEL.md` §2.3, "After a
+//! What an invalid event does to the state (`models/MODEL.md` §2.3.1, "After a
 //! violation"): a transfer that breaks R3 at its start is *void* (no effect at
 //! all, then or at its end); a delete with no GPU copy does nothing; every other
 //! transition *applies* its effect even when it breaks a rule (and returns the
@@ -556,7 +556,7 @@ impl State {
     ///
     /// A transfer that breaks R3 at its start (a tensor that may not move, an
     /// offload with no present GPU copy, a prefetch with no CPU copy or onto a
-    /// GPU copy) is *void* (`models/MODEL.md` §2.3): it has no effect on the
+    /// GPU copy) is *void* (`models/MODEL.md` §2.3.1): it has no effect on the
     /// state, neither now nor at its end. It reads nothing, so its [`InFlight`]
     /// carries no version; a transfer carries a version exactly when it is not
     /// void.
