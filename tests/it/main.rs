@@ -17,6 +17,7 @@ mod activation_windows;
 mod agreement;
 mod anytime;
 mod bad_input;
+mod checker_after_error;
 mod exact_milp;
 mod exact_search;
 mod exact_smt;

@@ -73,10 +73,6 @@ impl Verdict {
     }
 }
 
-// The version of a value no copy could hold: what a prefetch with nothing to
-// read from lands on the GPU.
-const NO_VALUE: u64 = u64::MAX;
-
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 enum Gpu {
     Off,
@@ -412,7 +408,9 @@ impl<'a> Replay<'a> {
         // Rule memory, after every allocation (before a zero-length event's own
         // release); cyclic: in the reported period only.
         let in_window = !self.cyclic || (st.time.0 >= self.period && st.time.0 < 2 * self.period);
-        if st.half.allocates() && in_window {
+        // A void transfer allocates nothing: no measurement after it.
+        let void = st.half == Half::TransferStart && self.carried[st.copy].is_none();
+        if st.half.allocates() && in_window && !void {
             self.judge_memory(st);
         }
         if st.instant {
@@ -486,14 +484,16 @@ impl<'a> Replay<'a> {
         (dir, tensor, end): (Direction, TensorId, Ticks),
     ) {
         let t = self.tensors[tensor.ix()];
-        if counts && dir == Direction::Offload {
+        self.transfer_start(dir, tensor, end, st.copy);
+        // Redundant: an offload that runs (not void) and rewrites the CPU's
+        // own current version.
+        if counts && dir == Direction::Offload && self.carried[st.copy].is_some() {
             if let Gpu::On(v) = t.gpu {
                 if t.cpu == Some(v) {
                     self.redundant.push(EventId(u.event as u32));
                 }
             }
         }
-        self.transfer_start(dir, tensor, end, st.copy);
         if !st.instant {
             self.flying.insert(st.copy);
         }
@@ -671,10 +671,8 @@ impl Replay<'_> {
                     && !o.consumes.contains(&t)
                     && (o.reads.contains(&t) || o.produces.contains(&t) || o.modifies.contains(&t))
             }
-            // An offload uses its source only if it found one to read.
-            Event::Transfer { tensor, dir, .. } => {
-                tensor == t && (dir == Direction::Prefetch || self.carried[k].is_some())
-            }
+            // A transfer uses its buffer unless it is void (it read nothing).
+            Event::Transfer { tensor, .. } => tensor == t && self.carried[k].is_some(),
             Event::Delete { .. } => false,
         }
     }
@@ -797,49 +795,62 @@ impl Replay<'_> {
         writes_there.then_some(device)
     }
 
+    /// MODEL.md §2.3, "After a violation": a transfer that breaks R3 when it
+    /// starts is void. It changes nothing, then or at its end, and reads
+    /// nothing (`carried` stays `None`, which is how its end knows).
     fn transfer_start(&mut self, dir: Direction, t: TensorId, end: Ticks, copy: usize) {
         let at = self.copies[copy].ev.start();
-        if !self.inst.tensor(t).transferable {
-            self.found("dependencies", "not_transferable", copy, at, t);
-        }
         let c = self.tensors[t.ix()];
+        let mut broken: Vec<&'static str> = Vec::new();
+        if !self.inst.tensor(t).transferable {
+            broken.push("not_transferable");
+        }
         match dir {
-            Direction::Offload => {
-                self.carried[copy] = match c.gpu {
-                    Gpu::On(v) => Some(v),
-                    _ => {
-                        self.found("dependencies", "offload_absent", copy, at, t);
-                        None
-                    }
-                };
-                self.tensors[t.ix()].offloads_in_flight += 1;
-            }
+            Direction::Offload if !matches!(c.gpu, Gpu::On(_)) => broken.push("offload_absent"),
             Direction::Prefetch => {
                 if c.cpu.is_none() {
-                    self.found("dependencies", "prefetch_without_cpu_copy", copy, at, t);
+                    broken.push("prefetch_without_cpu_copy");
                 }
                 if c.gpu != Gpu::Off {
-                    self.found("dependencies", "prefetch_resident", copy, at, t);
-                }
-                self.carried[copy] = c.cpu;
-                self.tensors[t.ix()].gpu = Gpu::Coming { ready: end };
-                // A prefetch onto a resident copy overwrites that buffer in place.
-                if c.gpu == Gpu::Off {
-                    self.tensors[t.ix()].buffers += 1;
+                    broken.push("prefetch_resident");
                 }
             }
+            _ => {}
+        }
+        for kind in &broken {
+            self.found("dependencies", *kind, copy, at, t);
+        }
+        self.carried[copy] = None;
+        if !broken.is_empty() {
+            return;
+        }
+        match (dir, c.gpu, c.cpu) {
+            (Direction::Offload, Gpu::On(v), _) => {
+                self.carried[copy] = Some(v);
+                self.tensors[t.ix()].offloads_in_flight += 1;
+            }
+            (Direction::Prefetch, Gpu::Off, Some(v)) => {
+                self.carried[copy] = Some(v);
+                self.tensors[t.ix()].gpu = Gpu::Coming { ready: end };
+                self.tensors[t.ix()].buffers += 1;
+            }
+            _ => {}
         }
     }
 
+    /// The end of a transfer that was not void: an offload writes what it read
+    /// to the CPU (and with `delete` lets the GPU copy go, at once or when its
+    /// last user ends), a prefetch lands what it read in its buffer if that
+    /// is still waiting.
     fn transfer_end(&mut self, dir: Direction, t: TensorId, at: Ticks, copy: usize) {
-        let carried = self.carried[copy];
+        let Some(carried) = self.carried[copy] else {
+            return;
+        };
         match dir {
             Direction::Offload => {
                 let c = &mut self.tensors[t.ix()];
                 c.offloads_in_flight = c.offloads_in_flight.saturating_sub(1);
-                if let Some(v) = carried {
-                    c.cpu = Some(v);
-                }
+                c.cpu = Some(carried);
                 let delete = matches!(self.copies[copy].ev, Event::Transfer { delete: true, .. });
                 if delete && self.tensors[t.ix()].gpu != Gpu::Off {
                     // Default rule: the copy goes when its last user ends.
@@ -853,7 +864,7 @@ impl Replay<'_> {
             Direction::Prefetch => {
                 let c = &mut self.tensors[t.ix()];
                 if let Gpu::Coming { .. } = c.gpu {
-                    c.gpu = Gpu::On(carried.unwrap_or(NO_VALUE));
+                    c.gpu = Gpu::On(carried);
                 }
             }
         }

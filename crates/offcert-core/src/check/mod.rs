@@ -33,7 +33,7 @@ mod witness;
 pub use digest::{instance_digest, schedule_digest};
 
 pub use profile::MemoryProfile;
-pub use violation::{Violation, Warning};
+pub use violation::{Violation, Warning, WITNESS_LIST_CAP};
 
 use crate::model::{Channel, Instance, ReleaseRule};
 use crate::schedule::Schedule;
@@ -219,15 +219,19 @@ impl Rejected {
     }
 }
 
-/// Every violation as `kind at instant`, joined by `; ` (so that a solver's
-/// error can carry the rejection itself as its typed `source`).
+/// Every violation as `kind at instant` (or `kind` alone when it has no
+/// instant, as an order or steady-state violation), joined by `; ` (so that a
+/// solver's error can carry the rejection itself as its typed `source`).
 impl std::fmt::Display for Rejected {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
         for (i, v) in self.violations().iter().enumerate() {
             if i > 0 {
                 f.write_str("; ")?;
             }
-            write!(f, "{} at {}", v.kind(), v.at())?;
+            match v.instant() {
+                Some(at) => write!(f, "{} at {at}", v.kind())?,
+                None => write!(f, "{}", v.kind())?,
+            }
         }
         Ok(())
     }

@@ -199,7 +199,11 @@ impl<'a> Sweep<'a> {
             (Event::Transfer { .. }, _) => (self.transfer_end(a, &c), None),
             (Event::Delete { tensor, .. }, _) => (self.state.delete(tensor, now, self.uses), None),
         };
-        let allocated = a.phase.allocates();
+        // A void transfer (R3 broken at its start) has no effect: it allocates
+        // nothing, so memory is not measured after it (models/MODEL.md §2.3).
+        let void = a.phase == Phase::TransferStart
+            && self.flights[a.unrolled as usize].is_some_and(|f| f.version.is_none());
+        let allocated = a.phase.allocates() && !void;
         // Rule memory: measured after every allocation (before a zero-duration
         // event's own release), once the instant's releases are done.
         if allocated && self.w.contains(now) {
@@ -242,7 +246,13 @@ impl<'a> Sweep<'a> {
         let Some(x) = Xfer::of(&c.ev) else {
             return Vec::new();
         };
-        if x.dir == Direction::Offload && self.state.offload_is_redundant(x.tensor) && report {
+        let redundant =
+            x.dir == Direction::Offload && self.state.offload_is_redundant(x.tensor) && report;
+        let (fl, b) = self
+            .state
+            .transfer_start(self.inst, x.dir, x.tensor, a.time, x.end);
+        // A void offload (R3) moves nothing, so it costs nothing either.
+        if redundant && fl.version.is_some() {
             self.out.warnings.push(Warning::RedundantOffload {
                 event: c.event,
                 tensor: x.tensor,
@@ -250,9 +260,6 @@ impl<'a> Sweep<'a> {
                 ticks: x.end - x.start,
             });
         }
-        let (fl, b) = self
-            .state
-            .transfer_start(self.inst, x.dir, x.tensor, a.time, x.end);
         let crosses = self.s.events[c.event.ix()].end() > self.w.period;
         if self.w.cyclic && c.period >= 0 && crosses {
             let ts = self.state.tensor(x.tensor);

@@ -296,7 +296,33 @@ impl Violation {
         }
     }
 
-    /// When it happens (for sorting); structural violations sort first.
+    /// When it happens, if it happens at an instant: `None` for the rules that
+    /// judge the schedule as a whole (bandwidth, order, groups, slots, the
+    /// cyclic boundary and steady state).
+    pub fn instant(&self) -> Option<Ticks> {
+        Some(self.at()).filter(|_| self.at_instant())
+    }
+
+    fn at_instant(&self) -> bool {
+        use Violation::*;
+        !matches!(
+            self,
+            TransferTooFast { .. }
+                | OutOfOrder { .. }
+                | MissingOp { .. }
+                | ExtraOp { .. }
+                | NeverRan { .. }
+                | StateMismatch { .. }
+                | NotSteady { .. }
+                | GroupNeverRan { .. }
+                | GroupRanTwice { .. }
+                | SlotOutOfOrder { .. }
+                | SlotExtra { .. }
+        )
+    }
+
+    /// When it happens, for sorting: structural violations, which have no
+    /// instant ([`Violation::instant`]), sort first (as -1; never printed).
     pub fn at(&self) -> Ticks {
         use Violation::*;
         match self {
@@ -407,8 +433,8 @@ impl Violation {
             ),
             MemoryExceeded { at, used, capacity, resident, running } => format!(
                 "at {at}: GPU memory {used} B > capacity {capacity} B (copies: {}; running: {})",
-                resident.iter().map(t).collect::<Vec<_>>().join(", "),
-                running.iter().map(|e| format!("events[{}]", e.0)).collect::<Vec<_>>().join(", ")
+                copies_witness(inst, resident),
+                capped(running.iter().map(|e| format!("events[{}]", e.0)).collect(), String::new())
             ),
             CpuMemoryExceeded { at, used, capacity } => format!("at {at}: CPU memory {used} B > capacity {capacity} B"),
             OutOfOrder { device, position, expected, found, event } => format!(
@@ -453,6 +479,77 @@ impl Violation {
             },
         }
     }
+}
+
+/// How many entries of a witness list a sentence names; the rest are counted
+/// (the typed witness, and so the `--json` verdict, keeps every entry).
+pub const WITNESS_LIST_CAP: usize = 8;
+
+/// A witness list for a sentence: at most [`WITNESS_LIST_CAP`] entries, then
+/// "and N more" with `rest` (a figure for the whole list) in parentheses.
+fn capped(items: Vec<String>, rest: String) -> String {
+    if items.is_empty() {
+        return "none".into();
+    }
+    let n = items.len();
+    if n <= WITNESS_LIST_CAP {
+        return items.join(", ");
+    }
+    let more = if rest.is_empty() {
+        format!("and {} more", n - WITNESS_LIST_CAP)
+    } else {
+        format!("and {} more ({rest})", n - WITNESS_LIST_CAP)
+    };
+    let mut shown = items[..WITNESS_LIST_CAP].to_vec();
+    shown.push(more);
+    shown.join(", ")
+}
+
+/// The resident copies of a memory witness: the largest first (ties in id
+/// order), each with its size, capped; beyond the cap, the count and the bytes
+/// of all of them.
+fn copies_witness(inst: &Instance, resident: &[TensorId]) -> String {
+    let size = |t: &TensorId| inst.tensor(*t).size.0;
+    let mut by_size: Vec<TensorId> = resident.to_vec();
+    by_size.sort_by_key(|t| (std::cmp::Reverse(size(t)), t.0));
+    let total: u128 = resident.iter().map(|t| size(t) as u128).sum();
+    let items = by_size
+        .iter()
+        .map(|t| {
+            format!(
+                "{} ({})",
+                inst.tensor(*t).name,
+                approx_bytes(size(t) as u128)
+            )
+        })
+        .collect();
+    capped(
+        items,
+        format!("{} copies, {} in all", resident.len(), approx_bytes(total)),
+    )
+}
+
+/// Bytes in decimal units with three significant figures ("80.9 GB"), exact
+/// below 1 kB. For sentences only: every figure a rule decides on is exact.
+fn approx_bytes(b: u128) -> String {
+    const UNITS: [&str; 6] = ["kB", "MB", "GB", "TB", "PB", "EB"];
+    if b < 1000 {
+        return format!("{b} B");
+    }
+    let mut x = b as f64 / 1000.0;
+    let mut u = 0;
+    while x >= 999.95 && u + 1 < UNITS.len() {
+        x /= 1000.0;
+        u += 1;
+    }
+    let digits = if x >= 99.95 {
+        0
+    } else if x >= 9.995 {
+        1
+    } else {
+        2
+    };
+    format!("{x:.digits$} {}", UNITS[u])
 }
 
 impl Warning {

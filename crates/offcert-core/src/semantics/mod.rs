@@ -7,8 +7,13 @@
 //! same state machine; the MILP and SMT encodings mirror it (`models/MODEL.md`).
 //! Must not import: the checker, solvers, heuristics, good_lp or z3.
 //!
-//! Every transition *applies* its effect even when it breaks a rule (and returns
-//! the breaches), so that a replay can go on and report every violation.
+//! What an invalid event does to the state (`models/MODEL.md` §2.3.1, "After a
+//! violation"): a transfer that breaks R3 at its start is *void* (no effect at
+//! all, then or at its end); a delete with no GPU copy does nothing; every other
+//! transition *applies* its effect even when it breaks a rule (and returns the
+//! breaches), so that a replay can go on and report every violation, and later
+//! findings are those of the state the definitions give, never artefacts of an
+//! earlier one.
 //!
 //! Rule *in use* (R10, `models/MODEL.md` §2.5): a running GPU op pins the GPU
 //! copies it reads (less those it consumes), produces and modifies; a running
@@ -163,7 +168,8 @@ pub trait Lookahead {
     fn needed_after(&self, t: TensorId, at: Ticks) -> bool;
 }
 
-/// Carried from a transfer's start to its end: the version it reads.
+/// Carried from a transfer's start to its end: the version it reads, none for a
+/// void transfer (one that broke R3 at its start and has no effect).
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub struct InFlight {
     pub version: Option<Version>,
@@ -547,6 +553,13 @@ impl State {
     /// A transfer starts: an offload reads the GPU copy, a prefetch reads the CPU
     /// copy and takes GPU memory at once (assumption (E)). Either pins the GPU
     /// buffer until `end` (R10).
+    ///
+    /// A transfer that breaks R3 at its start (a tensor that may not move, an
+    /// offload with no present GPU copy, a prefetch with no CPU copy or onto a
+    /// GPU copy) is *void* (`models/MODEL.md` §2.3.1): it has no effect on the
+    /// state, neither now nor at its end. It reads nothing, so its [`InFlight`]
+    /// carries no version; a transfer carries a version exactly when it is not
+    /// void.
     pub fn transfer_start(
         &mut self,
         inst: &Instance,
@@ -555,56 +568,75 @@ impl State {
         at: Ticks,
         end: Ticks,
     ) -> (InFlight, Vec<Breach>) {
-        let mut out = Vec::new();
-        if !inst.tensor(t).transferable {
-            out.push(Breach::NotTransferable { tensor: t });
+        let out = self.transfer_breaches(inst, dir, t);
+        if !out.is_empty() {
+            return (InFlight { version: None }, out);
         }
         let size = self.sizes[t.ix()];
         let ts = &mut self.tensors[t.ix()];
-        match dir {
+        // R3 held: an offload finds a present copy, a prefetch a CPU copy.
+        let void = (InFlight { version: None }, Vec::new());
+        let version = match dir {
             Direction::Offload => {
-                let version = match ts.gpu {
-                    GpuCopy::Present(v) => Some(v),
-                    _ => {
-                        out.push(Breach::OffloadAbsent { tensor: t });
-                        None
-                    }
+                let GpuCopy::Present(v) = ts.gpu else {
+                    return void;
                 };
                 if ts.cpu.is_none() && ts.cpu_incoming == 0 {
                     self.cpu_used += size;
                 }
                 ts.cpu_incoming += 1;
-                if version.is_some() {
-                    self.pin(t, Holder::Transfer(dir), at, end);
+                v
+            }
+            Direction::Prefetch => {
+                let Some(v) = ts.cpu else {
+                    return void;
+                };
+                let pending = GpuCopy::Pending {
+                    ready: end,
+                    version: Some(v),
+                };
+                self.allocate_gpu(t, pending);
+                v
+            }
+        };
+        self.pin(t, Holder::Transfer(dir), at, end);
+        (
+            InFlight {
+                version: Some(version),
+            },
+            Vec::new(),
+        )
+    }
+
+    /// Rule R3 for a transfer of `t` starting now: every reason it cannot run.
+    fn transfer_breaches(&self, inst: &Instance, dir: Direction, t: TensorId) -> Vec<Breach> {
+        let mut out = Vec::new();
+        if !inst.tensor(t).transferable {
+            out.push(Breach::NotTransferable { tensor: t });
+        }
+        let ts = &self.tensors[t.ix()];
+        match dir {
+            Direction::Offload => {
+                if !matches!(ts.gpu, GpuCopy::Present(_)) {
+                    out.push(Breach::OffloadAbsent { tensor: t });
                 }
-                (InFlight { version }, out)
             }
             Direction::Prefetch => {
                 if ts.cpu.is_none() {
                     out.push(Breach::PrefetchWithoutCpuCopy { tensor: t });
                 }
-                let version = ts.cpu;
-                let pending = GpuCopy::Pending {
-                    ready: end,
-                    version,
-                };
                 if ts.on_gpu() {
                     out.push(Breach::PrefetchResident { tensor: t });
-                    // One copy's worth of memory: the transfer overwrites the
-                    // buffer in place (the same buffer, for R10's copy identity).
-                    ts.gpu = pending;
-                } else {
-                    self.allocate_gpu(t, pending);
                 }
-                self.pin(t, Holder::Transfer(dir), at, end);
-                (InFlight { version }, out)
             }
         }
+        out
     }
 
     /// A transfer ends: an offload writes its version to the CPU (and releases the
     /// GPU copy if `delete`, at once unless the copy is in use: then when its last
-    /// user ends, R10); a prefetch makes its copy present. Its pin ends.
+    /// user ends, R10); a prefetch makes its copy present. Its pin ends. A void
+    /// transfer (its flight carries no version) does nothing.
     pub fn transfer_end(
         &mut self,
         dir: Direction,
@@ -615,20 +647,15 @@ impl State {
         look: &dyn Lookahead,
     ) -> Vec<Breach> {
         let mut out = Vec::new();
+        let Some(v) = flight.version else {
+            return out;
+        };
         let pinned = self.unpin(t, Holder::Transfer(dir), at).is_some();
-        let size = self.sizes[t.ix()];
         let ts = &mut self.tensors[t.ix()];
         match dir {
             Direction::Offload => {
                 ts.cpu_incoming = ts.cpu_incoming.saturating_sub(1);
-                match flight.version {
-                    Some(v) => ts.cpu = Some(v),
-                    None => {
-                        if ts.cpu.is_none() && ts.cpu_incoming == 0 {
-                            self.cpu_used -= size;
-                        }
-                    }
-                }
+                ts.cpu = Some(v);
                 if delete && self.tensors[t.ix()].on_gpu() {
                     let in_use = self.pin_covering(t, at).is_some();
                     if in_use && self.release == ReleaseRule::AfterEnd {
@@ -639,12 +666,9 @@ impl State {
                 }
             }
             Direction::Prefetch => {
+                // A copy released while the prefetch ran holds nothing any more.
                 if let GpuCopy::Pending { .. } = ts.gpu {
-                    ts.gpu = match flight.version {
-                        Some(v) => GpuCopy::Present(v),
-                        // Nothing was read: the copy holds no valid version.
-                        None => GpuCopy::Present(Version::MAX),
-                    };
+                    ts.gpu = GpuCopy::Present(v);
                 }
             }
         }

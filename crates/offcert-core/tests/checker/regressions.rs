@@ -18,25 +18,52 @@ fn every_regression_replays() {
     }
 }
 
-/// An op's output released while the op runs must not come back without its
-/// memory (the checker's counter once drifted 1 B low here).
+/// A void offload (R3: x2 is still pending, F1 produces it) releases nothing
+/// (models/MODEL.md §2.3.1): F1's output lands at 1, so F2, B2 and B1 find x2,
+/// and the void prefetch at 2 lands nothing. Before the rule the offload's end
+/// released F1's buffer and the prefetch landed a copy holding no version, and
+/// B2 and B1 were reported reading `v18446744073709551615`.
 #[test]
-fn drift_peak_memory_is_two_bytes_at_three() {
+fn drift_void_offload_releases_nothing() {
     let dir = repo().join("instances/regressions");
     let (inst, s) = load(
         &dir.join("drift.json"),
         &dir.join("drift.offload-during-producer.invalid.schedule.json"),
     );
     let r = check(&inst, &s);
-    assert_eq!((r.peak_memory, r.peak_at), (Bytes(2), Ticks(3)));
+    // x2 (1 B) from 0, x4 (1 B) from 1 to 2, y2 (1 B) from 3.
+    assert_eq!((r.peak_memory, r.peak_at), (Bytes(2), Ticks(1)));
     assert_eq!(
         r.violations.iter().map(|v| v.kind()).collect::<Vec<_>>(),
         [
             "offload_absent",
-            "input_not_resident",
             "prefetch_without_cpu_copy",
-            "input_stale",
-            "input_stale"
+            "prefetch_resident"
+        ]
+    );
+}
+
+/// An op's output released while the op runs must not come back without its
+/// memory (the checker's counter once drifted 1 B low; `drift2.json`).
+#[test]
+fn drift_output_released_while_produced_lands_nowhere() {
+    let dir = repo().join("instances/regressions");
+    let (inst, s) = load(
+        &dir.join("drift2.json"),
+        &dir.join("drift2.delete-during-producer.invalid.schedule.json"),
+    );
+    let r = agree(&inst, &s);
+    assert_eq!((r.peak_memory, r.peak_at), (Bytes(1), Ticks(0)));
+    assert_eq!(
+        r.violations
+            .iter()
+            .map(|v| (v.kind(), v.at()))
+            .collect::<Vec<_>>(),
+        [
+            ("released_while_in_use".to_string(), Ticks(1)),
+            ("input_not_resident".to_string(), Ticks(2)),
+            ("input_not_resident".to_string(), Ticks(3)),
+            ("input_not_resident".to_string(), Ticks(3)),
         ]
     );
 }

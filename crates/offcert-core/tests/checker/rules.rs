@@ -515,7 +515,9 @@ fn rule_no_data_loss_and_the_discount_rule() {
 /// R9 steady state: a transfer crossing P reads a current value in the first
 /// period (the warm-up, whose in-flight offload was read from S₀) and a stale
 /// one in the second. The checker reports it as `not_steady` (rule name
-/// completeness), with no position in time (it compares two periods).
+/// steady-state), with no position in time (it compares two periods). Here the
+/// stale value comes from a delete that loses w2's update and a prefetch of
+/// the stale CPU copy, each reported too (the fixture's note has the steps).
 #[test]
 fn rule_steady_state_cyclic() {
     valid("w2.json", "w2.resident.valid.schedule.json");
@@ -525,13 +527,24 @@ fn rule_steady_state_cyclic() {
         r.violations,
         vec![
             Violation::NotSteady {
-                event: EventId(5),
+                event: EventId(6),
                 tensor: W2,
             },
-            Violation::PrefetchResident {
+            Violation::DataLoss {
                 event: EventId(4),
                 at: Ticks(2),
                 tensor: W2,
+                gpu_version: Some(1),
+                cpu_version: Some(0),
+                latest: 1,
+            },
+            Violation::InputStale {
+                event: EventId(2),
+                at: Ticks(3),
+                op: OpId(3),
+                tensor: W2,
+                held: Some(0),
+                latest: 1,
             },
         ]
     );
@@ -540,7 +553,7 @@ fn rule_steady_state_cyclic() {
     assert_eq!(
         r.warnings,
         vec![Warning::RedundantOffload {
-            event: EventId(5),
+            event: EventId(6),
             tensor: W2,
             bytes: Bytes(4),
             ticks: Ticks(4),
@@ -556,17 +569,12 @@ fn rule_steady_state_cyclic() {
     assert_eq!(
         v.findings,
         vec![
-            finding(
-                "dependencies",
-                "prefetch_resident",
-                Some(4),
-                Some(2),
-                Some(4)
-            ),
-            finding("steady-state", "not_steady", Some(5), None, None),
+            finding("no-data-loss", "data_loss", Some(4), Some(2), Some(4)),
+            finding("dependencies", "input_stale", Some(2), Some(3), Some(4)),
+            finding("steady-state", "not_steady", Some(6), None, None),
         ]
     );
-    assert_eq!(v.redundant_offloads, vec![EventId(5)]);
+    assert_eq!(v.redundant_offloads, vec![EventId(6)]);
 }
 
 /// Every fixture is used above, and follows the naming convention.
