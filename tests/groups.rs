@@ -8,6 +8,7 @@ mod common;
 
 use common::*;
 use offcert::check::{check, instance_digest};
+use offcert::exact::scope::Feature;
 use offcert::exact::{self, ExactError, Limits, Method};
 use offcert::family::CoreFile;
 use offcert::model::{ComputeOrder, Extension, Instance, ModelError};
@@ -127,7 +128,7 @@ fn refused(r: Result<exact::Outcome, ExactError>, method: Method, feature: Exten
             method: m,
             feature: f,
         }) => {
-            assert_eq!((m, f), (method, feature))
+            assert_eq!((m, f), (method, Feature::Extension(feature)))
         }
         other => panic!("{method:?}: expected a refusal naming {feature:?}, got {other:?}"),
     }
@@ -137,13 +138,13 @@ fn refused(r: Result<exact::Outcome, ExactError>, method: Method, feature: Exten
 fn milp_refuses_groups_slots_and_after() {
     for e in [Extension::Groups, Extension::Slots, Extension::After] {
         refused(
-            exact::milp::solve(&only(e), &Limits::default()),
+            exact::solve(Method::Milp, &only(e), &Limits::default()),
             Method::Milp,
             e,
         );
     }
     refused(
-        exact::milp::solve(&grp1(), &Limits::default()),
+        exact::solve(Method::Milp, &grp1(), &Limits::default()),
         Method::Milp,
         Extension::Groups,
     );
@@ -153,7 +154,7 @@ fn milp_refuses_groups_slots_and_after() {
 fn smt_refuses_groups_slots_and_after() {
     for e in [Extension::Groups, Extension::Slots, Extension::After] {
         refused(
-            exact::smt::solve(&only(e), &Limits::default()),
+            exact::solve(Method::Smt, &only(e), &Limits::default()),
             Method::Smt,
             e,
         );
@@ -164,7 +165,7 @@ fn smt_refuses_groups_slots_and_after() {
 fn search_refuses_groups_slots_and_after() {
     for e in [Extension::Groups, Extension::Slots, Extension::After] {
         refused(
-            exact::search::solve(&only(e), &Limits::default()),
+            exact::solve(Method::Search, &only(e), &Limits::default()),
             Method::Search,
             e,
         );
