@@ -25,7 +25,9 @@
 //! length P in the state graph: the search starts from every boundary state
 //! S₀ (with the transfers in flight across the boundary) at once and stops at
 //! the first node, at time P, whose state equals its own S₀ up to versions.
-//! Anything else is refused with [`ExactError::Unsupported`].
+//! Anything else is refused: a feature outside [`SCOPE`] with
+//! [`ExactError::Unencoded`] (by the door, and by `driver::search_scope` for
+//! the anytime search), a finer limit with [`ExactError::Unsupported`].
 //!
 //! Both release rules (`Instance::release`, MODEL.md R10): under the default
 //! `after_end` no copy is released while a running op or transfer holds it
