@@ -7,7 +7,7 @@
 //! schedule is checked by the checker before its time counts.
 
 use offcert::check::check;
-use offcert::exact::{milp, search, smt, Limits, Method, Status};
+use offcert::exact::{self, Limits, Method, Status};
 use offcert::family::activation_chain::ActivationLayer;
 use offcert::family::weight_chain::WeightLayer;
 use offcert::family::{ActivationChain, BandwidthFile, InstanceFile, WeightChain};
@@ -116,9 +116,9 @@ fn main() {
                 };
                 let t = Instant::now();
                 let r = match m {
-                    Method::Milp => milp::solve(&inst, &limits),
-                    Method::Smt => smt::solve(&inst, &limits),
-                    Method::Search => search::solve(&inst, &limits),
+                    Method::Milp => exact::solve(Method::Milp, &inst, &limits),
+                    Method::Smt => exact::solve(Method::Smt, &inst, &limits),
+                    Method::Search => exact::solve(Method::Search, &inst, &limits),
                 };
                 let el = t.elapsed().as_secs_f64();
                 let (status, opt) = match &r {

@@ -15,7 +15,7 @@ use crate::family::{ActivationChain, InstanceFile, WeightChain};
 use crate::model::Instance;
 use num_bigint::BigInt;
 use num_rational::BigRational;
-use num_traits::{Signed, ToPrimitive, Zero};
+use num_traits::{Signed, ToPrimitive};
 
 #[derive(Clone, Copy, Debug, PartialEq, Eq, serde::Serialize, serde::Deserialize)]
 #[serde(rename_all = "snake_case")]
@@ -80,9 +80,6 @@ impl LowerBound {
         let digits = format!("{digits:0>4}");
         let (i, f) = digits.split_at(digits.len() - 3);
         format!("{}{}.{}…", if neg { "-" } else { "" }, i, f)
-    }
-    pub fn is_trivial(&self) -> bool {
-        self.value.is_zero()
     }
 }
 

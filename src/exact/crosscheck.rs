@@ -3,7 +3,9 @@
 //!
 //! Owns: [`Verdict`], [`Label`], [`run`]. A number shown to a user comes from
 //! here only after [`crate::check::check`] has accepted its schedule; a method's
-//! own makespan is never used. Must not import: heuristics, bounds.
+//! own makespan is never used. Every method runs through the front door
+//! ([`super::solve`]); the MILP's one-frame refutation ([`milp::refute`]) is
+//! the second route beside z3's. Must not import: heuristics, bounds.
 //!
 //! Labels:
 //! - `optimal (cross-checked)`: two methods prove the same optimum, or z3 proves
@@ -26,15 +28,15 @@ use crate::model::Instance;
 use crate::units::Ticks;
 use std::time::Duration;
 
-/// A method's entry point.
-pub type SolveFn = fn(&Instance, &Limits) -> Result<Outcome, ExactError>;
+/// A method's entry point (the door for one method, or a planted one).
+pub use super::SolveFn;
 
-/// The entry point of each method.
+/// The entry point of each method: the front door ([`super::solve`]) for it.
 pub fn solver(m: Method) -> SolveFn {
     match m {
-        Method::Milp => milp::solve,
-        Method::Smt => super::smt::solve,
-        Method::Search => super::search::solve,
+        Method::Milp => |i, l| super::solve(Method::Milp, i, l),
+        Method::Smt => |i, l| super::solve(Method::Smt, i, l),
+        Method::Search => |i, l| super::solve(Method::Search, i, l),
     }
 }
 
@@ -55,7 +57,6 @@ pub enum Label {
 }
 
 impl Label {
-    /// The words shown to users.
     pub fn is_infeasible(&self) -> bool {
         matches!(self, Label::Infeasible | Label::InfeasibleSolverReported)
     }
@@ -67,6 +68,7 @@ impl Label {
         )
     }
 
+    /// The words shown to users.
     pub fn words(&self) -> String {
         match self {
             Label::OptimalCrossChecked => "optimal (cross-checked)".into(),

@@ -2,11 +2,22 @@
 //! search, written independently of each other, plus the cross-check that runs
 //! them and labels the result.
 //!
-//! Owns: [`Outcome`], [`Status`], [`Limits`], [`ExactError`] and the methods.
+//! Owns: the one front door [`solve`], [`Outcome`], [`Status`], [`Limits`],
+//! [`ExactError`], and the table that ties each [`Method`] to its scope
+//! ([`scope::Scope`]), its plain solver and its one-frame refutation.
 //! Every returned schedule is passed through [`crate::check::check`] before any
 //! number is reported; the reported makespan is the checker's.
 //! Backend types never leave their module: z3 stays in `smt`, and HiGHS and
 //! good_lp in [`crate::lp`], the one LP layer.
+//!
+//! The door derives the instance's features once ([`scope::Features::of`]),
+//! compares them with the method's declared scope, refuses with the method's
+//! typed reason ([`ExactError::Unencoded`], naming the feature), applies the
+//! reduction the scope names (a free order through [`remat`]) and calls the
+//! method's plain solver. The imports run one way: the door and the
+//! cross-check know the methods and the reductions; a method knows neither the
+//! door, the cross-check nor the reduction that wraps it; a reduction gets the
+//! plain solver as an argument.
 //!
 //! Must not import: bounds, heuristics, traces, reports, the CLI (and each
 //! method none of the others: MILP, SMT and search are independent).
@@ -14,10 +25,15 @@
 pub mod crosscheck;
 pub mod milp;
 pub mod reduction;
+pub mod scope;
 
 use crate::check::{Checked, Rejected};
+use crate::model::Instance;
 use crate::schedule::Schedule;
 use crate::units::Ticks;
+use remat::sequences::SequenceLimits;
+use remat::{Below, BelowFn};
+use scope::{Features, Reduction, Route, Scope};
 use std::sync::atomic::AtomicBool;
 use std::sync::Arc;
 use std::time::Duration;
@@ -28,6 +44,77 @@ pub mod search;
 /// limit): [`search::anytime`].
 pub use search::anytime;
 pub mod smt;
+
+/// A method's solver: the front door for one method, a plain solver, or a
+/// planted one in tests.
+pub type SolveFn = fn(&Instance, &Limits) -> Result<Outcome, ExactError>;
+
+/// Run `method` on `inst`: the one front door to the exact methods. Refuses,
+/// naming the feature, an instance outside the method's scope; reduces a free
+/// order through [`remat`] where the scope says so; otherwise calls the
+/// method's plain solver.
+pub fn solve(method: Method, inst: &Instance, limits: &Limits) -> Result<Outcome, ExactError> {
+    solve_within(method, inst, limits, SequenceLimits::default())
+}
+
+/// [`solve`] with the op-sequence limits of the free-order reduction given
+/// (limit 4 of `proofs/REMAT-EXACT.md` kept or relaxed); they matter only
+/// where the route goes through [`remat`].
+pub fn solve_within(
+    method: Method,
+    inst: &Instance,
+    limits: &Limits,
+    sequences: SequenceLimits,
+) -> Result<Outcome, ExactError> {
+    match method.scope().admit(method, &Features::of(inst))? {
+        Route::Direct => method.plain()(inst, limits),
+        Route::Through(Reduction::Remat) => remat::solve_with(
+            inst,
+            limits,
+            (method, method.plain(), method.below()),
+            sequences,
+        ),
+    }
+}
+
+/// The MILP's one-frame refutation in the form the free-order reduction takes.
+fn milp_below(inst: &Instance, b: Ticks, limits: &Limits) -> Result<Below, ExactError> {
+    Ok(match milp::refute(inst, b, limits)? {
+        milp::Refutation::Refuted => Below::Refuted,
+        milp::Refutation::Feasible(_) => Below::Found,
+        milp::Refutation::Unknown => Below::Unknown,
+    })
+}
+
+impl Method {
+    /// What the method accepts: the features its plain solver encodes and
+    /// the reductions it is run through.
+    pub fn scope(self) -> &'static Scope {
+        match self {
+            Method::Milp => &milp::SCOPE,
+            Method::Smt => &smt::SCOPE,
+            Method::Search => &search::SCOPE,
+        }
+    }
+
+    /// The plain solver (only the door calls it, after the scope check).
+    fn plain(self) -> SolveFn {
+        match self {
+            Method::Milp => milp::solve,
+            Method::Smt => smt::solve,
+            Method::Search => search::solve,
+        }
+    }
+
+    /// The one-frame refutation the free-order reduction uses to skip a
+    /// sequence that cannot beat the best makespan, where the method has one.
+    fn below(self) -> Option<BelowFn> {
+        match self {
+            Method::Milp => Some(milp_below),
+            Method::Smt | Method::Search => None,
+        }
+    }
+}
 
 /// Which exact method.
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Hash, serde::Serialize, serde::Deserialize)]
@@ -92,12 +179,13 @@ pub struct Outcome {
 pub enum ExactError {
     #[error("{method:?}: this instance is outside the method's scope: {reason}")]
     Unsupported { method: Method, reason: String },
-    /// The instance uses a core-model extension (groups, slots, `after`) that
-    /// no exact method encodes yet: refused, never solved without it.
+    /// The instance uses a feature (a core-model extension, a free order, a
+    /// CPU op, ...) that the method's scope ([`Method::scope`]) does not
+    /// encode: refused, never solved without it.
     #[error("{method:?}: this instance uses {feature}, which the method does not encode")]
     Unencoded {
         method: Method,
-        feature: crate::model::Extension,
+        feature: scope::Feature,
     },
     #[error("{method:?}: the time horizon ({horizon} slots) is too large (limit {limit})")]
     HorizonTooLarge {
@@ -140,18 +228,6 @@ impl ExactError {
         crate::check::check(inst, s)
             .into_result()
             .map_err(|rejected| ExactError::CheckerRejected { method, rejected })
-    }
-}
-
-/// Refuse an instance that uses an extension (groups, slots, `after`): the
-/// first one, named.
-pub(crate) fn refuse_extensions(
-    inst: &crate::model::Instance,
-    method: Method,
-) -> Result<(), ExactError> {
-    match inst.extensions().first() {
-        Some(&feature) => Err(ExactError::Unencoded { method, feature }),
-        None => Ok(()),
     }
 }
 

@@ -10,7 +10,6 @@
 //! §2.4), never from a private copy of the rules.
 //! Must not import: solvers, heuristics, bounds.
 
-use super::mapping::{Mapping, Role, Rule, Source};
 use super::{ExportMeta, Nanos, TraceError};
 use crate::model::{Channel, Device, Direction, Instance, Mode, TensorId};
 use crate::schedule::{CyclicStateFile, Event, Schedule};
@@ -180,32 +179,6 @@ fn replay(inst: &Instance, events: &[Event], mut state: State) -> Vec<(Ticks, i1
         samples.push((now, state.gpu_used));
     }
     samples
-}
-
-/// The mapping that reads an exported trace back (also in
-/// `instances/traces/export.mapping.json`).
-pub fn export_mapping() -> Mapping {
-    let rule = |pattern: &str, role: Role, delete: Option<bool>| Rule {
-        pattern: pattern.into(),
-        role,
-        name: "$1".into(),
-        source: Source::AnyRange,
-        delete,
-    };
-    Mapping {
-        note: Some("Reads traces written by `offcert export-trace`.".into()),
-        tick_ns: None,
-        origin_ns: None,
-        period: None,
-        initial: None,
-        rules: vec![
-            rule("compute:*", Role::Compute, None),
-            rule("offload:*", Role::Offload, Some(true)),
-            rule("offload-keep:*", Role::Offload, Some(false)),
-            rule("prefetch:*", Role::Prefetch, None),
-            rule("delete:*", Role::Delete, None),
-        ],
-    }
 }
 
 /// Write the Chrome trace of `s` to `w`. `file` names the output in errors.

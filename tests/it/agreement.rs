@@ -4,7 +4,7 @@
 //! more bandwidth never makes the optimum worse.
 
 use offcert::check::check;
-use offcert::exact::{milp, search, smt, ExactError, Limits, Method, Outcome, Status};
+use offcert::exact::{self, milp, ExactError, Limits, Method, Outcome, Status};
 use offcert::family::InstanceFile;
 use offcert::model::{Instance, ReleaseRule};
 use offcert::units::Ticks;
@@ -31,7 +31,7 @@ fn proved(
 ) -> Result<Option<Option<Ticks>>, String> {
     let o = match r {
         Ok(o) => o,
-        Err(ExactError::Unsupported { .. }) => return Ok(None),
+        Err(ExactError::Unsupported { .. } | ExactError::Unencoded { .. }) => return Ok(None),
         Err(e) => return Err(e.to_string()),
     };
     if let Some(s) = &o.schedule {
@@ -82,14 +82,14 @@ fn agree_among(s: Small, with_search: bool) -> TestResult {
         Err(_) => return TestResult::discard(),
     };
     let mut runs = vec![
-        (Method::Milp, milp::solve(&inst, &limits())),
-        (Method::Smt, smt::solve(&inst, &limits())),
+        (Method::Milp, exact::solve(Method::Milp, &inst, &limits())),
+        (Method::Smt, exact::solve(Method::Smt, &inst, &limits())),
     ];
     if with_search {
         // Both families are in the search's scope (one-shot and cyclic): it
         // must answer, not refuse.
-        let r = search::solve(&inst, &limits());
-        if let Err(e @ ExactError::Unsupported { .. }) = &r {
+        let r = exact::solve(Method::Search, &inst, &limits());
+        if let Err(e @ (ExactError::Unsupported { .. } | ExactError::Unencoded { .. })) = &r {
             return TestResult::error(format!("search refused: {e}\n{}", s.json()));
         }
         if matches!(&r, Ok(o) if o.status != Status::Unknown)
@@ -173,8 +173,8 @@ fn relaxation_not_worse(s: Small) -> TestResult {
         return TestResult::discard();
     };
     let (oe, os) = match (
-        proved(&ie, smt::solve(&ie, &limits())),
-        proved(&is, milp::solve(&is, &limits())),
+        proved(&ie, exact::solve(Method::Smt, &ie, &limits())),
+        proved(&is, exact::solve(Method::Milp, &is, &limits())),
     ) {
         (Ok(Some(a)), Ok(Some(b))) => (a, b),
         (Err(e), _) | (_, Err(e)) => return TestResult::error(format!("{e}\n{}", end.json())),
@@ -233,9 +233,9 @@ fn regressions_replayed() {
     for (json, want) in REGRESSIONS {
         let (_, inst) = offcert::io::parse_instance("regression", json).unwrap();
         for r in [
-            milp::solve(&inst, &limits()),
-            smt::solve(&inst, &limits()),
-            search::solve(&inst, &limits()),
+            exact::solve(Method::Milp, &inst, &limits()),
+            exact::solve(Method::Smt, &inst, &limits()),
+            exact::solve(Method::Search, &inst, &limits()),
         ] {
             let got = proved(&inst, r).unwrap().expect("finishes");
             assert_eq!(got, want.map(Ticks), "{json}");
@@ -268,9 +268,9 @@ fn search_regressions_agree() {
         let path = std::path::Path::new("instances/regressions").join(file);
         let (_, inst) = offcert::io::load_instance(&path).unwrap();
         for r in [
-            search::solve(&inst, &limits()),
-            milp::solve(&inst, &limits()),
-            smt::solve(&inst, &limits()),
+            exact::solve(Method::Search, &inst, &limits()),
+            exact::solve(Method::Milp, &inst, &limits()),
+            exact::solve(Method::Smt, &inst, &limits()),
         ] {
             let got = proved(&inst, r).unwrap();
             assert_eq!(got, Some(Some(Ticks(*want))), "{file}");
@@ -279,7 +279,7 @@ fn search_regressions_agree() {
 }
 
 fn milp_opt(inst: &Instance) -> Result<Option<Option<Ticks>>, String> {
-    proved(inst, milp::solve(inst, &limits()))
+    proved(inst, exact::solve(Method::Milp, inst, &limits()))
 }
 
 fn monotone(s: Small) -> TestResult {
@@ -335,9 +335,9 @@ fn infeasible_instances_are_infeasible_for_every_method() {
             offcert::io::load_instance(std::path::Path::new(&format!("instances/tiny/{f}.json")))
                 .unwrap();
         for r in [
-            milp::solve(&inst, &limits()),
-            smt::solve(&inst, &limits()),
-            search::solve(&inst, &limits()),
+            exact::solve(Method::Milp, &inst, &limits()),
+            exact::solve(Method::Smt, &inst, &limits()),
+            exact::solve(Method::Search, &inst, &limits()),
         ] {
             match proved(&inst, r) {
                 Ok(Some(a)) => assert_eq!(a, None, "{f}"),
@@ -404,8 +404,8 @@ fn zero_duration_op_at_p_then_a_time_0_delete() {
     for (rule, want) in [(ReleaseRule::AfterEnd, 7), (ReleaseRule::AfterStart, 6)] {
         inst.release = rule;
         for (m, r) in [
-            (Method::Milp, milp::solve(&inst, &limits())),
-            (Method::Smt, smt::solve(&inst, &limits())),
+            (Method::Milp, exact::solve(Method::Milp, &inst, &limits())),
+            (Method::Smt, exact::solve(Method::Smt, &inst, &limits())),
         ] {
             let got = proved(&inst, r).unwrap();
             assert_eq!(got, Some(Some(Ticks(want))), "{m:?} ({rule})");
@@ -417,7 +417,10 @@ fn zero_duration_op_at_p_then_a_time_0_delete() {
     }
     // Under the default rule, period 7 needs Z at P and the delete of w at 0.
     inst.release = ReleaseRule::AfterEnd;
-    for r in [milp::solve(&inst, &limits()), smt::solve(&inst, &limits())] {
+    for r in [
+        exact::solve(Method::Milp, &inst, &limits()),
+        exact::solve(Method::Smt, &inst, &limits()),
+    ] {
         let s = r.unwrap().schedule.unwrap();
         let z = inst.op_by_name("Z").unwrap();
         let w = inst.tensor_by_name("w").unwrap();
@@ -462,7 +465,10 @@ fn zero_duration_b_regressions_replayed() {
             (ReleaseRule::AfterStart, start),
         ] {
             inst.release = rule;
-            for r in [milp::solve(&inst, &limits()), smt::solve(&inst, &limits())] {
+            for r in [
+                exact::solve(Method::Milp, &inst, &limits()),
+                exact::solve(Method::Smt, &inst, &limits()),
+            ] {
                 let got = proved(&inst, r).unwrap().expect("finishes");
                 assert_eq!(got, Some(Ticks(*want)), "{rule}: {json}");
             }

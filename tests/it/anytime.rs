@@ -10,7 +10,7 @@ use crate::common;
 use common::{activation_chain, activation_schedule, qc, TinyActivation, TinyWeight};
 use offcert::check::{check, CheckOutcome};
 use offcert::exact::anytime::{solve_anytime, AnytimeOptions, Stop};
-use offcert::exact::{search, Limits, Status};
+use offcert::exact::{self, Limits, Method, Status};
 use offcert::heuristic::improve::improve;
 use offcert::model::Instance;
 use quickcheck::TestResult;
@@ -19,7 +19,7 @@ use std::time::Duration;
 /// The exhaustive search's answer: Some(optimum), None (infeasible), or
 /// Err(()) when it does not decide.
 fn optimum(inst: &Instance) -> Result<Option<i64>, ()> {
-    let out = search::solve(inst, &Limits::default()).map_err(|_| ())?;
+    let out = exact::solve(Method::Search, inst, &Limits::default()).map_err(|_| ())?;
     match out.status {
         Status::Optimal => Ok(out.bound.map(|b| b.0)),
         Status::Infeasible => Ok(None),

@@ -4,7 +4,7 @@
 //! with the optimum, the written .lp model is well formed.
 
 use offcert::check::check;
-use offcert::exact::{milp, Limits, Status};
+use offcert::exact::{self, milp, Limits, Method, Status};
 use offcert::io::load_instance;
 use offcert::model::ReleaseRule;
 use offcert::units::Ticks;
@@ -51,7 +51,7 @@ fn milp_finds_every_known_optimum_and_the_checker_agrees() {
     for (name, rule, want) in known() {
         let inst = load_with(name, rule);
         let name = format!("{name} ({rule})");
-        let o = milp::solve(&inst, &Limits::default()).unwrap();
+        let o = exact::solve(Method::Milp, &inst, &Limits::default()).unwrap();
         match want {
             Some(t) => {
                 assert_eq!(o.status, Status::Optimal, "{name}: {:?}", o.notes);
@@ -102,7 +102,7 @@ fn discount_rule_is_used_in_the_optimum() {
     // weight_discount_lowers: the optimum deletes w2 after F2 with no offload
     // after F2 (the CPU copy from after B2 is still current).
     let inst = load("weight_discount_lowers");
-    let o = milp::solve(&inst, &Limits::default()).unwrap();
+    let o = exact::solve(Method::Milp, &inst, &Limits::default()).unwrap();
     let s = o.schedule.unwrap();
     let w2 = inst.tensor_by_name("w2").unwrap();
     let offloads = s
@@ -154,7 +154,7 @@ fn out_of_scope_instances_are_refused_not_approximated() {
         let first = v[0];
         v.push(first);
     }
-    match milp::solve(&inst, &Limits::default()) {
+    match exact::solve(Method::Milp, &inst, &Limits::default()) {
         Err(offcert::exact::ExactError::Unsupported { .. }) => {}
         other => panic!("expected Unsupported, got {other:?}"),
     }
@@ -185,7 +185,7 @@ fn chain3_at_8_bytes_under_both_rules() {
     inst.machine.gpu_capacity = offcert::units::Bytes(8);
     for (rule, want) in [(ReleaseRule::AfterEnd, 19), (ReleaseRule::AfterStart, 15)] {
         inst.release = rule;
-        let o = milp::solve(&inst, &Limits::default()).unwrap();
+        let o = exact::solve(Method::Milp, &inst, &Limits::default()).unwrap();
         assert_eq!(o.status, Status::Optimal, "{rule}: {:?}", o.notes);
         let r = check(&inst, o.schedule.as_ref().unwrap());
         assert!(r.valid, "{rule}: {:?}", r.violations);

@@ -5,12 +5,12 @@
 use crate::common;
 
 use common::{act, qc, tiny, under, weights, TinyActivation};
-use offcert::exact::{milp, search, ExactError, Limits, Status};
+use offcert::exact::{self, ExactError, Limits, Method, Status};
 use offcert::model::{Instance, ReleaseRule};
 use quickcheck::TestResult;
 
 fn solve(inst: &Instance) -> (Status, Option<i64>) {
-    let out = search::solve(inst, &Limits::default()).expect("search runs");
+    let out = exact::solve(Method::Search, inst, &Limits::default()).expect("search runs");
     if let Some(s) = &out.schedule {
         let r = offcert::check::check(inst, s);
         assert!(r.valid, "checker rejects: {:?}\n{s:?}", r.violations);
@@ -93,7 +93,7 @@ fn cyclic_is_solved() {
     let mut moving = inst.clone();
     moving.tensors[1].transferable = true; // a1
     assert!(matches!(
-        search::solve(&moving, &Limits::default()),
+        exact::solve(Method::Search, &moving, &Limits::default()),
         Err(ExactError::Unsupported { .. })
     ));
 }
@@ -103,8 +103,8 @@ fn agree(t: TinyActivation) -> TestResult {
     let rule = inst.release;
     let json = serde_json::to_string(&inst).unwrap();
     let (a, b) = match (
-        search::solve(&inst, &Limits::default()),
-        milp::solve(&inst, &Limits::default()),
+        exact::solve(Method::Search, &inst, &Limits::default()),
+        exact::solve(Method::Milp, &inst, &Limits::default()),
     ) {
         (Ok(a), Ok(b)) => (a, b),
         (a, b) => return TestResult::error(format!("{a:?}\n{b:?}\non {json}")),

@@ -2,7 +2,7 @@
 //! schedule accepted by the checker, and certificates refuted by z3 and cvc5
 //! (both required: `scripts/setup.sh` installs them; a missing one fails).
 
-use offcert::exact::{smt, Limits, Status};
+use offcert::exact::{self, smt, Limits, Method, Status};
 use offcert::model::{Direction, Instance};
 use offcert::schedule::Event;
 use offcert::units::Ticks;
@@ -13,7 +13,7 @@ use common::{act, qc, relaxed, require_solver, weights, RandomWeights};
 
 /// Solve, assert the schedule passes the checker, return (status, makespan).
 fn solve(inst: &Instance) -> (Status, Option<i64>) {
-    let out = smt::solve(inst, &Limits::default()).expect("smt runs");
+    let out = exact::solve(Method::Smt, inst, &Limits::default()).expect("smt runs");
     if let Some(s) = &out.schedule {
         let r = offcert::check::check(inst, s);
         assert!(r.valid, "checker rejects: {:?}\n{s:?}", r.violations);
@@ -37,7 +37,7 @@ fn activation_chain_chain3_example() {
     // instances/examples/chain3.json: M_peak = 16 > 12 forces an offload, but the
     // transfers (2 ticks each) hide behind compute: the optimum is the compute 15.
     let inst = act(&[(2, 3, 4), (2, 3, 4), (2, 3, 4)], 4, 12, 2);
-    let out = smt::solve(&inst, &Limits::default()).unwrap();
+    let out = exact::solve(Method::Smt, &inst, &Limits::default()).unwrap();
     assert_eq!(out.status, Status::Optimal);
     assert_eq!(out.bound, Some(Ticks(15)));
     let s = out.schedule.unwrap();
@@ -189,7 +189,7 @@ fn cancelled_solve_returns_the_first_incumbent() {
     limits
         .cancel
         .store(true, std::sync::atomic::Ordering::SeqCst);
-    let out = smt::solve(&inst, &limits).unwrap();
+    let out = exact::solve(Method::Smt, &inst, &limits).unwrap();
     assert_eq!(out.status, Status::Feasible);
     let s = out.schedule.expect("the seed schedule");
     let r = offcert::check::check(&inst, &s);

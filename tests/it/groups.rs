@@ -8,9 +8,10 @@ use crate::common;
 
 use common::*;
 use offcert::check::{check, instance_digest};
+use offcert::exact::scope::{Feature, Features};
 use offcert::exact::{self, ExactError, Limits, Method};
 use offcert::family::CoreFile;
-use offcert::model::{ComputeOrder, Extension, Instance, ModelError};
+use offcert::model::{ComputeOrder, Extension, Instance, ModelError, OpId};
 use offcert::simulate::{asap, asap_sequence, Plan, SeqPlan, SimError};
 use quickcheck::TestResult;
 
@@ -127,7 +128,7 @@ fn refused(r: Result<exact::Outcome, ExactError>, method: Method, feature: Exten
             method: m,
             feature: f,
         }) => {
-            assert_eq!((m, f), (method, feature))
+            assert_eq!((m, f), (method, Feature::Extension(feature)))
         }
         other => panic!("{method:?}: expected a refusal naming {feature:?}, got {other:?}"),
     }
@@ -137,13 +138,13 @@ fn refused(r: Result<exact::Outcome, ExactError>, method: Method, feature: Exten
 fn milp_refuses_groups_slots_and_after() {
     for e in [Extension::Groups, Extension::Slots, Extension::After] {
         refused(
-            exact::milp::solve(&only(e), &Limits::default()),
+            exact::solve(Method::Milp, &only(e), &Limits::default()),
             Method::Milp,
             e,
         );
     }
     refused(
-        exact::milp::solve(&grp1(), &Limits::default()),
+        exact::solve(Method::Milp, &grp1(), &Limits::default()),
         Method::Milp,
         Extension::Groups,
     );
@@ -153,10 +154,48 @@ fn milp_refuses_groups_slots_and_after() {
 fn smt_refuses_groups_slots_and_after() {
     for e in [Extension::Groups, Extension::Slots, Extension::After] {
         refused(
-            exact::smt::solve(&only(e), &Limits::default()),
+            exact::solve(Method::Smt, &only(e), &Limits::default()),
             Method::Smt,
             e,
         );
+    }
+}
+
+/// The door (`exact::solve`) compares the features an instance uses with the
+/// method's declared scope and refuses the first one outside it, by name: a
+/// free order where the method has no reduction for it (SMT), a cyclic
+/// instance where the reduction takes one-shot chains only (MILP, search), CPU
+/// ops where no method encodes them.
+#[test]
+fn the_door_refuses_the_first_feature_outside_the_scope() {
+    let mut i = grp1();
+    i.groups.clear();
+    for o in &mut i.ops {
+        o.after.clear();
+    }
+    i.order = ComputeOrder::Free;
+    assert_eq!(
+        Features::of(&i),
+        Features::from_list(&[
+            Feature::FreeOrder,
+            Feature::Cyclic,
+            Feature::CpuOps,
+            Feature::CpuCapacity
+        ])
+    );
+    let door = |m: Method, i: &Instance| match exact::solve(m, i, &Limits::default()) {
+        Err(ExactError::Unencoded { method, feature }) => {
+            assert_eq!(method, m);
+            feature
+        }
+        other => panic!("{m:?}: expected a refusal, got {other:?}"),
+    };
+    assert_eq!(door(Method::Smt, &i), Feature::FreeOrder);
+    assert_eq!(door(Method::Milp, &i), Feature::Cyclic);
+    assert_eq!(door(Method::Search, &i), Feature::Cyclic);
+    i.order = ComputeOrder::Fixed((0..i.ops.len() as u32).map(OpId).collect());
+    for m in [Method::Milp, Method::Smt, Method::Search] {
+        assert_eq!(door(m, &i), Feature::CpuOps, "{m:?}");
     }
 }
 
@@ -164,7 +203,7 @@ fn smt_refuses_groups_slots_and_after() {
 fn search_refuses_groups_slots_and_after() {
     for e in [Extension::Groups, Extension::Slots, Extension::After] {
         refused(
-            exact::search::solve(&only(e), &Limits::default()),
+            exact::solve(Method::Search, &only(e), &Limits::default()),
             Method::Search,
             e,
         );

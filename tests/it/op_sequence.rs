@@ -9,7 +9,7 @@ use common::*;
 use offcert::bound::op_sequence::{transfer_volume, Compute, TransferVolume};
 use offcert::bound::BoundMethod;
 use offcert::check::{check, CheckOutcome, Violation};
-use offcert::exact::{milp, Limits, Status};
+use offcert::exact::{self, Limits, Method, Status};
 use offcert::family::op_sequence::{Function, OpSequence, Variable};
 use offcert::family::{BandwidthFile, InstanceFile};
 use offcert::heuristic::op_sequence::plan::{realise, Action};
@@ -443,7 +443,7 @@ fn quickcheck_window_period_at_least_milp_optimum() {
             time_limit: std::time::Duration::from_secs(5),
             ..Limits::default()
         };
-        match milp::solve(&d, &limits) {
+        match exact::solve(Method::Milp, &d, &limits) {
             Ok(o) if o.status == Status::Optimal => {
                 let opt = o
                     .schedule
@@ -500,7 +500,8 @@ fn milp_s0_keeps_the_host_copy_of_an_offloaded_temporary() {
         time_limit: std::time::Duration::from_secs(20),
         ..Limits::default()
     };
-    let o = milp::solve(&inst, &limits).expect("the checker accepts the MILP's schedule");
+    let o = exact::solve(Method::Milp, &inst, &limits)
+        .expect("the checker accepts the MILP's schedule");
     assert_eq!(o.status, Status::Optimal);
     let s = o.schedule.unwrap();
     let r = check(&inst, &s);

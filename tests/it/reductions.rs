@@ -7,7 +7,7 @@
 
 use offcert::check::check;
 use offcert::exact::reduction::ThreePartition;
-use offcert::exact::{milp, smt, Limits, Status};
+use offcert::exact::{self, milp, Limits, Method, Status};
 use offcert::family::InstanceFile;
 use offcert::model::{Instance, ReleaseRule};
 use offcert::units::Ticks;
@@ -117,8 +117,8 @@ fn milp_and_smt_agree_on_the_small_reductions() {
     // m = 1 instances: MILP and SMT prove the same optimum.
     let tp = yes1();
     for inst in [act(&tp), weight(&tp)] {
-        let a = milp::solve(&inst, &limits()).unwrap();
-        let b = smt::solve(&inst, &limits()).unwrap();
+        let a = exact::solve(Method::Milp, &inst, &limits()).unwrap();
+        let b = exact::solve(Method::Smt, &inst, &limits()).unwrap();
         assert_eq!(a.status, Status::Optimal, "{}: {:?}", inst.name, a.notes);
         assert_eq!(b.status, Status::Optimal, "{}: {:?}", inst.name, b.notes);
         let ma = check(&inst, a.schedule.as_ref().unwrap()).makespan;
@@ -135,7 +135,7 @@ fn milp_and_smt_agree_on_the_small_reductions() {
 fn search_agrees_on_the_activation_reduction() {
     let tp = yes1();
     let inst = act(&tp);
-    let c = offcert::exact::search::solve(&inst, &limits()).unwrap();
+    let c = offcert::exact::solve(offcert::exact::Method::Search, &inst, &limits()).unwrap();
     assert_eq!(c.status, Status::Optimal, "{:?}", c.notes);
     assert_eq!(
         check(&inst, c.schedule.as_ref().unwrap()).makespan,
@@ -150,7 +150,7 @@ fn search_agrees_on_the_activation_reduction() {
 fn search_agrees_on_the_weight_reduction() {
     let tp = yes1();
     let inst = weight(&tp);
-    let c = offcert::exact::search::solve(&inst, &limits()).unwrap();
+    let c = offcert::exact::solve(offcert::exact::Method::Search, &inst, &limits()).unwrap();
     assert_eq!(c.status, Status::Optimal, "{:?}", c.notes);
     let r = check(&inst, c.schedule.as_ref().unwrap());
     assert!(r.valid, "{:?}", r.violations);
@@ -243,7 +243,8 @@ fn search_proves_t_on_the_m1_reductions_under_both_rules() {
     for rule in RULES {
         for tp in [yes1(), yes1b()] {
             for inst in [under(act(&tp), rule), under(weight(&tp), rule)] {
-                let c = offcert::exact::search::solve(&inst, &limits()).unwrap();
+                let c = offcert::exact::solve(offcert::exact::Method::Search, &inst, &limits())
+                    .unwrap();
                 assert_eq!(
                     c.status,
                     Status::Optimal,

@@ -874,7 +874,7 @@ fn several_options_rotor_runs_pofo_refuses_bounds_take_the_least() {
             matches!(
                 e,
                 ExactError::Unencoded {
-                    feature: Extension::Groups,
+                    feature: offcert::exact::scope::Feature::Extension(Extension::Groups),
                     ..
                 }
             ),

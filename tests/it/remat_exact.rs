@@ -264,7 +264,7 @@ fn milp_optimum(c: &RematChain, in_order: bool, secs: u64) -> Option<i64> {
     let seq = SequenceLimits {
         forwards_in_order: in_order,
     };
-    let o = offcert::exact::milp::solve_remat_with(&inst, &limits, seq).unwrap();
+    let o = offcert::exact::solve_within(Method::Milp, &inst, &limits, seq).unwrap();
     match o.status {
         Status::Optimal => Some(o.bound.unwrap().0),
         Status::Infeasible => Some(i64::MAX),

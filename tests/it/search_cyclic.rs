@@ -7,7 +7,7 @@ use crate::common;
 
 use common::{qc, tensor, tiny, under, weights, TinyWeight};
 use offcert::check::check;
-use offcert::exact::{milp, search, ExactError, Limits, Outcome, Status};
+use offcert::exact::{self, ExactError, Limits, Method, Outcome, Status};
 use offcert::family::weight_chain::{WeightChain, WeightLayer};
 use offcert::family::{BandwidthFile, InstanceFile};
 use offcert::model::{Direction, Instance, ReleaseRule};
@@ -25,7 +25,7 @@ fn limits(secs: u64) -> Limits {
 
 /// The search's checked answer: (status, period), the schedule replayed.
 fn solve(inst: &Instance) -> (Status, Option<i64>, Outcome) {
-    let out = search::solve(inst, &limits(120)).expect("in scope");
+    let out = exact::solve(Method::Search, inst, &limits(120)).expect("in scope");
     if let Some(s) = &out.schedule {
         assert!(s.period.is_some() && s.initial.is_some());
         let r = check(inst, s);
@@ -126,7 +126,7 @@ fn a_long_weight_chain_stops_with_unknown() {
     }
     .compile()
     .unwrap();
-    let out = search::solve(&inst, &limits(60)).unwrap();
+    let out = exact::solve(Method::Search, &inst, &limits(60)).unwrap();
     assert_eq!(out.status, Status::Unknown, "{:?}", out.notes);
     assert!(out.elapsed < Duration::from_secs(30), "{:?}", out.elapsed);
 }
@@ -138,7 +138,7 @@ fn a_moving_per_iteration_tensor_is_refused() {
     let a1 = tensor(&inst, "a1");
     inst.tensors[a1.ix()].transferable = true;
     assert!(matches!(
-        search::solve(&inst, &limits(10)),
+        exact::solve(Method::Search, &inst, &limits(10)),
         Err(ExactError::Unsupported { .. })
     ));
 }
@@ -161,7 +161,7 @@ fn agree(t: TinyWeight) -> TestResult {
     } else {
         serde_json::to_string(&InstanceFile::WeightChain(t.0.clone())).unwrap()
     };
-    let a = match search::solve(&inst, &limits(60)) {
+    let a = match exact::solve(Method::Search, &inst, &limits(60)) {
         Ok(a) => a,
         Err(e) => return TestResult::error(format!("search: {e}\non {json}")),
     };
@@ -170,7 +170,7 @@ fn agree(t: TinyWeight) -> TestResult {
         UNKNOWN.fetch_add(1, Ordering::Relaxed);
         return TestResult::discard();
     }
-    let b = match milp::solve(&inst, &limits(60)) {
+    let b = match exact::solve(Method::Milp, &inst, &limits(60)) {
         Ok(b) => b,
         Err(e) => return TestResult::error(format!("milp: {e}\non {json}")),
     };

@@ -307,7 +307,7 @@ fn certificate_readme_states_the_limits_of_each_refutation() {
 // Cross-check labels with planted methods (`crosscheck::run_with`).
 
 use offcert::exact::crosscheck::{self, Label, Verdict};
-use offcert::exact::{milp, ExactError, Limits, Method, Outcome, Status};
+use offcert::exact::{self, ExactError, Limits, Method, Outcome, Status};
 use offcert::model::Instance;
 use offcert::schedule::Schedule;
 use std::time::Duration;
@@ -356,7 +356,7 @@ fn says_infeasible(_: &Instance, _: &Limits) -> Result<Outcome, ExactError> {
 
 /// The MILP's schedule, but only claimed feasible (no proven bound).
 fn milp_feasible_only(i: &Instance, l: &Limits) -> Result<Outcome, ExactError> {
-    let mut o = milp::solve(i, l)?;
+    let mut o = exact::solve(Method::Milp, i, l)?;
     o.status = Status::Feasible;
     o.bound = None;
     Ok(o)
@@ -421,9 +421,9 @@ fn a_rejected_schedule_is_a_disagreement_not_a_silent_abstention() {
     let v = verdict(
         &inst,
         &[
-            (Method::Milp, milp::solve),
+            (Method::Milp, crosscheck::solver(Method::Milp)),
             (Method::Smt, bogus_optimum),
-            (Method::Search, offcert::exact::search::solve),
+            (Method::Search, crosscheck::solver(Method::Search)),
         ],
     );
     assert_eq!(v.makespan().map(|m| m.0), Some(7));

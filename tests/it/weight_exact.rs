@@ -6,7 +6,7 @@ use num_bigint::BigInt;
 use num_rational::BigRational;
 use offcert::bound::weight::{Sec6Certified, Sec6Milp};
 use offcert::check::check;
-use offcert::exact::{milp, smt, Limits, Status};
+use offcert::exact::{self, Limits, Method, Status};
 use offcert::family::InstanceFile;
 use offcert::heuristic::{run, weight, HeuristicError};
 use offcert::model::Instance;
@@ -26,8 +26,8 @@ fn optimum(inst: &Instance) -> Option<i64> {
         time_limit: Duration::from_secs(20),
         ..Default::default()
     };
-    for solve in [milp::solve, smt::solve] {
-        let Ok(out) = solve(inst, &limits) else {
+    for method in [Method::Milp, Method::Smt] {
+        let Ok(out) = exact::solve(method, inst, &limits) else {
             continue;
         };
         if out.status != Status::Optimal {
@@ -99,7 +99,7 @@ fn bound_search_optimum_heuristic(t: TightWeight) -> TestResult {
         time_limit: Duration::from_secs(20),
         ..Default::default()
     };
-    let out = offcert::exact::search::solve(&inst, &limits).unwrap();
+    let out = offcert::exact::solve(offcert::exact::Method::Search, &inst, &limits).unwrap();
     let opt = match out.status {
         Status::Optimal => {
             let r = check(&inst, out.schedule.as_ref().unwrap());
@@ -189,7 +189,7 @@ fn turnaround_search_optimum(t: TightWeight, slow: bool) -> TestResult {
         time_limit: Duration::from_secs(20),
         ..Default::default()
     };
-    let out = offcert::exact::search::solve(&inst, &limits).unwrap();
+    let out = offcert::exact::solve(offcert::exact::Method::Search, &inst, &limits).unwrap();
     if out.status != Status::Optimal {
         return TestResult::discard();
     }

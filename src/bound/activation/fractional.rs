@@ -32,9 +32,9 @@
 //! the CLI.
 
 use super::{infeasible, ChainProfile};
-use crate::bound::{BoundError, BoundMethod, Failure, LowerBound, Strength};
-use crate::family::{ActivationChain, InstanceFile};
-use crate::model::{Instance, ReleaseRule};
+use crate::bound::{BoundError, Failure};
+use crate::family::ActivationChain;
+use crate::model::ReleaseRule;
 use num_bigint::BigInt;
 use num_rational::BigRational;
 use num_traits::{Signed, Zero};
@@ -278,21 +278,9 @@ impl<'a> Sweep<'a> {
     }
 }
 
-impl BoundMethod for FractionalOptimum {
-    fn name(&self) -> &'static str {
-        SOURCE
-    }
-    fn applies(&self, file: &InstanceFile) -> bool {
-        file.activation_chain().is_some()
-    }
-    /// The rule is the compiled instance's (the CLI's `--release` overrides the
-    /// file's).
-    fn bound(&self, file: &InstanceFile, inst: &Instance) -> Result<LowerBound, BoundError> {
-        let c = crate::bound::activation_chain(SOURCE, file)?;
-        Ok(LowerBound {
-            value: fractional_optimum_under(c, inst.release)?,
-            source: SOURCE.into(),
-            strength: Strength::Certified,
-        })
+impl super::RuleBound for FractionalOptimum {
+    const SOURCE: &'static str = SOURCE;
+    fn value(c: &ActivationChain, rule: ReleaseRule) -> Result<BigRational, BoundError> {
+        fractional_optimum_under(c, rule)
     }
 }

@@ -14,8 +14,10 @@ pub mod fractional;
 pub mod prop3;
 pub mod windows;
 
-use super::BoundMethod;
-use crate::family::ActivationChain;
+use super::{BoundError, BoundMethod, LowerBound, Strength};
+use crate::family::{ActivationChain, InstanceFile};
+use crate::model::{Instance, ReleaseRule};
+use num_rational::BigRational;
 
 pub use fractional::{
     fractional_optimum, fractional_optimum_paper, fractional_optimum_relaxed,
@@ -23,6 +25,34 @@ pub use fractional::{
 };
 pub use prop3::{prop3, Prop3};
 pub use windows::{whole_tensor_windows, WholeTensorWindows};
+
+/// A certified bound of an activation chain under the compiled instance's
+/// release rule (the CLI's `--release` overrides the file's): what
+/// [`FractionalOptimum`] and [`WholeTensorWindows`] share, so that both are
+/// registered through the one [`BoundMethod`] impl below.
+pub trait RuleBound: Send + Sync {
+    /// The bound's name, as reports print it.
+    const SOURCE: &'static str;
+    /// The bound's value in ticks for `c` under `rule`.
+    fn value(c: &ActivationChain, rule: ReleaseRule) -> Result<BigRational, BoundError>;
+}
+
+impl<B: RuleBound> BoundMethod for B {
+    fn name(&self) -> &'static str {
+        B::SOURCE
+    }
+    fn applies(&self, file: &InstanceFile) -> bool {
+        file.activation_chain().is_some()
+    }
+    fn bound(&self, file: &InstanceFile, inst: &Instance) -> Result<LowerBound, BoundError> {
+        let c = crate::bound::activation_chain(B::SOURCE, file)?;
+        Ok(LowerBound {
+            value: B::value(c, inst.release)?,
+            source: B::SOURCE.into(),
+            strength: Strength::Certified,
+        })
+    }
+}
 
 pub fn bounds() -> Vec<Box<dyn BoundMethod>> {
     vec![

@@ -25,9 +25,9 @@
 //! the CLI.
 
 use super::{infeasible, ChainProfile};
-use crate::bound::{BoundError, BoundMethod, LowerBound, Strength};
-use crate::family::{ActivationChain, InstanceFile};
-use crate::model::{Instance, ReleaseRule};
+use crate::bound::BoundError;
+use crate::family::ActivationChain;
+use crate::model::ReleaseRule;
 use num_bigint::BigInt;
 use num_rational::BigRational;
 
@@ -426,21 +426,9 @@ fn gcd(a: u128, b: u128) -> u128 {
     }
 }
 
-impl BoundMethod for WholeTensorWindows {
-    fn name(&self) -> &'static str {
-        SOURCE
-    }
-    fn applies(&self, file: &InstanceFile) -> bool {
-        file.activation_chain().is_some()
-    }
-    /// The rule is the compiled instance's (the CLI's `--release` overrides
-    /// the file's).
-    fn bound(&self, file: &InstanceFile, inst: &Instance) -> Result<LowerBound, BoundError> {
-        let c = crate::bound::activation_chain(SOURCE, file)?;
-        Ok(LowerBound {
-            value: whole_tensor_windows(c, inst.release)?,
-            source: SOURCE.into(),
-            strength: Strength::Certified,
-        })
+impl super::RuleBound for WholeTensorWindows {
+    const SOURCE: &'static str = SOURCE;
+    fn value(c: &ActivationChain, rule: ReleaseRule) -> Result<BigRational, BoundError> {
+        whole_tensor_windows(c, rule)
     }
 }

@@ -3,7 +3,10 @@
 //! Owns: the encoding of an instance for one horizon or period
 //! (`structure`, `encode`), the decoder back to a [`Schedule`] (`decode`), the
 //! solve strategy ([`solve`], [`refute`]) and the `.lp` export ([`write_lp`]).
-//! Must not import: the other exact methods, heuristics. good_lp and highs stay
+//! Its scope is [`SCOPE`]: fixed orders, one-shot or cyclic, directly; a free
+//! order through the `remat` reduction, which the door (`exact::solve`)
+//! applies. Must not import: the other exact methods, the door, the
+//! cross-check, the reductions, heuristics. good_lp and highs stay
 //! inside [`crate::lp`]. Every schedule it returns has been replayed by
 //! [`crate::check::check`]; a rejected one is an error, never a result.
 //!
@@ -19,6 +22,7 @@ mod decode;
 mod encode;
 mod structure;
 
+use super::scope::{Feature, Reduction, Scope};
 use super::{ExactError, Limits, Method, Outcome, Status};
 use crate::check::{check, Checked};
 use crate::lp::{self, LpResult};
@@ -30,6 +34,13 @@ use encode::{Encoding, TooShort};
 use std::sync::atomic::Ordering;
 use std::time::{Duration, Instant};
 use structure::{Base, Structure};
+
+/// What the MILP accepts: fixed orders, one-shot or cyclic; a free order
+/// through the `remat` reduction (one MILP per op sequence).
+pub const SCOPE: Scope = Scope {
+    encodes: &[Feature::Cyclic],
+    reductions: &[Reduction::Remat],
+};
 
 /// Largest horizon or period (in slots) the MILP will build.
 pub const MAX_HORIZON: i64 = 5000;
@@ -107,7 +118,10 @@ fn run_lp(
     }
 }
 
+/// The structure of an instance inside [`SCOPE`]'s directly encoded
+/// features (every entry point goes through here).
 fn analyse(inst: &Instance) -> Result<Structure, ExactError> {
+    SCOPE.direct(Method::Milp, inst)?;
     inst.validate().map_err(|e| ExactError::Unsupported {
         method: Method::Milp,
         reason: e.to_string(),
@@ -303,25 +317,10 @@ impl FrameSearch<'_> {
     }
 }
 
-/// The MILP on a free-order `remat_chain` over the op sequences of
-/// `seq_limits` (e.g. limit 4 of proofs/REMAT-EXACT.md relaxed).
-pub fn solve_remat_with(
-    inst: &Instance,
-    limits: &Limits,
-    seq_limits: crate::exact::remat::sequences::SequenceLimits,
-) -> Result<Outcome, ExactError> {
-    crate::exact::refuse_extensions(inst, Method::Milp)?;
-    crate::exact::remat::solve_with(inst, limits, (Method::Milp, solve, Some(below)), seq_limits)
-}
-
-/// Minimise the makespan (one-shot) or the period (cyclic).
-pub fn solve(inst: &Instance, limits: &Limits) -> Result<Outcome, ExactError> {
-    // Groups, slots and `after` are refused by name before any dispatch.
-    crate::exact::refuse_extensions(inst, Method::Milp)?;
-    if matches!(inst.order, crate::model::ComputeOrder::Free) {
-        // remat_chain: one fixed-order MILP per op sequence (proofs/REMAT-EXACT.md).
-        return crate::exact::remat::solve(inst, limits, Method::Milp, solve, Some(below));
-    }
+/// Minimise the makespan (one-shot) or the period (cyclic): the plain
+/// solver, which the door (`exact::solve`) calls once the instance is in
+/// [`SCOPE`].
+pub(super) fn solve(inst: &Instance, limits: &Limits) -> Result<Outcome, ExactError> {
     let start = Instant::now();
     let st = analyse(inst)?;
     let mut notes = vec![LIMITS_NOTE.to_string()];
@@ -385,20 +384,6 @@ pub fn solve(inst: &Instance, limits: &Limits) -> Result<Outcome, ExactError> {
         Some((s, m)) if m.0 <= lo => outcome(Status::Optimal, Some(s), Some(m), notes),
         Some((s, _)) => outcome(Status::Feasible, Some(s), Some(Ticks(lo)), notes),
         None => outcome(Status::Unknown, None, Some(Ticks(lo)), notes),
-    })
-}
-
-/// [`refute`] in the form the `remat_chain` reduction takes.
-fn below(
-    inst: &Instance,
-    b: Ticks,
-    limits: &Limits,
-) -> Result<crate::exact::remat::Below, ExactError> {
-    use crate::exact::remat::Below;
-    Ok(match refute(inst, b, limits)? {
-        Refutation::Refuted => Below::Refuted,
-        Refutation::Feasible(_) => Below::Found,
-        Refutation::Unknown => Below::Unknown,
     })
 }
 

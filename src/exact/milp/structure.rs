@@ -256,7 +256,6 @@ impl Structure {
 
 /// The fixed GPU op sequence, or why the instance is out of scope.
 fn fixed_sequence(inst: &Instance) -> Result<Vec<OpId>, ExactError> {
-    crate::exact::refuse_extensions(inst, Method::Milp)?;
     let seq = match &inst.order {
         ComputeOrder::Fixed(v) => v.clone(),
         ComputeOrder::Free | ComputeOrder::Slots(_) => {

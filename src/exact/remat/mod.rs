@@ -12,15 +12,18 @@
 //! is not below the best makespan found cannot beat it (one GPU stream), which
 //! ends the loop.
 //!
-//! Owns: the reduction, its limits and its notes. Must not import: the
-//! methods (each passes its fixed-order entry point in), heuristics, bounds.
+//! Owns: the reduction, its limits and its notes. Which instances it takes is
+//! data ([`Reduction::Remat`]'s features, checked first by [`scope`]); the
+//! door (`exact::solve`) routes a method here when its scope lists the
+//! reduction. Must not import: the methods, the door, the cross-check (the
+//! door passes the method's plain solver in), heuristics, bounds.
 
 pub mod sequences;
 
-use super::crosscheck::SolveFn;
-use super::{ExactError, Limits, Method, Outcome, Status};
+use super::scope::{Features, Reduction};
+use super::{ExactError, Limits, Method, Outcome, SolveFn, Status};
 use crate::check::{check, CheckOutcome};
-use crate::model::{Instance, Mode, ReleaseRule};
+use crate::model::{Instance, ReleaseRule};
 use crate::schedule::{Event, Schedule};
 use crate::units::Ticks;
 use sequences::{enumerate_with, rename, Layout, Renamed, Sequence, SequenceLimits, MAX_SEQUENCES};
@@ -41,23 +44,18 @@ fn unsupported(method: Method, reason: impl Into<String>) -> ExactError {
     }
 }
 
-/// The scope test: a compiled `remat_chain`, one-shot, the default release
-/// rule, every op of a layer of positive duration.
+/// The scope test: the features the reduction takes (one-shot, no
+/// extension: several options per block compile to variant groups, not
+/// encoded), then a compiled `remat_chain`, the default release rule, every op
+/// of a layer of positive duration.
 pub fn scope(inst: &Instance, method: Method) -> Result<Layout, ExactError> {
-    // Several options per block compile to variant groups: not encoded.
-    super::refuse_extensions(inst, method)?;
+    Features::of(inst).within(Reduction::Remat.accepts(), method)?;
     let lay = Layout::recognise(inst, method)?;
-    if inst.mode != Mode::OneShot {
-        return Err(unsupported(method, "a cyclic remat_chain"));
-    }
     if inst.release != ReleaseRule::AfterEnd {
         return Err(unsupported(
             method,
             "free order under the relaxation after_start (a last reader's inputs could go one tick after its start; not encoded)",
         ));
-    }
-    if inst.machine.cpu_capacity.is_some() {
-        return Err(unsupported(method, "a CPU memory capacity"));
     }
     for k in 1..=lay.l {
         for op in [lay.f(k), lay.fall(k), lay.b(k)] {
@@ -137,23 +135,9 @@ struct Tally {
     refuted: usize,
 }
 
-/// Solve `inst` (a free-order `remat_chain`) with the fixed-order method `fixed`.
-pub fn solve(
-    inst: &Instance,
-    limits: &Limits,
-    method: Method,
-    fixed: SolveFn,
-    below: Option<BelowFn>,
-) -> Result<Outcome, ExactError> {
-    solve_with(
-        inst,
-        limits,
-        (method, fixed, below),
-        SequenceLimits::default(),
-    )
-}
-
-/// [`solve`] over the sequences of `seq_limits` (limit 4 kept or relaxed).
+/// Solve `inst` (a free-order `remat_chain`) with the fixed-order plain
+/// solver `fixed` of `method` (and its one-frame refutation `below`, if any),
+/// over the sequences of `seq_limits` (limit 4 kept or relaxed).
 pub fn solve_with(
     inst: &Instance,
     limits: &Limits,

@@ -18,7 +18,9 @@
 //! replayed by the checker. The search is complete within those limits, which
 //! is what makes the least open estimate a bound.
 
-use super::{closes_period, context, expand, rebuild, search_scope, start_nodes, Ctx, Node};
+use super::driver::{closes_period, context, rebuild, search_scope, start_nodes, End};
+use super::expand::expand;
+use super::node::{Ctx, Node};
 use crate::check::{check, CheckOutcome, Checked};
 use crate::exact::{ExactError, Method};
 use crate::model::Direction;
@@ -347,7 +349,7 @@ impl Run<'_, '_> {
 
     /// A finished schedule (one-shot) or closed period of this length: rebuild
     /// and check it; it becomes the incumbent if it is better.
-    fn offer(&mut self, ctx: &Ctx, end: super::End) -> Result<(), ExactError> {
+    fn offer(&mut self, ctx: &Ctx, end: End) -> Result<(), ExactError> {
         if end.0 >= self.upper() {
             return Ok(());
         }

@@ -3,7 +3,8 @@
 //! pass through at time 0 (their enumeration, the scope in which that
 //! enumeration is complete), the root node built from each one, and the
 //! signature that says whether a node at time P closes the cycle.
-//! Must not import: the MILP, the SMT method, heuristics.
+//! Must not import: the driver, the expansion, the anytime search, the MILP,
+//! the SMT method, heuristics.
 //!
 //! A boundary state is what the checker's two-period replay starts from
 //! (MODEL.md §2.6): S₀ = (G₀, C₀) plus the transfers in flight across the
@@ -18,39 +19,16 @@
 //!
 //! Owns: the boundary states S₀ of a cycle and the period search.
 
-use super::{push, Ctx, Flight, Node};
+use super::node::{push, Boundary, Ctx, Flight, Node};
 use crate::exact::ExactError;
 use crate::model::{Direction, Instance, OpId, TensorId};
-use crate::schedule::{CyclicState, Event};
+use crate::schedule::Event;
 use crate::semantics::{GpuCopy, State};
 use crate::units::Ticks;
 
 /// The most boundary states the search starts from (each is a node in memory
 /// before anything is expanded); beyond this it reports `Unknown` at once.
 pub const MAX_ROOTS: usize = 200_000;
-
-/// One boundary state S₀ with its crossing transfers.
-#[derive(Clone, Debug)]
-pub(super) struct Boundary {
-    /// Tensors present on the GPU at time 0 (in their current version).
-    pub gpu: Vec<TensorId>,
-    /// Tensors whose CPU copy is current at time 0.
-    pub cpu: Vec<TensorId>,
-    /// Transfers in flight at time 0: direction, tensor, ticks left (≥ 1).
-    pub flights: Vec<(Direction, TensorId, i64)>,
-    /// Ticks left at time 0 by the crossing transfer of each channel (0: none).
-    pub left: Vec<i64>,
-}
-
-impl Boundary {
-    /// The schedule's `initial` field.
-    pub fn state(&self) -> CyclicState {
-        CyclicState {
-            gpu: self.gpu.clone(),
-            cpu: self.cpu.clone(),
-        }
-    }
-}
 
 /// The cyclic scope (else `Unsupported`), in which [`boundaries`] lists every
 /// boundary state a valid schedule can have, up to the structural limits of

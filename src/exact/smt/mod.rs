@@ -3,9 +3,12 @@
 //! allocation instant; minimised by tightening the bound until "C ≤ T*−1" is
 //! unsatisfiable.
 //!
-//! Owns: the SMT encoding (`encode`, z3-free SMT-LIB2 text), the z3 driver (every
-//! z3 call of the crate lives in this file), [`solve`] and [`write_refutation`].
-//! Must not import: the MILP, the search, heuristics. Each schedule found is
+//! Owns: [`SCOPE`], the SMT encoding (z3-free SMT-LIB2 text: `plan` the
+//! tensors' plans, `encode` the constraints and the text, `decode` a model back
+//! to a schedule), the z3 driver (every z3 call of the crate lives in this
+//! file), [`solve`] and [`write_refutation`].
+//! Must not import: the MILP, the search, the door, the cross-check, the
+//! reductions, heuristics. Each schedule found is
 //! decoded into a [`Schedule`](crate::schedule::Schedule) and replayed by
 //! [`crate::check::check`] before its makespan is used.
 //!
@@ -13,8 +16,11 @@
 //! so a certificate re-checks the very formula the solver refuted.
 //! Scope and exactness: `models/SMT.md`, `proofs/SMT.md`.
 
+mod decode;
 mod encode;
+mod plan;
 
+use crate::exact::scope::{Feature, Scope};
 use crate::exact::{ExactError, Limits, Method, Outcome, Status};
 use crate::model::Instance;
 use crate::schedule::Schedule;
@@ -33,14 +39,30 @@ fn backend(message: impl Into<String>) -> ExactError {
     }
 }
 
-/// Minimise the makespan (one-shot) or period (cyclic) of `inst`.
+/// What the SMT encoding accepts: fixed orders, one-shot or cyclic. No
+/// reduction: a free order is refused.
+pub const SCOPE: Scope = Scope {
+    encodes: &[Feature::Cyclic],
+    reductions: &[],
+};
+
+/// The encoding of an instance inside [`SCOPE`] (every entry point builds
+/// it here).
+fn encoding(inst: &Instance) -> Result<Encoding, ExactError> {
+    SCOPE.direct(Method::Smt, inst)?;
+    Encoding::new(inst)
+}
+
+/// Minimise the makespan (one-shot) or period (cyclic) of `inst`: the plain
+/// solver, which the door (`exact::solve`) calls once the instance is in
+/// [`SCOPE`].
 ///
 /// Returns `Optimal` with `bound = T*` once "C ≤ T*−1" is refuted, `Infeasible`
 /// when no schedule exists at all, `Feasible` (best schedule, no proven bound)
 /// or `Unknown` when the time limit or a cancel stops it first.
-pub fn solve(inst: &Instance, limits: &Limits) -> Result<Outcome, ExactError> {
+pub(super) fn solve(inst: &Instance, limits: &Limits) -> Result<Outcome, ExactError> {
     let started = Instant::now();
-    let enc = Encoding::new(inst)?;
+    let enc = encoding(inst)?;
     let mut notes = vec![
         enc.summary(),
         "structural limits: one eviction per gap between reads, one offload per value version, transfers at full bandwidth (proofs/SMT.md)".to_string(),
@@ -267,7 +289,7 @@ fn seed_incumbent(inst: &Instance) -> Option<(Ticks, crate::schedule::Schedule)>
 /// The certificate text: satisfiable iff a schedule with makespan (period)
 /// ≤ `below` exists within the encoding's scope.
 pub fn refutation_text(inst: &Instance, below: Ticks) -> Result<String, ExactError> {
-    let enc = Encoding::new(inst)?;
+    let enc = encoding(inst)?;
     let json = serde_json::to_vec(inst).map_err(|e| backend(e.to_string()))?;
     let what = if inst.mode == crate::model::Mode::Cyclic {
         "period"

@@ -365,8 +365,3 @@ impl Pass<'_> {
         }
     }
 }
-
-/// The default window: nnabla's 1.5·B.
-pub fn default_window(budget: u64) -> u64 {
-    budget / 2 + budget
-}

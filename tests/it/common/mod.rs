@@ -70,7 +70,7 @@ pub fn search_optimum(inst: &Instance) -> Option<i64> {
         time_limit: std::time::Duration::from_secs(20),
         ..offcert::exact::Limits::default()
     };
-    let out = offcert::exact::search::solve(inst, &limits).ok()?;
+    let out = offcert::exact::solve(offcert::exact::Method::Search, inst, &limits).ok()?;
     let s = out.schedule?;
     let r = check(inst, &s);
     assert!(r.valid, "search schedule rejected: {:?}", r.violations);

@@ -262,9 +262,6 @@ impl CheckOutcome {
             CheckOutcome::Invalid(r) => &r.schedule,
         }
     }
-    pub fn is_valid(&self) -> bool {
-        matches!(self, CheckOutcome::Valid(_))
-    }
     /// Present exactly when the schedule is valid.
     pub fn certificate(&self) -> Option<&Certificate> {
         self.checked().map(Checked::certificate)
@@ -274,9 +271,6 @@ impl CheckOutcome {
             CheckOutcome::Valid(c) => Some(c),
             CheckOutcome::Invalid(_) => None,
         }
-    }
-    pub fn into_checked(self) -> Option<Checked> {
-        self.into_result().ok()
     }
     /// For `?`: the rejection is boxed (it carries the whole report).
     pub fn into_result(self) -> Result<Checked, Box<Rejected>> {

@@ -303,11 +303,6 @@ impl State {
         self.pins.iter().find(|p| p.tensor == t && p.covers(at))
     }
 
-    /// Is some copy's release waiting for its users to end?
-    pub fn has_deferred_release(&self) -> bool {
-        self.tensors.iter().any(|t| t.release_deferred)
-    }
-
     fn pin(&mut self, t: TensorId, holder: Holder, from: Ticks, until: Ticks) {
         if until > from {
             let buffer = self.buffers[t.ix()];

@@ -198,12 +198,6 @@ impl RematChain {
         v
     }
 
-    /// Whether some block has several options (the compiled instance then has
-    /// variant groups `bwd{ℓ}`).
-    pub fn has_options(&self) -> bool {
-        self.layers.iter().any(|x| !x.options.is_empty())
-    }
-
     /// `Ok` when the chain is the appendix's problem (one option per block, the
     /// fast forward the same as F_all): what `pofo` models. Otherwise the first
     /// feature beyond it.
