@@ -230,6 +230,35 @@ pub enum MappingNote {
     TransferWithoutCopy { count: u64 },
 }
 
+impl MappingNote {
+    /// A sentence for people.
+    pub fn describe(&self) -> String {
+        match self {
+            MappingNote::UnknownName {
+                rule,
+                count,
+                first_event,
+                first_name,
+            } => format!(
+                "{count} event(s) matched rules[{rule}] but name no op or tensor of the instance (the first: event `{first_event}`, name `{first_name}`)"
+            ),
+            MappingNote::Rounded { count } => format!(
+                "{count} time(s) were not whole ticks (starts rounded down, ends up)"
+            ),
+            MappingNote::SizeMismatch {
+                tensor,
+                trace_bytes,
+                model_bytes,
+            } => format!(
+                "the copies attributed to a transfer of {tensor} move {trace_bytes} B, but the instance gives {tensor} {model_bytes} B"
+            ),
+            MappingNote::TransferWithoutCopy { count } => format!(
+                "{count} transfer range(s) hold no copy: the range's own times were used"
+            ),
+        }
+    }
+}
+
 /// A reconstructed schedule and what was left out.
 #[derive(Clone, Debug)]
 pub struct Reconstruction {

@@ -11,11 +11,12 @@
 //! Must not import: the trace-only audit (`super::trace`), solvers, heuristics,
 //! bounds.
 
+use super::{Line, Spot};
 use crate::check::{check, CheckOutcome, Violation};
 use crate::model::{Direction, Instance, ReleaseRule};
 use crate::schedule::{Event, EventId, Schedule};
 use crate::trace::mapping::{reconstruct, Mapping, MappingNote, Reconstruction};
-use crate::trace::{Nanos, Trace, TraceError};
+use crate::trace::{CopyKind, Nanos, Trace, TraceError};
 use crate::units::Ticks;
 use serde::Serialize;
 
@@ -89,6 +90,11 @@ pub struct MappedAudit {
     pub offloads_never_prefetched: Vec<EventId>,
     /// Prefetches that no op reads before the next prefetch of the tensor.
     pub prefetches_never_used: Vec<EventId>,
+    /// The checker's violations that the verdict holds against the run (all but
+    /// `release_rounding_only`), each as the checker prints it, placed in the
+    /// trace's nanoseconds.
+    #[serde(skip)]
+    pub findings: Vec<Line>,
     #[serde(skip)]
     pub reconstruction: Option<Reconstruction>,
 }
@@ -156,7 +162,17 @@ pub fn audit_mapped(
         .cloned()
         .collect();
     let (never_prefetched, never_used) = waste(inst, &s);
+    let findings = report
+        .violations
+        .iter()
+        .filter(|v| !release_rounding_only.contains(v))
+        .map(|v| Line {
+            text: format!("[{}:{}] {}", v.rule(), v.kind(), v.describe(inst)),
+            spot: spot(v, &s, &rec),
+        })
+        .collect();
     Ok(MappedAudit {
+        findings,
         tick_ns: rec.tick_ns,
         origin_ns: rec.origin_ns,
         release_rule: inst.release,
@@ -177,7 +193,85 @@ pub fn audit_mapped(
     })
 }
 
+/// Where the checker's witness `v` happened in the trace: its event's lane (a
+/// compute op on a kernel lane, a prefetch on HtoD, an offload on DtoH, a delete on
+/// the memory curve) at the witness's instant, converted back from ticks.
+fn spot(v: &Violation, s: &Schedule, rec: &Reconstruction) -> Spot {
+    use Violation::*;
+    let event = match v {
+        NotTransferable { event, .. }
+        | InputNotResident { event, .. }
+        | InputStale { event, .. }
+        | CpuInputMissing { event, .. }
+        | ProducesResident { event, .. }
+        | OffloadAbsent { event, .. }
+        | PrefetchWithoutCpuCopy { event, .. }
+        | PrefetchResident { event, .. }
+        | DeleteAbsent { event, .. }
+        | ReleasedWhileInUse { event, .. }
+        | DataLoss { event, .. }
+        | WrongDuration { event, .. }
+        | OutsidePeriod { event, .. }
+        | TransferTooFast { event, .. }
+        | OutOfOrder { event, .. }
+        | ExtraOp { event, .. }
+        | NotSteady { event, .. } => Some(*event),
+        ComputeOverlap { second, .. } | ChannelOverlap { second, .. } => Some(*second),
+        _ => None,
+    };
+    let e = event.and_then(|e| s.events.get(e.ix()));
+    let at = match (v.at(), e) {
+        (t, _) if t.0 >= 0 => t,
+        (_, Some(e)) => e.start(),
+        (_, None) => return Spot::Nowhere,
+    };
+    let ns = (rec.origin_ns as i128 + at.0 as i128 * rec.tick_ns as i128)
+        .clamp(i64::MIN as i128, i64::MAX as i128);
+    let at = Nanos(ns as i64);
+    match (v, e) {
+        (MemoryExceeded { .. } | CpuMemoryExceeded { .. }, _) => Spot::Memory { device: None, at },
+        (_, Some(Event::Compute { .. })) => Spot::Compute { at },
+        (_, Some(Event::Transfer { dir, .. })) => Spot::Copy {
+            device: None,
+            kind: match dir {
+                Direction::Prefetch => CopyKind::HtoD,
+                Direction::Offload => CopyKind::DtoH,
+            },
+            at,
+        },
+        (_, Some(Event::Delete { .. })) => Spot::Memory { device: None, at },
+        _ => Spot::Nowhere,
+    }
+}
+
 impl MappedAudit {
+    /// The note on the checker's `released-while-in-use` witnesses that rounding
+    /// to ticks alone made, if any (as printed and drawn).
+    pub fn rounding_note(&self) -> Option<String> {
+        (!self.release_rounding_only.is_empty()).then(|| format!(
+            "note: {} released-while-in-use witness(es) of the checker come from rounding to ticks alone (the trace's nanoseconds put the release at or after the holder's end, or at or before its start): not races",
+            self.release_rounding_only.len()
+        ))
+    }
+
+    /// The waste found, as printed and drawn: offloads never prefetched and
+    /// prefetches never used (not violations).
+    pub fn warnings(&self) -> Vec<String> {
+        let a = self.offloads_never_prefetched.iter().map(|e| {
+            format!(
+                "warning: events[{}] offloads a tensor that is never prefetched",
+                e.0
+            )
+        });
+        let b = self.prefetches_never_used.iter().map(|e| {
+            format!(
+                "warning: events[{}] prefetches a tensor no op reads afterwards",
+                e.0
+            )
+        });
+        a.chain(b).collect()
+    }
+
     /// The reconstructed schedule the checker judged.
     pub fn schedule(&self) -> &Schedule {
         self.report.schedule()

@@ -9,6 +9,7 @@
 //! Must not import: the mapped audit (`super::mapped`), the mapping, the checker
 //! (nothing here reconstructs a schedule), solvers, heuristics, bounds.
 
+use super::Spot;
 use crate::model::Duplex;
 use crate::trace::intervals::Intervals;
 use crate::trace::{CopyKind, GpuEvent, GpuKind, Nanos, Trace, CUDA_DEVICE_TYPE};
@@ -131,12 +132,106 @@ pub enum Finding {
     },
 }
 
+impl CopyRef {
+    /// `the HtoD copy of 4 B on stream 7 over [1000 ns, 3000 ns)`.
+    fn describe(&self) -> String {
+        format!(
+            "the {} copy of {} B on stream {} over [{}, {})",
+            self.kind.label(),
+            self.bytes,
+            self.stream,
+            self.start,
+            self.end
+        )
+    }
+}
+
 impl Finding {
     pub fn rule(&self) -> &'static str {
         match self {
             Finding::MemoryOverBudget { .. } => "memory-budget",
             Finding::CopyFasterThanLink { .. } => "link-bandwidth",
             Finding::CopyOverlap { .. } => "copy-channel",
+        }
+    }
+
+    /// The GPU it happened on.
+    pub fn device(&self) -> i64 {
+        match self {
+            Finding::MemoryOverBudget { device, .. }
+            | Finding::CopyFasterThanLink { device, .. }
+            | Finding::CopyOverlap { device, .. } => *device,
+        }
+    }
+
+    /// A sentence for people, with the facts to re-check it by hand in the trace.
+    pub fn describe(&self) -> String {
+        match self {
+            Finding::MemoryOverBudget {
+                device,
+                budget,
+                peak,
+                peak_at,
+                first_over_at,
+                time_over,
+            } => format!(
+                "GPU {device}: device memory reaches {peak} B at {peak_at}, above the budget of {budget} B; first above it at {first_over_at}, above it for {time_over} in all"
+            ),
+            Finding::CopyFasterThanLink {
+                device,
+                copy,
+                needs_at_least,
+                resolution,
+            } => format!(
+                "GPU {device}: {} takes {}, but the declared link needs at least {needs_at_least} to move {} B: shorter by more than one timestamp step ({resolution})",
+                copy.describe(),
+                Nanos(copy.end.0 - copy.start.0),
+                copy.bytes
+            ),
+            Finding::CopyOverlap {
+                device,
+                first,
+                second,
+                overlap,
+            } => format!(
+                "GPU {device}: {} starts while {} is in flight, on {} ({overlap} together)",
+                second.describe(),
+                first.describe(),
+                if first.kind == second.kind {
+                    format!("the one {} channel", first.kind.label())
+                } else {
+                    "the one channel of a half-duplex link".to_string()
+                }
+            ),
+        }
+    }
+
+    /// The finding as printed and drawn: `[rule] sentence`.
+    pub fn line(&self) -> String {
+        format!("[{}] {}", self.rule(), self.describe())
+    }
+
+    /// Where it happened: on the memory curve, or on the lane of the copy.
+    pub fn spot(&self) -> Spot {
+        match self {
+            Finding::MemoryOverBudget {
+                device,
+                first_over_at,
+                ..
+            } => Spot::Memory {
+                device: Some(*device),
+                at: *first_over_at,
+            },
+            Finding::CopyFasterThanLink { device, copy, .. } => Spot::Copy {
+                device: Some(*device),
+                kind: copy.kind,
+                at: copy.start,
+            },
+            Finding::CopyOverlap { device, second, .. } => Spot::Copy {
+                device: Some(*device),
+                kind: second.kind,
+                at: second.start,
+            },
         }
     }
 }
@@ -183,6 +278,43 @@ pub enum Note {
     SubnanosecondRounded {
         count: u64,
     },
+}
+
+impl Note {
+    /// A sentence for people.
+    pub fn describe(&self) -> String {
+        match self {
+            Note::ZeroDuration { what, count } => {
+                format!("{count} {what} event(s) of zero duration")
+            }
+            Note::SameStreamOverlap {
+                device,
+                stream,
+                count,
+                largest,
+            } => format!(
+                "GPU {device} stream {stream}: {count} activity(ies) start before an earlier one on the same stream ends (profiler timestamp jitter; the largest overlap is {largest})"
+            ),
+            Note::CopyWithinResolution { count } => format!(
+                "{count} copy(ies) faster than the declared link only within one timestamp step: not counted as violations"
+            ),
+            Note::ZeroDurationCopiesSkipped { count } => format!(
+                "{count} copy(ies) of some bytes with zero duration: left out of the link-bandwidth rule"
+            ),
+            Note::MemoryOutOfOrder { count } => format!(
+                "{count} [memory] event(s) out of time order in the file (sorted by time before use)"
+            ),
+            Note::TotalAllocatedMismatch { device, count } => format!(
+                "GPU {device}: at {count} [memory] event(s) the running sum of the allocations disagrees with the allocator's Total Allocated (the running sum is used)"
+            ),
+            Note::BaselineInferred { device, baseline } => format!(
+                "GPU {device}: no Total Allocated, so the memory held before the first event is taken as {baseline} B, the least that keeps the running sum non-negative: the peak is a lower bound"
+            ),
+            Note::SubnanosecondRounded { count } => format!(
+                "{count} timestamp(s) with sub-nanosecond digits, rounded down to the nanosecond"
+            ),
+        }
+    }
 }
 
 /// Bytes, time and overlap of one copy direction on one GPU.
