@@ -10,7 +10,9 @@
 use crate::check::Report;
 use crate::io;
 use crate::model::{Duplex, Instance};
-use crate::trace::audit::{audit_mapped, audit_trace, LinkRate, MappedAudit, Options, TraceAudit};
+use crate::trace::audit::{
+    self, audit_mapped, audit_trace, LinkRate, MappedAudit, Options, TraceAudit,
+};
 use crate::trace::mapping::Mapping;
 use crate::trace::plan::{compare, PlanComparison};
 use crate::trace::{self, Nanos};
@@ -96,11 +98,8 @@ pub fn run(a: AuditArgs) -> anyhow::Result<ExitCode> {
         None => None,
     };
     let opts = options(&a, &tr, inst.as_ref(), mapping.as_ref())?;
+    audit::require_content(&tr, &opts)?;
     let ta = audit_trace(&tr, &opts);
-    if let Some(out) = &a.plot {
-        let svg = crate::report::trace_plot::trace_svg(&tr, &ta, &opts, a.device);
-        std::fs::write(out, svg).with_context(|| format!("{}: cannot write", out.display()))?;
-    }
     let mapped = match (&inst, &mapping) {
         (Some(i), Some(m)) => Some(audit_mapped(
             &tr,
@@ -126,8 +125,12 @@ pub fn run(a: AuditArgs) -> anyhow::Result<ExitCode> {
         }
         _ => None,
     };
+    if let Some(out) = &a.plot {
+        let svg = crate::report::trace_plot::trace_svg(&tr, &ta, mapped.as_ref(), &opts, a.device);
+        std::fs::write(out, svg).with_context(|| format!("{}: cannot write", out.display()))?;
+    }
     // Violations that rounding to ticks alone made are not held against the run.
-    let clean = ta.violations() == 0 && mapped.as_ref().is_none_or(|m| m.valid());
+    let clean = audit::clean(&ta, mapped.as_ref());
     if a.json {
         let out = json_out(
             &tr,
@@ -230,7 +233,7 @@ fn render(
     if let Some(p) = plan {
         s.push_str(&render_plan(p));
     }
-    let _ = writeln!(s, "verdict: {}", if clean { "clean" } else { "VIOLATIONS" });
+    let _ = writeln!(s, "verdict: {}", audit::verdict_words(clean));
     s
 }
 
@@ -286,11 +289,11 @@ fn render_trace(tr: &trace::Trace, ta: &TraceAudit) -> String {
             let _ = writeln!(s, "trace-only rule {rule}: {n} violation(s)");
         }
         for f in &ta.findings {
-            let _ = writeln!(s, "  {}", serde_json::to_string(f).unwrap_or_default());
+            let _ = writeln!(s, "  {}", f.line());
         }
     }
     for n in &ta.notes {
-        let _ = writeln!(s, "note: {}", serde_json::to_string(n).unwrap_or_default());
+        let _ = writeln!(s, "note: {}", n.describe());
     }
     s
 }
@@ -305,11 +308,7 @@ fn render_mapped(m: &MappedAudit, i: &Instance) -> String {
         m.tick_ns, m.origin_ns, m.matched
     );
     for n in &m.mapping_notes {
-        let _ = writeln!(
-            s,
-            "  mapping note: {}",
-            serde_json::to_string(n).unwrap_or_default()
-        );
+        let _ = writeln!(s, "  mapping note: {}", n.describe());
     }
     s.push_str(&indent(&super::check::render_text(
         i,
@@ -339,12 +338,8 @@ fn render_mapped(m: &MappedAudit, i: &Instance) -> String {
             r.held_to
         );
     }
-    if !m.release_rounding_only.is_empty() {
-        let _ = writeln!(
-            s,
-            "  note: {} released-while-in-use witness(es) of the checker come from rounding to ticks alone (the trace's nanoseconds put the release at or after the holder's end, or at or before its start): not races",
-            m.release_rounding_only.len()
-        );
+    if let Some(n) = m.rounding_note() {
+        let _ = writeln!(s, "  {n}");
     }
     for d in &m.deletes_without_cpu_copy {
         let _ = writeln!(
@@ -353,19 +348,8 @@ fn render_mapped(m: &MappedAudit, i: &Instance) -> String {
             d.tensor, d.at
         );
     }
-    for e in &m.offloads_never_prefetched {
-        let _ = writeln!(
-            s,
-            "  warning: events[{}] offloads a tensor that is never prefetched",
-            e.0
-        );
-    }
-    for e in &m.prefetches_never_used {
-        let _ = writeln!(
-            s,
-            "  warning: events[{}] prefetches a tensor no op reads afterwards",
-            e.0
-        );
+    for w in m.warnings() {
+        let _ = writeln!(s, "  {w}");
     }
     s
 }

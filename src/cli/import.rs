@@ -193,16 +193,18 @@ fn run_chain(source: ChainSource, a: ChainArgs) -> anyhow::Result<ExitCode> {
         ChainSource::Rotor => import_rotor(&text, &o),
         ChainSource::Rockmate => import_rockmate(&text, &o),
     }
-    .map_err(|e| io::InputError::Field {
-        file: file.clone(),
-        field: match &e {
-            ImportError::Field { field, .. } => field.clone(),
-            _ => "(syntax)".into(),
-        },
-        message: match &e {
-            ImportError::Field { message, .. } => message.clone(),
-            other => other.to_string(),
-        },
+    .map_err(|e| {
+        io::InputError::Field(io::FieldError {
+            file: file.clone(),
+            field: match &e {
+                ImportError::Field { field, .. } => field.clone(),
+                _ => "(syntax)".into(),
+            },
+            message: match &e {
+                ImportError::Field { message, .. } => message.clone(),
+                other => other.to_string(),
+            },
+        })
     })?;
     let layers = chain.l();
     let options: usize = chain.layers.iter().map(|x| x.options.len() + 1).sum();

@@ -2,17 +2,20 @@
 //! one lane per copy channel (HtoD and DtoH at full duplex, `link` at half),
 //! the device-memory timeline ([`crate::trace::audit::memory_timeline`], the
 //! very samples the memory-budget rule measured) with the budget line and the
-//! peak, and every trace-only finding as a numbered red marker. Large traces
+//! peak, and every finding the audit's verdict holds against the run
+//! ([`crate::trace::audit::findings`]: the trace-only findings, and with a mapping
+//! the checker's violations on the reconstructed schedule) as a numbered red
+//! marker whose legend line is the text's own line. Large traces
 //! are aggregated to pixel columns by [`super::svg`] (lane coverage, min/max
 //! memory envelope), so the SVG stays small whatever the trace's size.
 //!
-//! Owns: [`trace_picture`], [`trace_svg`]. Judges nothing: findings come from
-//! [`crate::trace::audit::audit_trace`]. Must not import: the CLI, solvers.
+//! Owns: [`trace_picture`], [`trace_svg`]. Judges nothing: the verdict and the
+//! findings come from [`crate::trace::audit`]. Must not import: the CLI, solvers.
 
 use super::svg::{self, Bar, Kind, Lane, Marker, Memory, Picture, Place};
 use crate::model::Duplex;
 use crate::trace::audit::{
-    memory_timeline, Finding, MemorySummary, MemoryTimeline, Options, TraceAudit,
+    self, memory_timeline, MappedAudit, MemorySummary, MemoryTimeline, Options, Spot, TraceAudit,
 };
 use crate::trace::{CopyKind, GpuEvent, GpuKind, Nanos, Trace};
 use std::collections::BTreeMap;
@@ -30,24 +33,18 @@ fn copy_lane_name(k: CopyKind, duplex: Duplex) -> String {
     }
 }
 
-/// The picture of GPU `device` (default: the first GPU with a finding, else the
-/// first GPU) of `trace` as audited into `ta` with `opts`.
+/// The picture of GPU `device` (default: the first GPU with a trace-only
+/// finding, else the first GPU) of `trace` as audited into `ta` (and `mapped`,
+/// with a mapping) with `opts`.
 pub fn trace_picture(
     trace: &Trace,
     ta: &TraceAudit,
+    mapped: Option<&MappedAudit>,
     opts: &Options,
     device: Option<i64>,
 ) -> Picture {
     let dev = device
-        .or_else(|| {
-            ta.findings.iter().find_map(|f| match f {
-                Finding::MemoryOverBudget { device, .. }
-                | Finding::CopyFasterThanLink { device, .. }
-                | Finding::CopyOverlap { device, .. } => Some(*device),
-                #[allow(unreachable_patterns)]
-                _ => None,
-            })
-        })
+        .or_else(|| ta.findings.first().map(|f| f.device()))
         .or_else(|| ta.devices.first().map(|d| d.device))
         .unwrap_or(0);
     let origin = trace.gpu.first().map(|g| g.start).unwrap_or(Nanos(0));
@@ -71,17 +68,22 @@ pub fn trace_picture(
             origin,
         )
     });
-    let markers = markers(ta, timeline.as_ref(), &lanes, opts.duplex, dev, origin);
+    let markers = markers(
+        &audit::findings(ta, mapped),
+        timeline.as_ref(),
+        &lanes,
+        &gpu,
+        opts.duplex,
+        dev,
+        origin,
+    );
     let heading = vec![
         format!("trace {} ({:?}), GPU {dev}", trace.file, trace.format),
         format!(
-            "{} events; verdict: {}; {} GPU activities drawn{}",
+            "{} events; verdict: {} ({}); {} GPU activities drawn{}",
             trace.total_events,
-            if ta.violations() == 0 {
-                "clean (trace-only rules)".to_string()
-            } else {
-                format!("{} violation(s)", ta.violations())
-            },
+            audit::verdict_words(audit::clean(ta, mapped)),
+            verdict_detail(ta, mapped),
             gpu.len(),
             if few {
                 ""
@@ -100,7 +102,20 @@ pub fn trace_picture(
         lanes,
         memory,
         markers,
-        footer: footer(ta, dev),
+        footer: footer(ta, mapped, dev),
+    }
+}
+
+/// What the verdict rests on: the trace-only violations, and with a mapping the
+/// checker's violations that the trace's nanoseconds confirm.
+fn verdict_detail(ta: &TraceAudit, mapped: Option<&MappedAudit>) -> String {
+    let trace_only = format!("trace-only rules: {} violation(s)", ta.violations());
+    match mapped {
+        None => trace_only,
+        Some(m) => format!(
+            "{trace_only}; checker on the schedule reconstructed from the trace: {} violation(s)",
+            m.findings.len()
+        ),
     }
 }
 
@@ -214,54 +229,60 @@ fn memory_panel(
     }
 }
 
-/// GPU `dev`'s findings as numbered markers, each with the audit's own text
-/// line: on the memory curve, or on the lane of the copy.
+/// The findings on GPU `dev` (and the mapped ones, which name no GPU) as
+/// numbered markers, each with the text's own line: on the memory curve, on the
+/// lane of the copy, or on the kernel lane running at that instant.
 fn markers(
-    ta: &TraceAudit,
+    findings: &[audit::Line],
     timeline: Option<&MemoryTimeline>,
     lanes: &[Lane],
+    gpu: &[&GpuEvent],
     duplex: Duplex,
     dev: i64,
     origin: Nanos,
 ) -> Vec<Marker> {
-    let lane_of = |k: CopyKind| {
-        let n = copy_lane_name(k, duplex);
-        lanes.iter().position(|x| x.name == n).unwrap_or(0)
+    let lane_named = |n: &str| lanes.iter().position(|x| x.name == n);
+    let lane_of = |k: CopyKind| lane_named(&copy_lane_name(k, duplex)).unwrap_or(0);
+    let kernel_lane = |t: Nanos| {
+        let running = gpu
+            .iter()
+            .find(|g| g.kind == GpuKind::Kernel && g.start <= t && t < g.end);
+        running
+            .and_then(|g| lane_named(&format!("stream {}", g.stream)))
+            .or_else(|| lanes.iter().position(|x| x.name.starts_with("stream ")))
+            .unwrap_or(0)
     };
-    let value_at = |t: Nanos| -> u64 {
-        timeline.map_or(0, |tl| {
+    let value_at = |t: Nanos| -> Option<u64> {
+        timeline.map(|tl| {
             let i = tl.samples.partition_point(|(a, _)| *a <= t);
             tl.samples[i.saturating_sub(1)].1.clamp(0, u64::MAX as i128) as u64
         })
     };
     let mut markers = Vec::new();
-    for f in &ta.findings {
-        let place = match f {
-            Finding::MemoryOverBudget {
-                device,
-                first_over_at,
-                ..
-            } if *device == dev => {
-                Place::Curve(ms(*first_over_at, origin), value_at(*first_over_at))
-            }
-            Finding::CopyFasterThanLink { device, copy, .. } if *device == dev => {
-                Place::Lane(lane_of(copy.kind), ms(copy.start, origin))
-            }
-            Finding::CopyOverlap { device, second, .. } if *device == dev => {
-                Place::Lane(lane_of(second.kind), ms(second.start, origin))
-            }
-            _ => continue,
+    for f in findings {
+        if f.spot.device().is_some_and(|d| d != dev) {
+            continue;
+        }
+        let place = match f.spot {
+            Spot::Memory { at, .. } => match value_at(at) {
+                Some(v) => Place::Curve(ms(at, origin), v),
+                None => Place::Lane(0, ms(at, origin)),
+            },
+            Spot::Copy { kind, at, .. } => Place::Lane(lane_of(kind), ms(at, origin)),
+            Spot::Compute { at } => Place::Lane(kernel_lane(at), ms(at, origin)),
+            Spot::Nowhere => Place::LaneEnd(0),
         };
         markers.push(Marker {
             place,
-            text: serde_json::to_string(f).unwrap_or_default(),
+            text: f.text.clone(),
         });
     }
     markers
 }
 
-/// Counts per rule and the other GPUs of the trace.
-fn footer(ta: &TraceAudit, dev: i64) -> Vec<String> {
+/// Counts per rule, the mapped audit's notes and warnings, the trace's notes,
+/// and the other GPUs of the trace: the text's own lines.
+fn footer(ta: &TraceAudit, mapped: Option<&MappedAudit>, dev: i64) -> Vec<String> {
     let mut footer: Vec<String> = ta
         .finding_counts
         .iter()
@@ -272,6 +293,11 @@ fn footer(ta: &TraceAudit, dev: i64) -> Vec<String> {
             )
         })
         .collect();
+    if let Some(m) = mapped {
+        footer.extend(m.rounding_note());
+        footer.extend(m.warnings());
+    }
+    footer.extend(ta.notes.iter().map(|n| format!("note: {}", n.describe())));
     let others: Vec<String> = ta
         .devices
         .iter()
@@ -288,6 +314,12 @@ fn footer(ta: &TraceAudit, dev: i64) -> Vec<String> {
 }
 
 /// The SVG text of [`trace_picture`].
-pub fn trace_svg(trace: &Trace, ta: &TraceAudit, opts: &Options, device: Option<i64>) -> String {
-    svg::render(&trace_picture(trace, ta, opts, device))
+pub fn trace_svg(
+    trace: &Trace,
+    ta: &TraceAudit,
+    mapped: Option<&MappedAudit>,
+    opts: &Options,
+    device: Option<i64>,
+) -> String {
+    svg::render(&trace_picture(trace, ta, mapped, opts, device))
 }

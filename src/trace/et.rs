@@ -36,7 +36,7 @@
 
 use crate::family::op_sequence::{Function, OpSequence, Variable};
 use crate::family::BandwidthFile;
-use crate::io::{json_error, InputError};
+use crate::io::{json_error, FieldError, InputError};
 use crate::model::{Duplex, ReleaseRule, TensorKind};
 use serde_json::Value;
 use std::collections::{BTreeMap, HashMap, HashSet};
@@ -116,11 +116,11 @@ fn parse(file: &str, bytes: &[u8]) -> Result<Value, EtError> {
 }
 
 fn field(file: &str, f: impl Into<String>, m: impl Into<String>) -> EtError {
-    InputError::Field {
+    InputError::Field(FieldError {
         file: file.into(),
         field: f.into(),
         message: m.into(),
-    }
+    })
     .into()
 }
 

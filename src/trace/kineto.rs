@@ -17,6 +17,7 @@ use super::{
     CopyKind, ExportMeta, Format, GpuEvent, GpuKind, MemoryEvent, Nanos, Range, RangeKind,
     RuntimeCall, Trace, TraceError,
 };
+use crate::io::FieldError;
 use serde::Deserialize;
 use serde_json::value::RawValue;
 use std::borrow::Cow;
@@ -128,11 +129,11 @@ pub fn read<R: Read>(file: &str, r: R, gz: bool) -> Result<Trace, TraceError> {
                 }
             }
             if !saw_events {
-                return Err(TraceError::Field {
+                return Err(TraceError::Field(FieldError {
                     file: file.into(),
                     field: "traceEvents".into(),
                     message: "missing (not a Chrome trace)".into(),
-                });
+                }));
             }
         }
         // The Chrome trace format also allows a bare array of events.
@@ -167,7 +168,7 @@ fn events<R: Read>(
     match sc.skip_ws()? {
         Some(b'[') => sc.pos += 1,
         Some(c) => {
-            return Err(TraceError::Field {
+            return Err(TraceError::Field(FieldError {
                 file: sc.file.clone(),
                 field: "traceEvents".into(),
                 message: format!(
@@ -175,7 +176,7 @@ fn events<R: Read>(
                     c as char,
                     sc.offset()
                 ),
-            })
+            }))
         }
         None => return Err(sc.truncated("traceEvents")),
     }
@@ -473,11 +474,11 @@ impl Builder {
     }
 
     fn field(&self, f: &str, message: impl std::fmt::Display) -> TraceError {
-        TraceError::Field {
+        TraceError::Field(FieldError {
             file: self.t.file.clone(),
             field: format!("traceEvents[{}].{f}", self.index),
             message: message.to_string(),
-        }
+        })
     }
 
     fn time(&mut self, v: Option<&RawValue>, f: &str) -> Result<Nanos, TraceError> {
@@ -506,10 +507,12 @@ impl Builder {
 
     fn top_level(&mut self, key: &str, value: &[u8]) -> Result<(), TraceError> {
         let file = self.t.file.clone();
-        let bad = |m: String| TraceError::Field {
-            file: file.clone(),
-            field: key.to_string(),
-            message: m,
+        let bad = |m: String| {
+            TraceError::Field(FieldError {
+                file: file.clone(),
+                field: key.to_string(),
+                message: m,
+            })
         };
         match key {
             "baseTimeNanoseconds" => {
@@ -557,11 +560,11 @@ impl Builder {
                     Err(pe) if pe.path().to_string() != "." => format!(".{}", pe.path()),
                     _ => String::new(),
                 };
-                return Err(TraceError::Field {
+                return Err(TraceError::Field(FieldError {
                     file: self.t.file.clone(),
                     field: format!("traceEvents[{}]{path}", self.index),
                     message: format!("{err} (event at byte {at})"),
-                });
+                }));
             }
         };
         self.t.total_events += 1;
@@ -724,10 +727,12 @@ impl Builder {
         }
         if let Some(base) = self.t.base_time {
             let file = self.t.file.clone();
-            let err = || TraceError::Field {
-                file: file.clone(),
-                field: "baseTimeNanoseconds".into(),
-                message: "base + relative time overflows 64-bit nanoseconds".into(),
+            let err = || {
+                TraceError::Field(FieldError {
+                    file: file.clone(),
+                    field: "baseTimeNanoseconds".into(),
+                    message: "base + relative time overflows 64-bit nanoseconds".into(),
+                })
             };
             let add = |n: &mut Nanos| -> Result<(), TraceError> {
                 n.0 = n.0.checked_add(base.0).ok_or_else(err)?;

@@ -8,6 +8,7 @@
 //! Must not import: the checker, solvers.
 
 use super::{GpuKind, Nanos, Range, RangeKind, Trace, TraceError};
+use crate::io::FieldError;
 use crate::model::{Direction, Instance, Mode};
 use crate::schedule::{CyclicStateFile, EventFile, Schedule, ScheduleFile, ScheduleFormat};
 use serde::{Deserialize, Serialize};
@@ -89,7 +90,7 @@ impl Mapping {
         let mut de = serde_json::Deserializer::from_str(text);
         let m: Mapping = serde_path_to_error::deserialize(&mut de).map_err(|e| {
             let path = e.path().to_string();
-            TraceError::Field {
+            TraceError::Field(FieldError {
                 file: file.into(),
                 field: if path == "." {
                     "(top level)".into()
@@ -97,43 +98,45 @@ impl Mapping {
                     path
                 },
                 message: e.into_inner().to_string(),
-            }
+            })
         })?;
-        de.end().map_err(|e| TraceError::Field {
-            file: file.into(),
-            field: "(top level)".into(),
-            message: e.to_string(),
+        de.end().map_err(|e| {
+            TraceError::Field(FieldError {
+                file: file.into(),
+                field: "(top level)".into(),
+                message: e.to_string(),
+            })
         })?;
         for (i, r) in m.rules.iter().enumerate() {
             if r.pattern.is_empty() {
-                return Err(TraceError::Field {
+                return Err(TraceError::Field(FieldError {
                     file: file.into(),
                     field: format!("rules[{i}].match"),
                     message: "empty pattern".into(),
-                });
+                }));
             }
             if r.role != Role::Ignore && r.name.is_empty() {
-                return Err(TraceError::Field {
+                return Err(TraceError::Field(FieldError {
                     file: file.into(),
                     field: format!("rules[{i}].name"),
                     message: "missing (the op or tensor name, may use $1)".into(),
-                });
+                }));
             }
             if r.delete.is_some() && r.role != Role::Offload {
-                return Err(TraceError::Field {
+                return Err(TraceError::Field(FieldError {
                     file: file.into(),
                     field: format!("rules[{i}].delete"),
                     message: "only offloads take `delete`".into(),
-                });
+                }));
             }
         }
         if let Some(t) = m.tick_ns {
             if t <= 0 {
-                return Err(TraceError::Field {
+                return Err(TraceError::Field(FieldError {
                     file: file.into(),
                     field: "tick_ns".into(),
                     message: "must be > 0".into(),
-                });
+                }));
             }
         }
         Ok(m)
@@ -227,6 +230,35 @@ pub enum MappingNote {
     TransferWithoutCopy { count: u64 },
 }
 
+impl MappingNote {
+    /// A sentence for people.
+    pub fn describe(&self) -> String {
+        match self {
+            MappingNote::UnknownName {
+                rule,
+                count,
+                first_event,
+                first_name,
+            } => format!(
+                "{count} event(s) matched rules[{rule}] but name no op or tensor of the instance (the first: event `{first_event}`, name `{first_name}`)"
+            ),
+            MappingNote::Rounded { count } => format!(
+                "{count} time(s) were not whole ticks (starts rounded down, ends up)"
+            ),
+            MappingNote::SizeMismatch {
+                tensor,
+                trace_bytes,
+                model_bytes,
+            } => format!(
+                "the copies attributed to a transfer of {tensor} move {trace_bytes} B, but the instance gives {tensor} {model_bytes} B"
+            ),
+            MappingNote::TransferWithoutCopy { count } => format!(
+                "{count} transfer range(s) hold no copy: the range's own times were used"
+            ),
+        }
+    }
+}
+
 /// A reconstructed schedule and what was left out.
 #[derive(Clone, Debug)]
 pub struct Reconstruction {
@@ -296,10 +328,12 @@ pub fn reconstruct(
         initial,
         events: ev.events.into_iter().map(|e| e.2).collect(),
     };
-    let schedule = file.resolve(inst).map_err(|e| TraceError::Field {
-        file: mapping_file.into(),
-        field: "(reconstructed schedule)".into(),
-        message: e.to_string(),
+    let schedule = file.resolve(inst).map_err(|e| {
+        TraceError::Field(FieldError {
+            file: mapping_file.into(),
+            field: "(reconstructed schedule)".into(),
+            message: e.to_string(),
+        })
     })?;
     let mut notes: Vec<MappingNote> = ev
         .unknown
@@ -538,10 +572,12 @@ impl Ticker<'_> {
             self.rounded += 1;
         }
         let v = if up && r != 0 { q + 1 } else { q };
-        i64::try_from(v).map_err(|_| TraceError::Field {
-            file: self.mapping_file.into(),
-            field: "tick_ns".into(),
-            message: "times in ticks overflow".into(),
+        i64::try_from(v).map_err(|_| {
+            TraceError::Field(FieldError {
+                file: self.mapping_file.into(),
+                field: "tick_ns".into(),
+                message: "times in ticks overflow".into(),
+            })
         })
     }
 }
@@ -660,11 +696,11 @@ fn cyclic_frame(
         .clone()
         .or(meta.and_then(|m| m.initial.clone()));
     if period.is_none() {
-        return Err(TraceError::Field {
+        return Err(TraceError::Field(FieldError {
             file: mapping_file.into(),
             field: "period".into(),
             message: "a cyclic instance needs the period in ticks (mapping `period`)".into(),
-        });
+        }));
     }
     Ok((period, initial))
 }

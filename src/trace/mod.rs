@@ -30,6 +30,8 @@ pub mod time;
 
 pub use time::Nanos;
 
+use crate::io::FieldError;
+
 use serde::Serialize;
 use std::collections::{BTreeMap, HashMap};
 use std::io::Read;
@@ -55,12 +57,8 @@ pub enum TraceError {
         offset: u64,
         message: String,
     },
-    #[error("{file}: {field}: {message}")]
-    Field {
-        file: String,
-        field: String,
-        message: String,
-    },
+    #[error(transparent)]
+    Field(#[from] FieldError),
     #[error("{file}: SQLite: {message}")]
     Sqlite { file: String, message: String },
     #[error("{file}: {message}")]

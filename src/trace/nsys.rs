@@ -9,6 +9,7 @@
 use super::{
     CopyKind, Format, GpuEvent, GpuKind, Nanos, Range, RangeKind, RuntimeCall, Trace, TraceError,
 };
+use crate::io::FieldError;
 use rusqlite::{Connection, OpenFlags, Row};
 use std::collections::HashMap;
 use std::path::Path;
@@ -144,10 +145,12 @@ impl Reader<'_> {
                     })
                 }
             };
-            f(&mut self.t, &self.strings, row, n).map_err(|e| TraceError::Field {
-                file: self.file.clone(),
-                field: format!("{table}[row {n}].{}", e.column),
-                message: e.message,
+            f(&mut self.t, &self.strings, row, n).map_err(|e| {
+                TraceError::Field(FieldError {
+                    file: self.file.clone(),
+                    field: format!("{table}[row {n}].{}", e.column),
+                    message: e.message,
+                })
             })?;
             n += 1;
         }
@@ -164,15 +167,19 @@ impl Reader<'_> {
         let mut rows = st.query([]).map_err(|e| self.sql("StringIds", e))?;
         let mut n = 0u64;
         while let Some(row) = rows.next().map_err(|e| self.sql("StringIds", e))? {
-            let id: i64 = row.get(0).map_err(|e| TraceError::Field {
-                file: self.file.clone(),
-                field: format!("StringIds[row {n}].id"),
-                message: e.to_string(),
+            let id: i64 = row.get(0).map_err(|e| {
+                TraceError::Field(FieldError {
+                    file: self.file.clone(),
+                    field: format!("StringIds[row {n}].id"),
+                    message: e.to_string(),
+                })
             })?;
-            let v: String = row.get(1).map_err(|e| TraceError::Field {
-                file: self.file.clone(),
-                field: format!("StringIds[row {n}].value"),
-                message: e.to_string(),
+            let v: String = row.get(1).map_err(|e| {
+                TraceError::Field(FieldError {
+                    file: self.file.clone(),
+                    field: format!("StringIds[row {n}].value"),
+                    message: e.to_string(),
+                })
             })?;
             let nid = self.t.names.intern(&v);
             self.strings.insert(id, nid);

@@ -321,13 +321,81 @@ fn a_large_trace_gives_a_small_picture_with_its_findings_marked() {
     assert!(svg.len() < 400_000, "{} bytes", svg.len());
     let d = read(&svg);
     assert_eq!(d.markers, ta.findings.len());
-    let want: Vec<String> = ta
-        .findings
-        .iter()
-        .map(|f| serde_json::to_string(f).unwrap())
-        .collect();
+    // The legend lines are the text's own finding lines (sentences, no JSON).
+    let want: Vec<String> = ta.findings.iter().map(|f| f.line()).collect();
     assert_eq!(d.legend, want);
+    for w in &want {
+        assert!(text.lines().any(|l| l.trim() == w), "{w} not in\n{text}");
+    }
     assert_eq!(d.curve_max, Some(peak as u64));
     assert!((d.curve_top_y - d.y_of_max).abs() < 0.02);
     render_png(&out);
+}
+
+/// The heading lines of a picture.
+fn heading(svg: &str) -> Vec<String> {
+    let doc = roxmltree::Document::parse(svg).unwrap();
+    doc.root_element()
+        .children()
+        .filter(|n| n.has_tag_name("text"))
+        .filter_map(|n| n.text().map(str::to_string))
+        .collect()
+}
+
+/// `audit --mapping --plan --plot` draws what the text says (issue 21 item 2):
+/// the same verdict, and one marker per finding line of the text (trace-only
+/// findings and the checker's violations on the reconstructed schedule), whose
+/// legend line is the text's line. Runs exported from a late prefetch (a race),
+/// a release while in use, and a valid schedule.
+#[test]
+fn a_mapped_audit_is_drawn_with_the_texts_verdict_and_findings() {
+    for (inst, sched, code, findings) in [
+        ("chain3", "chain3.late-prefetch.invalid", 1, 1),
+        ("chain3m8", "chain3m8.in-use.invalid", 1, 2),
+        ("chain3", "chain3.offload-x0", 0, 0),
+    ] {
+        let inst = format!("instances/examples/{inst}.json");
+        let sched = format!("instances/examples/{sched}.schedule.json");
+        let trace = tmp(&format!("{findings}.{code}.mapped.trace.json"));
+        let svg = tmp(&format!("{findings}.{code}.mapped.svg"));
+        let (c, out) = offcert(&["export-trace", &inst, &sched, "-o", trace.to_str().unwrap()]);
+        assert_eq!(c, 0, "{out}");
+        let (c, text) = offcert(&[
+            "audit",
+            trace.to_str().unwrap(),
+            "--instance",
+            &inst,
+            "--mapping",
+            "instances/traces/export.mapping.json",
+            "--plan",
+            &sched,
+            "--plot",
+            svg.to_str().unwrap(),
+        ]);
+        assert_eq!(c, code, "{sched}: {text}");
+        let words = if code == 0 { "clean" } else { "VIOLATIONS" };
+        assert!(
+            text.lines().any(|l| l == format!("verdict: {words}")),
+            "{text}"
+        );
+        let s = std::fs::read_to_string(&svg).unwrap();
+        assert!(
+            heading(&s)
+                .iter()
+                .any(|h| h.contains(&format!("verdict: {words} ("))),
+            "{sched}: {:?}",
+            heading(&s)
+        );
+        let d = read(&s);
+        let lines: Vec<String> = text
+            .lines()
+            .map(str::trim)
+            .filter(|l| l.starts_with('['))
+            .map(str::to_string)
+            .collect();
+        assert_eq!(lines.len(), findings, "{sched}: {text}");
+        assert_eq!(d.markers, findings, "{sched}");
+        assert_eq!(d.legend, lines, "{sched}");
+        render_png(&svg);
+    }
 }

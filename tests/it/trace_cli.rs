@@ -98,3 +98,111 @@ fn exit_codes() {
     ]);
     assert_eq!(c, 2, "{out}");
 }
+
+/// A trace with nothing to audit is bad input, not a clean run: exit 2 with the
+/// file named (issue 21 item 4). So is a `--device` the trace does not have.
+#[test]
+fn a_trace_with_nothing_to_audit_is_bad_input() {
+    for (name, text, why) in [
+        ("bare-empty.json", "[]", "holds no events"),
+        (
+            "no-events.json",
+            r#"{"traceEvents": []}"#,
+            "holds no events",
+        ),
+        (
+            "cpu-only.json",
+            r#"{"traceEvents": [{"ph":"X","cat":"cpu_op","name":"aten::add","pid":1,"tid":1,"ts":1,"dur":2}]}"#,
+            "no GPU activity, device-memory event or annotation range",
+        ),
+    ] {
+        let path = tmp(name);
+        std::fs::write(&path, text).unwrap();
+        let (c, out) = offcert(&["audit", &path]);
+        assert_eq!(c, 2, "{name}: {out}");
+        assert!(
+            out.contains(&format!("{path}: ")) && out.contains(why) && !out.contains("verdict"),
+            "{name}: {out}"
+        );
+    }
+    let trace = tmp("chain3.device.trace.json");
+    let (c, out) = offcert(&[
+        "export-trace",
+        "instances/examples/chain3.json",
+        "instances/examples/chain3.offload-x0.schedule.json",
+        "-o",
+        &trace,
+    ]);
+    assert_eq!(c, 0, "{out}");
+    let (c, out) = offcert(&["audit", &trace, "--device", "0"]);
+    assert_eq!(c, 0, "{out}");
+    let (c, out) = offcert(&["audit", &trace, "--device", "3"]);
+    assert_eq!(c, 2, "{out}");
+    assert!(
+        out.contains(&format!(
+            "{trace}: --device 3: the trace has no GPU 3 (its GPUs: 0)"
+        )),
+        "{out}"
+    );
+}
+
+/// Findings and notes print as sentences with the facts to re-check them (the
+/// rule's name first, as the checker's violations), never as raw JSON; the JSON
+/// stays for `--json` (issue 21 item 3).
+#[test]
+fn findings_and_notes_print_as_sentences() {
+    // Integer microseconds (resolution 1000 ns). Two HtoD copies of 1000 B on
+    // streams 20 and 21 overlap by 2000 ns; at 0.1 GB/s each needs 10000 ns but
+    // takes 4000 ns. Kernel k1 starts inside k0 on stream 7; k2 lasts 0 ns.
+    let path = tmp("sentences.json");
+    std::fs::write(
+        &path,
+        r#"{"traceEvents":[
+ {"ph":"X","cat":"kernel","name":"k0","pid":0,"tid":7,"ts":0,"dur":10},
+ {"ph":"X","cat":"kernel","name":"k1","pid":0,"tid":7,"ts":5,"dur":10},
+ {"ph":"X","cat":"kernel","name":"k2","pid":0,"tid":7,"ts":20,"dur":0},
+ {"ph":"X","cat":"gpu_memcpy","name":"Memcpy HtoD (Pinned -> Device)","pid":0,"tid":20,"ts":0,"dur":4,"args":{"bytes":1000}},
+ {"ph":"X","cat":"gpu_memcpy","name":"Memcpy HtoD (Pinned -> Device)","pid":0,"tid":21,"ts":2,"dur":4,"args":{"bytes":1000}}
+]}"#,
+    )
+    .unwrap();
+    let (c, out) = offcert(&["audit", &path, "--link-gbps", "0.1"]);
+    assert_eq!(c, 1, "{out}");
+    let lines: Vec<&str> = out.lines().collect();
+    for want in [
+        "  [link-bandwidth] GPU 0: the HtoD copy of 1000 B on stream 20 over [0 ns, 4000 ns) takes 4000 ns, but the declared link needs at least 10000 ns to move 1000 B: shorter by more than one timestamp step (1000 ns)",
+        "  [link-bandwidth] GPU 0: the HtoD copy of 1000 B on stream 21 over [2000 ns, 6000 ns) takes 4000 ns, but the declared link needs at least 10000 ns to move 1000 B: shorter by more than one timestamp step (1000 ns)",
+        "  [copy-channel] GPU 0: the HtoD copy of 1000 B on stream 21 over [2000 ns, 6000 ns) starts while the HtoD copy of 1000 B on stream 20 over [0 ns, 4000 ns) is in flight, on the one HtoD channel (2000 ns together)",
+        "note: 1 kernel event(s) of zero duration",
+        "note: GPU 0 stream 7: 1 activity(ies) start before an earlier one on the same stream ends (profiler timestamp jitter; the largest overlap is 5000 ns)",
+    ] {
+        assert!(lines.contains(&want), "missing {want:?} in\n{out}");
+    }
+    assert!(
+        !out.contains("\"rule\"") && !out.contains("\"note\""),
+        "raw JSON in the text:\n{out}"
+    );
+    let (c, json) = offcert(&["audit", &path, "--link-gbps", "0.1", "--json"]);
+    assert_eq!(c, 1, "{json}");
+    let v: serde_json::Value = serde_json::from_str(&json).unwrap();
+    assert_eq!(v["trace"]["findings"][2]["rule"], "copy_overlap");
+    assert_eq!(v["trace"]["findings"][2]["overlap"], 2000);
+
+    // The memory budget, on the exported chain3 run (peak 12 B from 4 to 12 us).
+    let trace = tmp("chain3.budget.trace.json");
+    let (c, out) = offcert(&[
+        "export-trace",
+        "instances/examples/chain3.json",
+        "instances/examples/chain3.offload-x0.schedule.json",
+        "-o",
+        &trace,
+    ]);
+    assert_eq!(c, 0, "{out}");
+    let (c, out) = offcert(&["audit", &trace, "--budget", "11"]);
+    assert_eq!(c, 1, "{out}");
+    assert!(
+        out.lines().any(|l| l
+            == "  [memory-budget] GPU 0: device memory reaches 12 B at 4000 ns, above the budget of 11 B; first above it at 4000 ns, above it for 8000 ns in all"),
+        "{out}"
+    );
+}

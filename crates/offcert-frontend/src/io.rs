@@ -1,7 +1,8 @@
 //! Reading instance and schedule files, with errors that name the file and the
 //! line (for malformed JSON) or the field path (for bad values and unknown names).
 //!
-//! Owns: [`InputError`] and the loaders. Must not import: the checker or solvers.
+//! Owns: [`InputError`], [`FieldError`] (shared with the trace loaders) and the
+//! loaders. Must not import: the checker or solvers.
 
 use crate::family::{
     ActivationChain, CoreFile, InstanceFile, Offmate, OpSequence, RematChain, WeightChain,
@@ -11,6 +12,18 @@ use crate::model::{Instance, ModelError};
 use crate::schedule::{Schedule, ScheduleError, ScheduleFile};
 use serde::de::DeserializeOwned;
 use std::path::Path;
+
+/// A bad value in an input file: the file, the path of the field in it
+/// (`traceEvents[12].ts`, `rules[0].match`, `(top level)`), and what is wrong.
+/// The one field error of every loader: instance and schedule files here, traces
+/// and mappings in [`crate::trace::TraceError::Field`].
+#[derive(Clone, Debug, PartialEq, Eq, thiserror::Error)]
+#[error("{file}: {field}: {message}")]
+pub struct FieldError {
+    pub file: String,
+    pub field: String,
+    pub message: String,
+}
 
 #[derive(Debug, thiserror::Error)]
 #[non_exhaustive]
@@ -24,12 +37,8 @@ pub enum InputError {
         column: usize,
         message: String,
     },
-    #[error("{file}: {field}: {message}")]
-    Field {
-        file: String,
-        field: String,
-        message: String,
-    },
+    #[error(transparent)]
+    Field(#[from] FieldError),
     // The inner error is part of this message and deliberately not a `source`:
     // `{:#}` in main would otherwise print it twice.
     #[error("{file}: {error}")]
@@ -52,7 +61,7 @@ pub fn json_error(file: &str, e: serde_json::Error) -> InputError {
 fn typed<T: DeserializeOwned>(file: &str, v: serde_json::Value) -> Result<T, InputError> {
     serde_path_to_error::deserialize(v).map_err(|e| {
         let path = e.path().to_string();
-        InputError::Field {
+        InputError::Field(FieldError {
             file: file.to_string(),
             field: if path == "." {
                 "(top level)".into()
@@ -60,7 +69,7 @@ fn typed<T: DeserializeOwned>(file: &str, v: serde_json::Value) -> Result<T, Inp
                 path
             },
             message: e.into_inner().to_string(),
-        }
+        })
     })
 }
 
@@ -85,11 +94,11 @@ pub fn parse_instance_file(file: &str, text: &str) -> Result<InstanceFile, Input
     let mut v: serde_json::Value = serde_json::from_str(text).map_err(|e| json_error(file, e))?;
     let fam = match v.as_object_mut() {
         None => {
-            return Err(InputError::Field {
+            return Err(InputError::Field(FieldError {
                 file: file.into(),
                 field: "(top level)".into(),
                 message: "expected a JSON object".into(),
-            })
+            }))
         }
         Some(o) => {
             check_instance_format(file, o.remove("format"))?;
@@ -99,19 +108,19 @@ pub fn parse_instance_file(file: &str, text: &str) -> Result<InstanceFile, Input
     let fam = match fam {
         Some(serde_json::Value::String(s)) => s,
         Some(_) => {
-            return Err(InputError::Field {
+            return Err(InputError::Field(FieldError {
                 file: file.into(),
                 field: "family".into(),
                 message: "expected a string".into(),
-            })
+            }))
         }
-        None => return Err(InputError::Field {
+        None => return Err(InputError::Field(FieldError {
             file: file.into(),
             field: "family".into(),
             message:
                 "missing (one of activation_chain, weight_chain, remat_chain, core, op_sequence, offmate)"
                     .into(),
-        }),
+        })),
     };
     Ok(match fam.as_str() {
         "activation_chain" => InstanceFile::ActivationChain(typed::<ActivationChain>(file, v)?),
@@ -121,13 +130,13 @@ pub fn parse_instance_file(file: &str, text: &str) -> Result<InstanceFile, Input
         "op_sequence" => InstanceFile::OpSequence(typed::<OpSequence>(file, v)?),
         "offmate" => InstanceFile::Offmate(typed::<Offmate>(file, v)?),
         other => {
-            return Err(InputError::Field {
+            return Err(InputError::Field(FieldError {
                 file: file.into(),
                 field: "family".into(),
                 message: format!(
                     "unknown family `{other}` (expected activation_chain, weight_chain, remat_chain, core, op_sequence or offmate)"
                 ),
-            })
+            }))
         }
     })
 }
@@ -164,11 +173,11 @@ pub fn parse_schedule(file: &str, text: &str, inst: &Instance) -> Result<Schedul
             if inner.is_syntax() || inner.is_eof() || path == "." {
                 return Err(json_error(file, inner));
             }
-            return Err(InputError::Field {
+            return Err(InputError::Field(FieldError {
                 file: file.into(),
                 field: path,
                 message: inner.to_string(),
-            });
+            }));
         }
     };
     de.end().map_err(|e| json_error(file, e))?;

@@ -1,24 +1,19 @@
-//! Audit rules over an imported trace.
+//! The trace-only audit: the rules a trace is held to without a mapping.
 //!
-//! Owns: the trace-only rules (device memory against a budget, copy bandwidth
-//! against the declared link, same-direction copy overlap, compute idle while
-//! copies are in flight, per-direction summaries, notes on zero-duration events and
-//! same-stream overlaps) and the mapped rules. The mapped rules do not restate the
-//! model's rules: they reconstruct a [`Schedule`] ([`super::mapping`]) and run
-//! [`crate::check::check`] on it; races and deletes without a CPU copy are the
-//! checker's own witnesses, picked out and named. Computed here: "offloads never
-//! prefetched" and "prefetches never used" (waste, not invalidity), and the
-//! release races, which are judged on the trace's nanoseconds so that rounding to
-//! ticks alone makes none ([`release_races`]).
-//! Must not import: solvers, heuristics, bounds.
+//! Owns: [`audit_trace`] and its rules (device memory against a budget, copy
+//! bandwidth against the declared link, same-direction copy overlap), the
+//! per-GPU summaries (compute busy and idle, idle while copies are in flight,
+//! per-direction bytes and overlap), the notes (zero-duration events, same-stream
+//! overlaps, memory events out of order, inferred baselines), the device-memory
+//! timeline ([`memory_timeline`]), and the sentences of [`Finding`] and [`Note`].
+//! Must not import: the mapped audit (`super::mapped`), the mapping, the checker
+//! (nothing here reconstructs a schedule), solvers, heuristics, bounds.
 
-use super::intervals::Intervals;
-use super::mapping::{reconstruct, Mapping, Reconstruction};
-use super::{CopyKind, GpuEvent, GpuKind, Nanos, Trace, TraceError, CUDA_DEVICE_TYPE};
-use crate::check::{check, CheckOutcome, Violation};
-use crate::model::{Direction, Duplex, Instance, ReleaseRule};
-use crate::schedule::{Event, EventId, Schedule};
-use crate::units::{Bytes, Ticks};
+use super::Spot;
+use crate::model::Duplex;
+use crate::trace::intervals::Intervals;
+use crate::trace::{CopyKind, GpuEvent, GpuKind, Nanos, Trace, CUDA_DEVICE_TYPE};
+use crate::units::Bytes;
 use serde::Serialize;
 use std::collections::BTreeSet;
 
@@ -34,10 +29,10 @@ pub struct LinkRate {
 
 impl LinkRate {
     /// From decimal GB/s (10^9 B/s = 1 B/ns), exactly: `"12.5"` → 125/10 B/ns.
-    pub fn from_gbps(text: &str) -> Result<LinkRate, super::time::NumberError> {
-        let (n, d) = super::time::decimal_fraction(text)?;
+    pub fn from_gbps(text: &str) -> Result<LinkRate, crate::trace::time::NumberError> {
+        let (n, d) = crate::trace::time::decimal_fraction(text)?;
         if n == 0 {
-            return Err(super::time::NumberError::NotANumber(format!(
+            return Err(crate::trace::time::NumberError::NotANumber(format!(
                 "{text} (must be > 0)"
             )));
         }
@@ -137,12 +132,106 @@ pub enum Finding {
     },
 }
 
+impl CopyRef {
+    /// `the HtoD copy of 4 B on stream 7 over [1000 ns, 3000 ns)`.
+    fn describe(&self) -> String {
+        format!(
+            "the {} copy of {} B on stream {} over [{}, {})",
+            self.kind.label(),
+            self.bytes,
+            self.stream,
+            self.start,
+            self.end
+        )
+    }
+}
+
 impl Finding {
     pub fn rule(&self) -> &'static str {
         match self {
             Finding::MemoryOverBudget { .. } => "memory-budget",
             Finding::CopyFasterThanLink { .. } => "link-bandwidth",
             Finding::CopyOverlap { .. } => "copy-channel",
+        }
+    }
+
+    /// The GPU it happened on.
+    pub fn device(&self) -> i64 {
+        match self {
+            Finding::MemoryOverBudget { device, .. }
+            | Finding::CopyFasterThanLink { device, .. }
+            | Finding::CopyOverlap { device, .. } => *device,
+        }
+    }
+
+    /// A sentence for people, with the facts to re-check it by hand in the trace.
+    pub fn describe(&self) -> String {
+        match self {
+            Finding::MemoryOverBudget {
+                device,
+                budget,
+                peak,
+                peak_at,
+                first_over_at,
+                time_over,
+            } => format!(
+                "GPU {device}: device memory reaches {peak} B at {peak_at}, above the budget of {budget} B; first above it at {first_over_at}, above it for {time_over} in all"
+            ),
+            Finding::CopyFasterThanLink {
+                device,
+                copy,
+                needs_at_least,
+                resolution,
+            } => format!(
+                "GPU {device}: {} takes {}, but the declared link needs at least {needs_at_least} to move {} B: shorter by more than one timestamp step ({resolution})",
+                copy.describe(),
+                Nanos(copy.end.0 - copy.start.0),
+                copy.bytes
+            ),
+            Finding::CopyOverlap {
+                device,
+                first,
+                second,
+                overlap,
+            } => format!(
+                "GPU {device}: {} starts while {} is in flight, on {} ({overlap} together)",
+                second.describe(),
+                first.describe(),
+                if first.kind == second.kind {
+                    format!("the one {} channel", first.kind.label())
+                } else {
+                    "the one channel of a half-duplex link".to_string()
+                }
+            ),
+        }
+    }
+
+    /// The finding as printed and drawn: `[rule] sentence`.
+    pub fn line(&self) -> String {
+        format!("[{}] {}", self.rule(), self.describe())
+    }
+
+    /// Where it happened: on the memory curve, or on the lane of the copy.
+    pub fn spot(&self) -> Spot {
+        match self {
+            Finding::MemoryOverBudget {
+                device,
+                first_over_at,
+                ..
+            } => Spot::Memory {
+                device: Some(*device),
+                at: *first_over_at,
+            },
+            Finding::CopyFasterThanLink { device, copy, .. } => Spot::Copy {
+                device: Some(*device),
+                kind: copy.kind,
+                at: copy.start,
+            },
+            Finding::CopyOverlap { device, second, .. } => Spot::Copy {
+                device: Some(*device),
+                kind: second.kind,
+                at: second.start,
+            },
         }
     }
 }
@@ -189,6 +278,43 @@ pub enum Note {
     SubnanosecondRounded {
         count: u64,
     },
+}
+
+impl Note {
+    /// A sentence for people.
+    pub fn describe(&self) -> String {
+        match self {
+            Note::ZeroDuration { what, count } => {
+                format!("{count} {what} event(s) of zero duration")
+            }
+            Note::SameStreamOverlap {
+                device,
+                stream,
+                count,
+                largest,
+            } => format!(
+                "GPU {device} stream {stream}: {count} activity(ies) start before an earlier one on the same stream ends (profiler timestamp jitter; the largest overlap is {largest})"
+            ),
+            Note::CopyWithinResolution { count } => format!(
+                "{count} copy(ies) faster than the declared link only within one timestamp step: not counted as violations"
+            ),
+            Note::ZeroDurationCopiesSkipped { count } => format!(
+                "{count} copy(ies) of some bytes with zero duration: left out of the link-bandwidth rule"
+            ),
+            Note::MemoryOutOfOrder { count } => format!(
+                "{count} [memory] event(s) out of time order in the file (sorted by time before use)"
+            ),
+            Note::TotalAllocatedMismatch { device, count } => format!(
+                "GPU {device}: at {count} [memory] event(s) the running sum of the allocations disagrees with the allocator's Total Allocated (the running sum is used)"
+            ),
+            Note::BaselineInferred { device, baseline } => format!(
+                "GPU {device}: no Total Allocated, so the memory held before the first event is taken as {baseline} B, the least that keeps the running sum non-negative: the peak is a lower bound"
+            ),
+            Note::SubnanosecondRounded { count } => format!(
+                "{count} timestamp(s) with sub-nanosecond digits, rounded down to the nanosecond"
+            ),
+        }
+    }
 }
 
 /// Bytes, time and overlap of one copy direction on one GPU.
@@ -241,7 +367,7 @@ pub struct DeviceAudit {
 #[derive(Clone, Debug, PartialEq, Eq, Serialize)]
 pub struct TraceAudit {
     pub file: String,
-    pub format: super::Format,
+    pub format: crate::trace::Format,
     pub total_events: u64,
     pub resolution: Nanos,
     pub devices: Vec<DeviceAudit>,
@@ -657,7 +783,7 @@ pub struct MemoryTimeline {
 /// The memory timeline of GPU `dev`, or `None` without allocator events.
 pub fn memory_timeline(trace: &Trace, dev: i64) -> Option<MemoryTimeline> {
     // Stable-sorted by time already.
-    let mem: Vec<&super::MemoryEvent> = trace
+    let mem: Vec<&crate::trace::MemoryEvent> = trace
         .memory
         .iter()
         .filter(|m| m.device_type == CUDA_DEVICE_TYPE && m.device == dev)
@@ -697,314 +823,4 @@ pub fn memory_timeline(trace: &Trace, dev: i64) -> Option<MemoryTimeline> {
         mismatches,
         samples,
     })
-}
-
-/// A compute op that started before the prefetch of its input finished (the
-/// checker's `InputNotResident` whose pending copy is a prefetch).
-#[derive(Clone, Debug, PartialEq, Eq, Serialize)]
-pub struct Race {
-    pub event: EventId,
-    pub op: String,
-    pub tensor: String,
-    pub start: Ticks,
-    pub prefetch_ends: Ticks,
-}
-
-/// A release of a tensor's GPU copy while an op or a transfer still uses it
-/// (rule *released while in use*, `release: after_end`), judged on the trace's own
-/// nanoseconds: the release instant r lies strictly inside the holder's interval,
-/// s < r < e. The tick times are those of the reconstructed schedule, for reference.
-#[derive(Clone, Debug, PartialEq, Eq, Serialize)]
-pub struct ReleaseRace {
-    pub tensor: String,
-    /// The releasing event: an explicit delete, or an op that consumes the tensor
-    /// (at its start) or frees it (at its end).
-    pub release: EventId,
-    /// `delete`, `consume by OP` or `free by OP`.
-    pub released_by: String,
-    pub at_ns: Nanos,
-    /// The event that holds the tensor: a GPU op that reads (without consuming),
-    /// produces or modifies it, or a transfer of it.
-    pub holder: EventId,
-    /// The op's name, or `offload T` / `prefetch T`.
-    pub held_by: String,
-    pub held_from_ns: Nanos,
-    pub held_to_ns: Nanos,
-    pub at: Ticks,
-    pub held_from: Ticks,
-    pub held_to: Ticks,
-}
-
-/// A release of a tensor's GPU copy while no CPU copy holds its latest value and it
-/// is needed later (the checker's `DataLoss`).
-#[derive(Clone, Debug, PartialEq, Eq, Serialize)]
-pub struct LostDelete {
-    pub event: EventId,
-    pub tensor: String,
-    pub at: Ticks,
-}
-
-/// Results of the mapped audit.
-#[derive(Clone, Debug, Serialize)]
-pub struct MappedAudit {
-    pub tick_ns: i64,
-    pub origin_ns: i64,
-    pub matched: std::collections::BTreeMap<String, u64>,
-    pub mapping_notes: Vec<super::mapping::MappingNote>,
-    /// The checker's outcome on the reconstructed schedule (which it holds;
-    /// serialized as its report).
-    pub report: CheckOutcome,
-    /// The release rule the checker and the release races follow.
-    pub release_rule: ReleaseRule,
-    pub races: Vec<Race>,
-    /// Releases inside a holder's interval in the trace's nanoseconds (none under
-    /// the relaxation `after_start`, which allows them).
-    pub release_races: Vec<ReleaseRace>,
-    /// The checker's `released-while-in-use` witnesses on the tick schedule that
-    /// the nanoseconds do not confirm: rounding to ticks (starts down, ends up)
-    /// alone put the release inside. Not races.
-    pub release_rounding_only: Vec<Violation>,
-    pub deletes_without_cpu_copy: Vec<LostDelete>,
-    /// Offloads of a tensor that no later prefetch brings back.
-    pub offloads_never_prefetched: Vec<EventId>,
-    /// Prefetches that no op reads before the next prefetch of the tensor.
-    pub prefetches_never_used: Vec<EventId>,
-    #[serde(skip)]
-    pub reconstruction: Option<Reconstruction>,
-}
-
-/// Reconstruct the schedule with `mapping` and run the checker on it.
-pub fn audit_mapped(
-    trace: &Trace,
-    mapping: &Mapping,
-    inst: &Instance,
-    mapping_file: &str,
-) -> Result<MappedAudit, TraceError> {
-    let rec = reconstruct(trace, mapping, inst, mapping_file)?;
-    let s = rec.schedule.clone();
-    let report = check(inst, &s);
-    let period = s.period.map(|p| p.0).unwrap_or(0);
-    let same = |a: Ticks, b: Ticks| a == b || (period > 0 && (a.0 - b.0).rem_euclid(period) == 0);
-    let mut races = Vec::new();
-    let mut lost = Vec::new();
-    for v in &report.violations {
-        match v {
-            Violation::InputNotResident {
-                event,
-                at,
-                op,
-                tensor,
-                ready_at: Some(r),
-            } => {
-                let by_prefetch = s.events.iter().any(|e| matches!(e, Event::Transfer { dir: Direction::Prefetch, tensor: t, end, .. } if t == tensor && same(*end, *r)));
-                if by_prefetch {
-                    races.push(Race {
-                        event: *event,
-                        op: inst.op(*op).name.clone(),
-                        tensor: inst.tensor(*tensor).name.clone(),
-                        start: *at,
-                        prefetch_ends: *r,
-                    });
-                }
-            }
-            Violation::DataLoss {
-                event, at, tensor, ..
-            } => lost.push(LostDelete {
-                event: *event,
-                tensor: inst.tensor(*tensor).name.clone(),
-                at: *at,
-            }),
-            _ => {}
-        }
-    }
-    let release_races = if inst.release == ReleaseRule::AfterEnd {
-        release_races(inst, &s, &rec)
-    } else {
-        Vec::new()
-    };
-    let confirmed = |ev: &EventId, t: &crate::model::TensorId| {
-        release_races
-            .iter()
-            .any(|r| r.release == *ev && r.tensor == inst.tensor(*t).name)
-    };
-    let release_rounding_only: Vec<Violation> = report
-        .violations
-        .iter()
-        .filter(|v| {
-            matches!(v, Violation::ReleasedWhileInUse { event, tensor, .. } if !confirmed(event, tensor))
-        })
-        .cloned()
-        .collect();
-    let (never_prefetched, never_used) = waste(inst, &s);
-    Ok(MappedAudit {
-        tick_ns: rec.tick_ns,
-        origin_ns: rec.origin_ns,
-        release_rule: inst.release,
-        release_races,
-        release_rounding_only,
-        matched: rec
-            .matched
-            .iter()
-            .map(|(k, v)| (k.to_string(), *v))
-            .collect(),
-        mapping_notes: rec.notes.clone(),
-        report,
-        races,
-        deletes_without_cpu_copy: lost,
-        offloads_never_prefetched: never_prefetched,
-        prefetches_never_used: never_used,
-        reconstruction: Some(rec),
-    })
-}
-
-impl MappedAudit {
-    /// The reconstructed schedule the checker judged.
-    pub fn schedule(&self) -> &Schedule {
-        self.report.schedule()
-    }
-
-    /// The checker's verdict, less the violations that rounding to ticks alone
-    /// made (`release_rounding_only`): the reconstructed run obeys the model when
-    /// judged on the trace's own nanoseconds.
-    pub fn valid(&self) -> bool {
-        self.report.valid
-            || self
-                .report
-                .violations
-                .iter()
-                .all(|v| self.release_rounding_only.contains(v))
-    }
-}
-
-/// Releases strictly inside a holder's interval, on the trace's nanoseconds
-/// (`models/MODEL.md`, rule *released while in use*). Holders: a GPU op holds
-/// what it reads and does not consume, what it produces and what it modifies over
-/// its interval; a transfer holds its tensor's GPU buffer. Releases: explicit
-/// deletes, consumes (at the consumer's start) and frees (at the op's end) by
-/// another event. An offload's own release (`delete: true`) is deferred to the end
-/// of the holder by the rule, never a race. Cyclic schedules also compare the
-/// release one period (P · tick_ns) earlier and later.
-pub fn release_races(inst: &Instance, s: &Schedule, rec: &Reconstruction) -> Vec<ReleaseRace> {
-    use crate::model::{Device, TensorId};
-    let ns = |i: usize| rec.event_ns.get(i).copied();
-    let mut holds: Vec<(TensorId, usize, String)> = Vec::new();
-    let mut releases: Vec<(TensorId, usize, String, Nanos, Ticks)> = Vec::new();
-    for (i, e) in s.events.iter().enumerate() {
-        let Some((a, b)) = ns(i) else { continue };
-        match *e {
-            Event::Compute { op, start, end } => {
-                let o = inst.op(op);
-                if o.device == Device::Gpu {
-                    for t in o.reads.iter().filter(|t| !o.consumes.contains(t)) {
-                        holds.push((*t, i, o.name.clone()));
-                    }
-                    for t in o.produces.iter().chain(&o.modifies) {
-                        holds.push((*t, i, o.name.clone()));
-                    }
-                }
-                for t in &o.consumes {
-                    releases.push((*t, i, format!("consume by {}", o.name), a, start));
-                }
-                for t in &o.frees {
-                    releases.push((*t, i, format!("free by {}", o.name), b, end));
-                }
-            }
-            Event::Transfer { dir, tensor, .. } => {
-                let what = match dir {
-                    Direction::Offload => "offload",
-                    Direction::Prefetch => "prefetch",
-                };
-                holds.push((tensor, i, format!("{what} {}", inst.tensor(tensor).name)));
-            }
-            Event::Delete { tensor, at } => {
-                releases.push((tensor, i, "delete".into(), a, at));
-            }
-        }
-    }
-    let period_ns = s.period.map(|p| p.0 as i128 * rec.tick_ns as i128);
-    let mut out = Vec::new();
-    for (t, ri, by, r, at) in &releases {
-        for (ht, hi, name) in &holds {
-            if ht != t || hi == ri {
-                continue;
-            }
-            let Some((hs, he)) = ns(*hi) else { continue };
-            let inside = |r: i128| (hs.0 as i128) < r && r < (he.0 as i128);
-            let r0 = r.0 as i128;
-            let hit = inside(r0)
-                || period_ns.is_some_and(|p| p > 0 && (inside(r0 + p) || inside(r0 - p)));
-            if hit {
-                let h = &s.events[*hi];
-                out.push(ReleaseRace {
-                    tensor: inst.tensor(*t).name.clone(),
-                    release: EventId(*ri as u32),
-                    released_by: by.clone(),
-                    at_ns: *r,
-                    holder: EventId(*hi as u32),
-                    held_by: name.clone(),
-                    held_from_ns: hs,
-                    held_to_ns: he,
-                    at: *at,
-                    held_from: h.start(),
-                    held_to: h.end(),
-                });
-            }
-        }
-    }
-    out
-}
-
-/// Offloads with no later prefetch of the tensor (anywhere in the period for cyclic
-/// schedules), and prefetches that no op reads before the tensor's next prefetch.
-pub fn waste(inst: &Instance, s: &Schedule) -> (Vec<EventId>, Vec<EventId>) {
-    let cyclic = s.period.is_some();
-    let mut never_prefetched = Vec::new();
-    let mut never_used = Vec::new();
-    for (i, e) in s.events.iter().enumerate() {
-        match *e {
-            Event::Transfer {
-                dir: Direction::Offload,
-                tensor,
-                start,
-                ..
-            } => {
-                let back = s.events.iter().any(|f| matches!(*f, Event::Transfer { dir: Direction::Prefetch, tensor: t, start: ps, .. } if t == tensor && (cyclic || ps >= start)));
-                if !back {
-                    never_prefetched.push(EventId(i as u32));
-                }
-            }
-            Event::Transfer {
-                dir: Direction::Prefetch,
-                tensor,
-                start,
-                ..
-            } => {
-                let next = s
-                    .events
-                    .iter()
-                    .filter_map(|f| match *f {
-                        Event::Transfer {
-                            dir: Direction::Prefetch,
-                            tensor: t,
-                            start: ps,
-                            ..
-                        } if t == tensor && ps > start => Some(ps),
-                        _ => None,
-                    })
-                    .min();
-                let used = s.events.iter().any(|f| match *f {
-                    Event::Compute { op, start: cs, .. } => {
-                        inst.op(op).reads.contains(&tensor)
-                            && (cyclic || (cs >= start && next.is_none_or(|n| cs < n)))
-                    }
-                    _ => false,
-                });
-                if !used {
-                    never_used.push(EventId(i as u32));
-                }
-            }
-            _ => {}
-        }
-    }
-    (never_prefetched, never_used)
 }
