@@ -79,13 +79,13 @@ fn check_instance_format(file: &str, v: Option<serde_json::Value>) -> Result<(),
     match v {
         None => Ok(()),
         Some(serde_json::Value::String(s)) if s == INSTANCE_FORMAT => Ok(()),
-        Some(other) => Err(InputError::Field {
+        Some(other) => Err(InputError::Field(FieldError {
             file: file.into(),
             field: "format".into(),
             message: format!(
                 "unknown instance file format {other} (this build reads `{INSTANCE_FORMAT}`, or no `format` field)"
             ),
-        }),
+        })),
     }
 }
 
