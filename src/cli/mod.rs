@@ -16,7 +16,6 @@ pub mod import;
 pub mod offmate;
 pub mod plot;
 pub mod solve;
-pub mod solve_anytime;
 pub mod sweep;
 pub mod table1;
 
@@ -43,6 +42,12 @@ pub enum Command {
     /// Check every bundled example schedule and print its verdict.
     Examples(examples::ExamplesArgs),
     /// Exact optimum of a small instance (MILP, SMT, search), cross-checked.
+    #[command(
+        after_help = "Exit codes: 0 a schedule was found and checked (optimal or feasible); \
+1 no schedule: infeasible, or no result (every method failed, was outside its scope, or \
+stopped at the time limit without a schedule; each method's reason is printed); \
+2 bad input (the file and the field named) or a bad option."
+    )]
     Solve(solve::SolveArgs),
     /// The papers' lower bounds for an instance.
     Bound(bound::BoundArgs),
@@ -117,16 +122,31 @@ pub fn load_at_memory(
     release: ReleaseOpt,
     memory: Option<&str>,
 ) -> anyhow::Result<(crate::family::InstanceFile, crate::model::Instance)> {
-    let (mut file, _) = crate::io::load_instance(path)?;
-    release.apply_file(&mut file);
-    let Some(spec) = memory else {
-        let inst = file.compile().with_context(|| path.display().to_string())?;
-        return Ok((file, inst));
-    };
-    let b = crate::report::BudgetSpec::parse(spec)?.budgets(&file)?;
-    let f = crate::report::with_budget(&file, b[0]);
+    let text = crate::io::read_text(path)?;
+    let (_, f) = file_at_memory(path, &text, release, memory)?;
     let inst = f.compile().with_context(|| path.display().to_string())?;
     Ok((f, inst))
+}
+
+/// The instance file `text` (read from `path`) as given, checked (it must
+/// compile), and as used: under `release` and at the budget `memory` (see
+/// [`load_at_memory`]), not yet compiled.
+pub fn file_at_memory(
+    path: &Path,
+    text: &str,
+    release: ReleaseOpt,
+    memory: Option<&str>,
+) -> anyhow::Result<(crate::family::InstanceFile, crate::family::InstanceFile)> {
+    let (given, _) = crate::io::parse_instance(&path.display().to_string(), text)?;
+    let mut used = given.clone();
+    release.apply_file(&mut used);
+    if let Some(spec) = memory {
+        let b = crate::report::BudgetSpec::parse(spec)
+            .and_then(|s| s.budgets(&used))
+            .with_context(|| format!("--memory {spec}"))?;
+        used = crate::report::with_budget(&used, b[0]);
+    }
+    Ok((given, used))
 }
 
 /// The first line of a per-instance listing: file, family, memory and release rule.

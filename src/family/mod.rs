@@ -54,6 +54,18 @@ impl InstanceFile {
         Ok(inst)
     }
 
+    /// The GPU memory the file gives, in bytes.
+    pub fn gpu_memory(&self) -> u64 {
+        match self {
+            InstanceFile::ActivationChain(c) => c.gpu_memory,
+            InstanceFile::WeightChain(w) => w.gpu_memory,
+            InstanceFile::RematChain(c) => c.gpu_memory,
+            InstanceFile::Core(c) => c.gpu_memory,
+            InstanceFile::OpSequence(o) => o.gpu_memory,
+            InstanceFile::Offmate(o) => o.gpu_memory.0,
+        }
+    }
+
     /// The release rule the file selects (R10).
     pub fn release(&self) -> ReleaseRule {
         match self {

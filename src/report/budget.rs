@@ -214,14 +214,7 @@ pub fn with_budget(file: &InstanceFile, bytes: u64) -> InstanceFile {
 
 /// The instance's own GPU memory.
 pub fn own_budget(file: &InstanceFile) -> u64 {
-    match file {
-        InstanceFile::ActivationChain(c) => c.gpu_memory,
-        InstanceFile::WeightChain(w) => w.gpu_memory,
-        InstanceFile::RematChain(c) => c.gpu_memory,
-        InstanceFile::Core(c) => c.gpu_memory,
-        InstanceFile::OpSequence(o) => o.gpu_memory,
-        InstanceFile::Offmate(o) => o.gpu_memory.0,
-    }
+    file.gpu_memory()
 }
 
 /// Where `bytes` lies between the range's ends, in percent (display only).
