@@ -320,3 +320,59 @@ fn gap_improves_open_activation_rows() {
     let m = e["best_schedule"]["makespan"].as_i64().unwrap();
     assert!((130601..=134666).contains(&m), "{m}");
 }
+
+/// Issue 21 item 10: `heuristic --help` lists every heuristic's name under
+/// its family, and the error for an unknown name lists each family's names
+/// once (it used to give one flat list with `greedy` twice).
+#[test]
+fn heuristic_names_are_listed_per_family() {
+    let (code, help, _) = offcert(&["heuristic", "--help"]);
+    assert_eq!(code, 0);
+    let (code, _, err) = offcert(&["heuristic", CHAIN3, "--name", "nosuch"]);
+    assert_eq!(code, 2, "{err}");
+    let listing = err
+        .split("known, per family: ")
+        .nth(1)
+        .unwrap_or_else(|| panic!("no per-family listing: {err}"));
+    let help = help.split_whitespace().collect::<Vec<_>>().join(" ");
+    assert!(help.contains(listing.trim()), "{help}\n---\n{listing}");
+    let mut families = Vec::new();
+    for part in listing.trim().split("; ") {
+        let (family, names) = part.split_once(": ").expect("family: names");
+        families.push(family);
+        let names: Vec<&str> = names.split(", ").collect();
+        let mut unique = names.clone();
+        unique.sort();
+        unique.dedup();
+        assert_eq!(
+            unique.len(),
+            names.len(),
+            "{family} lists a name twice: {names:?}"
+        );
+    }
+    assert_eq!(
+        families,
+        [
+            "activation_chain",
+            "weight_chain",
+            "op_sequence",
+            "remat_chain",
+            "offmate"
+        ]
+    );
+    // Every registered heuristic is listed under a family it applies to.
+    for (family, hs) in offcert::heuristic::by_family() {
+        for h in hs {
+            assert!(
+                listing.contains(&format!("{family}: ")) && help.contains(h.name()),
+                "{family}/{}",
+                h.name()
+            );
+        }
+    }
+    // Registry order is kept within a family.
+    assert!(
+        listing.starts_with("activation_chain: greedy, dynprog"),
+        "{listing}"
+    );
+}
