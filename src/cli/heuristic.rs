@@ -7,6 +7,7 @@
 
 use crate::heuristic;
 use crate::schedule::ScheduleFile;
+use crate::units::{Bytes, Ticks};
 use anyhow::Context;
 use std::path::PathBuf;
 use std::process::ExitCode;
@@ -115,10 +116,10 @@ pub fn run(a: HeuristicArgs) -> anyhow::Result<ExitCode> {
         for o in &out {
             match o.get("makespan") {
                 Some(m) => println!(
-                    "  {:<12} valid (checked)  makespan {:>12}  peak memory {} B  ({:.3} s)",
+                    "  {:<12} valid (checked)  makespan {:>12}  peak memory {}  ({:.3} s)",
                     o["heuristic"].as_str().unwrap_or(""),
-                    m,
-                    o["peak_memory"],
+                    Ticks(m.as_i64().unwrap_or(0)).human(file.tick_unit()),
+                    Bytes(o["peak_memory"].as_u64().unwrap_or(0)).human(),
                     o["seconds"].as_f64().unwrap_or(0.0)
                 ),
                 None => println!(

@@ -156,12 +156,59 @@ pub fn instance_line(
     inst: &crate::model::Instance,
 ) -> String {
     format!(
-        "instance {} ({}), memory {} B, release rule {}",
+        "instance {} ({}), memory {}, release rule {}{}",
         path.display(),
         file.family(),
-        crate::report::budget::own_budget(file),
-        inst.release
+        crate::units::Bytes(file.gpu_memory()).human(),
+        inst.release,
+        file.tick_unit()
+            .map_or(String::new(), |u| format!(", 1 tick = {u}"))
     )
+}
+
+/// Every option that takes an amount of memory parses it here, with the one
+/// parser [`crate::units::Bytes::parse`] (`1500`, `2G`, `1.5GB`, `64MiB`, …).
+pub fn bytes_arg(s: &str) -> Result<u64, String> {
+    crate::units::Bytes::parse(s)
+        .map(|b| b.0)
+        .map_err(|e| e.to_string())
+}
+
+/// Every wall-clock limit (`--time-limit`): a time with the one parser
+/// [`crate::units::parse_ns`] (`90`, `90s`, `1.5m`, `500ms`; a bare number is
+/// in seconds), positive; as seconds.
+pub fn seconds_arg(s: &str) -> Result<f64, String> {
+    let ns = crate::units::parse_ns(s, Some("s")).map_err(|e| e.to_string())?;
+    if ns == 0 {
+        return Err(format!("`{s}`: must be positive"));
+    }
+    Ok(ns as f64 / 1e9)
+}
+
+/// A time as a positive whole number of `unit` (`ns`, `us`, `s`; also the
+/// bare-number unit), with the one parser.
+fn whole_time(s: &str, unit: &str, per: u128) -> Result<u64, String> {
+    let ns = crate::units::parse_ns(s, Some(unit)).map_err(|e| e.to_string())?;
+    if ns == 0 || ns % per != 0 {
+        return Err(format!("`{s}`: must be a positive whole number of {unit}"));
+    }
+    u64::try_from(ns / per).map_err(|_| format!("`{s}`: too large"))
+}
+
+/// `--tick-ns`: a tick length (`1000`, `1us`, `250ns`; bare: nanoseconds).
+pub fn tick_ns_arg(s: &str) -> Result<i64, String> {
+    let v = whole_time(s, "ns", 1)?;
+    i64::try_from(v).map_err(|_| format!("`{s}`: too large"))
+}
+
+/// `--tick-us`: a tick length in whole microseconds (`1`, `10us`, `1ms`).
+pub fn tick_us_arg(s: &str) -> Result<u64, String> {
+    whole_time(s, "us", 1_000)
+}
+
+/// A limit in whole seconds (`60`, `60s`, `2m`).
+pub fn whole_seconds_arg(s: &str) -> Result<u64, String> {
+    whole_time(s, "s", 1_000_000_000)
 }
 
 /// Exit code for a verdict.

@@ -16,8 +16,8 @@ use std::process::ExitCode;
 
 #[derive(clap::Args, Debug)]
 pub struct Table1Args {
-    /// GPU memory budget B in bytes (default 16 GiB).
-    #[arg(long, default_value_t = 16 << 30)]
+    /// GPU memory budget B (bytes: `16GiB`, `17G`, …; default 16 GiB).
+    #[arg(long, default_value_t = 16 << 30, value_parser = super::bytes_arg)]
     pub gpu_memory: u64,
     /// Link bandwidth per direction, bytes per ns (= GB/s); default 50 (assumption).
     #[arg(long, default_value_t = 50)]

@@ -66,6 +66,14 @@ impl InstanceFile {
         }
     }
 
+    /// How long a tick is, where the file knows it (imported programs).
+    pub fn tick_unit(&self) -> Option<crate::units::TickUnit> {
+        match self {
+            InstanceFile::OpSequence(o) => o.tick,
+            _ => None,
+        }
+    }
+
     /// The release rule the file selects (R10).
     pub fn release(&self) -> ReleaseRule {
         match self {

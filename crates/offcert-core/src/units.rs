@@ -300,7 +300,11 @@ impl TickUnit {
         let ns = parse_ns(text, None)?;
         match u64::try_from(ns) {
             Ok(ns) if ns > 0 => Ok(TickUnit { ns }),
-            _ => Err(invalid(text, "a tick length", "must be 1 ns to 2^64 - 1 ns")),
+            _ => Err(invalid(
+                text,
+                "a tick length",
+                "must be 1 ns to 2^64 - 1 ns",
+            )),
         }
     }
 }
@@ -377,7 +381,16 @@ mod tests {
         ] {
             assert_eq!(Bytes::parse(text), Ok(Bytes(v)), "{text}");
         }
-        for bad in ["", "G", "1.5", "0.5K1", "2X", "-1", "1.0001B", "20000000000000000000"] {
+        for bad in [
+            "",
+            "G",
+            "1.5",
+            "0.5K1",
+            "2X",
+            "-1",
+            "1.0001B",
+            "20000000000000000000",
+        ] {
             assert!(Bytes::parse(bad).is_err(), "{bad}");
         }
     }
@@ -390,7 +403,10 @@ mod tests {
         assert_eq!(format_ns(1_234_567), "1.234567 ms");
         assert_eq!(format_ns(-1_500), "-1.5 µs");
         assert_eq!(Ticks(120).human(None), "120 ticks");
-        assert_eq!(Ticks(1200).human(Some(TickUnit { ns: 1 })), "1200 ticks (1.2 µs)");
+        assert_eq!(
+            Ticks(1200).human(Some(TickUnit { ns: 1 })),
+            "1200 ticks (1.2 µs)"
+        );
         for v in [0u64, 1, 999, 1000, 1001, 123_456_789, u64::MAX] {
             assert_eq!(Bytes::parse(&Bytes(v).human()), Ok(Bytes(v)), "{v}");
         }

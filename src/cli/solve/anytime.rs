@@ -206,12 +206,16 @@ fn print_text(
     println!("status:      {}", out.claim());
     println!(
         "incumbent:   {} ({})",
-        makespan.map_or("-".into(), |t| format!("{t} ticks, valid")),
+        makespan.map_or("-".into(), |t| format!(
+            "{}, valid",
+            t.human(file.tick_unit())
+        )),
         credits.best_by
     );
     println!(
-        "bound:       {} ticks, lower bound (certified) ({})",
-        out.lower_bound, credits.bound_by
+        "bound:       {}, lower bound (certified) ({})",
+        Ticks(out.lower_bound.0).human(file.tick_unit()),
+        credits.bound_by
     );
     println!(
         "gap:         {}",

@@ -21,7 +21,7 @@ use crate::exact::{milp, rescale, Limits, Method};
 use crate::io;
 use crate::model::{Instance, Mode};
 use crate::schedule::ScheduleFile;
-use crate::units::Ticks;
+use crate::units::{TickUnit, Ticks};
 use anyhow::Context;
 use std::path::PathBuf;
 use std::process::ExitCode;
@@ -47,8 +47,8 @@ pub struct SolveArgs {
     /// Which exact method(s) to run; `all` runs every method and cross-checks them.
     #[arg(long, value_enum, default_value = "all")]
     pub method: MethodArg,
-    /// Seconds allowed per method.
-    #[arg(long, default_value_t = 60.0)]
+    /// Time allowed per method (`60`, `60s`, `2m`, `500ms`; bare: seconds).
+    #[arg(long, default_value_t = 60.0, value_parser = super::seconds_arg)]
     pub time_limit: f64,
     /// Write the best schedule found here (JSON schedule file).
     #[arg(long)]
@@ -152,7 +152,7 @@ pub fn run(a: SolveArgs) -> anyhow::Result<ExitCode> {
         progress: true,
     };
     let v = crosscheck::run(&inst, &methods(a.method), &limits);
-    print_verdict(&a, &inst, &v, scale)?;
+    print_verdict(&a, &inst, &v, (scale, used.tick_unit()))?;
     if let (Some(path), Some(c)) = (&a.schedule_out, &v.checked) {
         let mut f = ScheduleFile::from_schedule(c.schedule(), &inst);
         if scale > 1 {
@@ -201,7 +201,14 @@ fn exit_code(v: &Verdict) -> ExitCode {
     ExitCode::from(1)
 }
 
-fn print_verdict(a: &SolveArgs, inst: &Instance, v: &Verdict, scale: u64) -> anyhow::Result<()> {
+/// `unit`: the time scale (1: the file's ticks) and the file's tick length.
+fn print_verdict(
+    a: &SolveArgs,
+    inst: &Instance,
+    v: &Verdict,
+    unit: (u64, Option<TickUnit>),
+) -> anyhow::Result<()> {
+    let (scale, tick) = unit;
     let what = if inst.mode == Mode::Cyclic {
         "period"
     } else {
@@ -228,7 +235,11 @@ fn print_verdict(a: &SolveArgs, inst: &Instance, v: &Verdict, scale: u64) -> any
     let show = |t: Option<Ticks>| match t {
         None => "-".to_string(),
         Some(t) if scale > 1 => format!("{t} (= {t}/{scale} in the file's ticks)"),
-        Some(t) => t.to_string(),
+        Some(t) => match tick {
+            // The file's ticks, and their length where the file knows it.
+            Some(_) => t.human(tick),
+            None => t.to_string(),
+        },
     };
     println!(
         "release rule: {} ({})",
