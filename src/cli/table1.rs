@@ -34,8 +34,8 @@ pub fn run(a: Table1Args) -> anyhow::Result<ExitCode> {
     let inst = InstanceFile::OpSequence(base.clone()).compile()?;
     let p190 = inst.total_compute().0 as f64;
     println!(
-        "synthetic ResNet-50, B = {} B, link {} GB/s per direction (assumption), window variant {}; baseline batch 190: {:.1} images/s (calibration)",
-        a.gpu_memory,
+        "synthetic ResNet-50, B = {}, link {} GB/s per direction (assumption), window variant {}; baseline batch 190: {:.1} images/s (calibration)",
+        crate::units::Bytes(a.gpu_memory).human(),
         a.bandwidth,
         if a.paper { "paper" } else { "nnabla" },
         190.0 / (p190 * 1e-9)
