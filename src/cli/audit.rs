@@ -42,8 +42,8 @@ pub struct AuditArgs {
     /// Planned schedule to compare with the run; needs --instance and --mapping.
     #[arg(long)]
     pub plan: Option<PathBuf>,
-    /// Device-memory budget in bytes (default: the instance's GPU capacity).
-    #[arg(long)]
+    /// Device-memory budget (bytes: `1500`, `2G`, `1.5GB`, `64MiB`; default: the instance's GPU capacity).
+    #[arg(long, value_parser = super::bytes_arg)]
     pub budget: Option<u64>,
     /// Declared host↔device link rate in GB/s (10^9 B/s), a decimal; default: the instance's β.
     #[arg(long)]
@@ -258,10 +258,10 @@ fn render_trace(tr: &trace::Trace, ta: &TraceAudit) -> String {
         for c in &d.directions {
             let _ = writeln!(
                 s,
-                "  {:<5} {:>6} copies {:>14} B  busy {}  achieved {} GB/s  overlapped with compute {} ({}%)  zero-duration {}",
+                "  {:<5} {:>6} copies {:>14}  busy {}  achieved {} GB/s  overlapped with compute {} ({}%)  zero-duration {}",
                 c.kind.label(),
                 c.copies,
-                c.bytes,
+                u64::try_from(c.bytes).map_or(format!("{} B", c.bytes), |b| crate::units::Bytes(b).human()),
                 t(c.busy),
                 c.achieved_gbps.as_deref().unwrap_or("-"),
                 t(c.overlapped_with_compute),
@@ -272,11 +272,11 @@ fn render_trace(tr: &trace::Trace, ta: &TraceAudit) -> String {
         if let Some(m) = &d.memory {
             let _ = writeln!(
                 s,
-                "  device memory: {} events, baseline {} B ({}), peak {} B at {} (+{} from the first GPU event)",
+                "  device memory: {} events, baseline {} ({}), peak {} at {} (+{} from the first GPU event)",
                 m.events,
-                m.baseline,
+                m.baseline.human(),
                 if m.baseline_known { "from Total Allocated" } else { "inferred, a lower bound" },
-                m.peak,
+                m.peak.human(),
                 m.peak_at.0,
                 t(Nanos(m.peak_at.0 - origin.0))
             );
@@ -315,6 +315,10 @@ fn render_mapped(m: &MappedAudit, i: &Instance) -> String {
         &m.report,
         "(instance)",
         "(reconstructed from the trace)",
+        u64::try_from(m.tick_ns)
+            .ok()
+            .filter(|&ns| ns > 0)
+            .map(|ns| crate::units::TickUnit { ns }),
     )));
     for r in &m.races {
         let _ = writeln!(

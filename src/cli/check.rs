@@ -7,6 +7,7 @@
 use crate::check::{check_with_profile, sha256_bytes, CheckOutcome};
 use crate::io;
 use crate::model::Instance;
+use crate::units::TickUnit;
 use serde::Serialize;
 use std::path::PathBuf;
 use std::process::ExitCode;
@@ -45,7 +46,7 @@ pub struct FileVerdict<'a> {
 pub fn run(a: CheckArgs) -> anyhow::Result<ExitCode> {
     let itext = io::read_text(&a.instance)?;
     let stext = io::read_text(&a.schedule)?;
-    let (_, mut inst) = io::parse_instance(&a.instance.display().to_string(), &itext)?;
+    let (file, mut inst) = io::parse_instance(&a.instance.display().to_string(), &itext)?;
     a.release.apply(&mut inst);
     let sched = io::parse_schedule(&a.schedule.display().to_string(), &stext, &inst)?;
     let (report, profile) = check_with_profile(&inst, &sched);
@@ -74,7 +75,8 @@ pub fn run(a: CheckArgs) -> anyhow::Result<ExitCode> {
                 &inst,
                 &report,
                 &a.instance.display().to_string(),
-                &a.schedule.display().to_string()
+                &a.schedule.display().to_string(),
+                file.tick_unit(),
             )
         );
     }
@@ -83,7 +85,16 @@ pub fn run(a: CheckArgs) -> anyhow::Result<ExitCode> {
 
 /// The text verdict of the checker's outcome (valid or not; the figures are
 /// the checker's either way).
-pub fn render_text(inst: &Instance, r: &CheckOutcome, ifile: &str, sfile: &str) -> String {
+/// Times are shown in ticks, and also in `tick`'s unit where the instance
+/// knows how long a tick is; amounts of memory with
+/// [`crate::units::Bytes::human`].
+pub fn render_text(
+    inst: &Instance,
+    r: &CheckOutcome,
+    ifile: &str,
+    sfile: &str,
+    tick: Option<TickUnit>,
+) -> String {
     use std::fmt::Write;
     let mut s = String::new();
     let _ = writeln!(
@@ -103,26 +114,34 @@ pub fn render_text(inst: &Instance, r: &CheckOutcome, ifile: &str, sfile: &str) 
     let _ = writeln!(s, "release rule: {} ({})", r.release, r.release.describe());
     let _ = writeln!(
         s,
-        "{}: {} ticks",
+        "{}: {}",
         if r.cyclic { "period" } else { "makespan" },
-        r.makespan
+        r.makespan.human(tick)
     );
     let _ = writeln!(
         s,
-        "peak GPU memory: {} B at t={} (capacity {} B)",
-        r.peak_memory, r.peak_at, inst.machine.gpu_capacity
+        "peak GPU memory: {} at t={} (capacity {})",
+        r.peak_memory.human(),
+        r.peak_at,
+        inst.machine.gpu_capacity.human()
     );
     if let Some(cap) = inst.machine.cpu_capacity {
         let _ = writeln!(
             s,
-            "peak CPU memory: {} B (capacity {} B)",
-            r.peak_cpu_memory, cap
+            "peak CPU memory: {} (capacity {})",
+            r.peak_cpu_memory.human(),
+            cap.human()
         );
     }
     for c in &r.channel_busy {
-        let _ = writeln!(s, "channel {} busy: {} ticks", c.channel.name(), c.busy);
+        let _ = writeln!(
+            s,
+            "channel {} busy: {}",
+            c.channel.name(),
+            c.busy.human(tick)
+        );
     }
-    let _ = writeln!(s, "compute stream idle: {} ticks", r.compute_idle);
+    let _ = writeln!(s, "compute stream idle: {}", r.compute_idle.human(tick));
     if !r.violations.is_empty() {
         let _ = writeln!(s, "{} violation(s):", r.violations.len());
         for v in &r.violations {

@@ -23,8 +23,9 @@ pub struct ExportArgs {
     /// Output Chrome-trace JSON.
     #[arg(short = 'o', long = "output")]
     pub out: PathBuf,
-    /// Nanoseconds per model tick (default 1000: a tick is shown as a microsecond).
-    #[arg(long, default_value_t = 1000)]
+    /// Length of a model tick (`1000`, `1us`, `250ns`; a bare number is in ns;
+    /// default 1000: a tick is shown as a microsecond).
+    #[arg(long, default_value_t = 1000, value_parser = super::tick_ns_arg)]
     pub tick_ns: i64,
 }
 
@@ -45,13 +46,19 @@ pub fn run(a: ExportArgs) -> anyhow::Result<ExitCode> {
         },
     )?;
     println!(
-        "wrote {}: {} events, {} memory samples (peak {} B); the schedule is {} (makespan {} ticks)",
+        "wrote {}: {} events, {} memory samples (peak {}); the schedule is {} (makespan {})",
         a.out.display(),
         sum.events,
         sum.memory_samples,
-        sum.peak_memory,
+        u64::try_from(sum.peak_memory)
+            .map_or(format!("{} B", sum.peak_memory), |b| crate::units::Bytes(b)
+                .human()),
         if report.valid { "valid" } else { "INVALID" },
-        report.makespan
+        report.makespan.human(
+            u64::try_from(a.tick_ns)
+                .ok()
+                .map(|ns| crate::units::TickUnit { ns })
+        )
     );
     Ok(ExitCode::SUCCESS)
 }

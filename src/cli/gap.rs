@@ -38,8 +38,8 @@ pub struct GapArgs {
     /// cross-check runs with 20 s. On `weight_chain` rows whose gap is open,
     /// the local improvement (re-planning the transfers, every candidate
     /// checked) runs first, within this limit (5 s when not given); the
-    /// anytime search gets what it leaves.
-    #[arg(long)]
+    /// anytime search gets what it leaves. Whole seconds (`60`, `60s`, `2m`).
+    #[arg(long, value_parser = super::whole_seconds_arg)]
     pub time_limit: Option<u64>,
     /// Only these heuristics (repeatable).
     #[arg(long = "heuristic")]

@@ -7,6 +7,7 @@
 
 use crate::heuristic;
 use crate::schedule::ScheduleFile;
+use crate::units::{Bytes, Ticks};
 use anyhow::Context;
 use std::path::PathBuf;
 use std::process::ExitCode;
@@ -16,7 +17,7 @@ pub struct HeuristicArgs {
     /// Instance file (JSON, tagged by `family`).
     pub instance: PathBuf,
     /// Heuristic(s) to run (default: every one that applies). Repeatable.
-    #[arg(long = "name", short = 'n')]
+    #[arg(long = "name", short = 'n', value_name = "NAME", help = name_help())]
     pub names: Vec<String>,
     /// GPU memory to use instead of the file's (bytes, K/M/G suffixes, `min`, `peak` or `P%`).
     #[arg(long)]
@@ -31,13 +32,35 @@ pub struct HeuristicArgs {
     pub release: super::ReleaseOpt,
 }
 
+/// The heuristic names, per family: `activation_chain: greedy, dynprog, …;
+/// weight_chain: …` (each name once per family it applies to).
+pub fn names_per_family() -> String {
+    heuristic::by_family()
+        .iter()
+        .map(|(family, hs)| {
+            let names: Vec<&str> = hs.iter().map(|h| h.name()).collect();
+            format!("{family}: {}", names.join(", "))
+        })
+        .collect::<Vec<_>>()
+        .join("; ")
+}
+
+fn name_help() -> String {
+    format!(
+        "Heuristic(s) to run (default: every one that applies). Repeatable. Names, per family: {}",
+        names_per_family()
+    )
+}
+
 pub fn run(a: HeuristicArgs) -> anyhow::Result<ExitCode> {
     let (file, inst) = super::load_at_memory(&a.instance, a.release, a.memory.as_deref())?;
     let all = heuristic::all();
-    let known: Vec<&str> = all.iter().map(|h| h.name()).collect();
     for n in &a.names {
-        if !known.contains(&n.as_str()) {
-            anyhow::bail!("unknown heuristic `{n}` (known: {})", known.join(", "));
+        if !all.iter().any(|h| h.name() == n) {
+            anyhow::bail!(
+                "unknown heuristic `{n}`; known, per family: {}",
+                names_per_family()
+            );
         }
     }
     let chosen: Vec<_> = all
@@ -93,10 +116,10 @@ pub fn run(a: HeuristicArgs) -> anyhow::Result<ExitCode> {
         for o in &out {
             match o.get("makespan") {
                 Some(m) => println!(
-                    "  {:<12} valid (checked)  makespan {:>12}  peak memory {} B  ({:.3} s)",
+                    "  {:<12} valid (checked)  makespan {:>12}  peak memory {}  ({:.3} s)",
                     o["heuristic"].as_str().unwrap_or(""),
-                    m,
-                    o["peak_memory"],
+                    Ticks(m.as_i64().unwrap_or(0)).human(file.tick_unit()),
+                    Bytes(o["peak_memory"].as_u64().unwrap_or(0)).human(),
                     o["seconds"].as_f64().unwrap_or(0.0)
                 ),
                 None => println!(

@@ -48,8 +48,8 @@ pub struct EtArgs {
     /// Output instance file.
     #[arg(short, long)]
     pub out: PathBuf,
-    /// GPU memory in bytes (default: the no-offload peak).
-    #[arg(long)]
+    /// GPU memory (bytes: `1500`, `2G`, `1.5GB`, `64MiB`; default: the no-offload peak).
+    #[arg(long, value_parser = super::bytes_arg)]
     pub gpu_memory: Option<u64>,
     /// Link bandwidth per direction in bytes per ns (= GB/s); default 12 (PCIe 3.0 x16, assumption).
     #[arg(long, default_value_t = 12)]
@@ -66,14 +66,15 @@ pub struct ChainArgs {
     /// Output `remat_chain` instance file.
     #[arg(short = 'o', long = "output")]
     pub out: PathBuf,
-    /// Bytes per source memory unit (chains are often discretised into slots).
-    #[arg(long, default_value_t = 1)]
+    /// Bytes per source memory unit (chains are often discretised into slots; `1`, `1Mi`, …).
+    #[arg(long, default_value_t = 1, value_parser = super::bytes_arg)]
     pub mem_unit: u64,
-    /// Microseconds per tick (source times are milliseconds; durations are rounded up).
-    #[arg(long, default_value_t = 1)]
+    /// Length of a tick, whole microseconds (`1`, `10us`, `1ms`; bare: µs;
+    /// source times are milliseconds; durations are rounded up).
+    #[arg(long, default_value_t = 1, value_parser = super::tick_us_arg)]
     pub tick_us: u64,
-    /// GPU memory in bytes (default: the peak with nothing rematerialised or offloaded).
-    #[arg(long)]
+    /// GPU memory (bytes: `1500`, `2G`, `64MiB`; default: the peak with nothing rematerialised or offloaded).
+    #[arg(long, value_parser = super::bytes_arg)]
     pub gpu_memory: Option<u64>,
     /// Link bandwidth in bytes per tick (default: 12.2 GB/s).
     #[arg(long)]
@@ -137,12 +138,12 @@ fn run_et(a: EtArgs) -> anyhow::Result<ExitCode> {
     std::fs::write(&a.out, serde_json::to_string_pretty(&v)? + "\n")
         .with_context(|| a.out.display().to_string())?;
     println!(
-        "wrote {}: {} functions, {} variables ({} persistent), gpu_memory {} B",
+        "wrote {}: {} functions, {} variables ({} persistent), gpu_memory {}",
         a.out.display(),
         rep.functions,
         rep.variables,
         rep.persistent,
-        seq.gpu_memory
+        crate::units::Bytes(seq.gpu_memory).human()
     );
     println!("durations: {}", rep.duration_source);
     if a.kineto.is_some() {
@@ -218,10 +219,10 @@ fn run_chain(source: ChainSource, a: ChainArgs) -> anyhow::Result<ExitCode> {
         .with_context(|| format!("{}: cannot write", a.out.display()))?;
     // Count layers from the chain: a block's backward options are ops too.
     println!(
-        "wrote {}: remat_chain `{}`, {layers} layers + loss ({options} options), M_GPU {} B",
+        "wrote {}: remat_chain `{}`, {layers} layers + loss ({options} options), M_GPU {}",
         a.out.display(),
         inst.name,
-        inst.machine.gpu_capacity
+        inst.machine.gpu_capacity.human()
     );
     Ok(ExitCode::SUCCESS)
 }

@@ -16,7 +16,6 @@ pub mod import;
 pub mod offmate;
 pub mod plot;
 pub mod solve;
-pub mod solve_anytime;
 pub mod sweep;
 pub mod table1;
 
@@ -43,6 +42,12 @@ pub enum Command {
     /// Check every bundled example schedule and print its verdict.
     Examples(examples::ExamplesArgs),
     /// Exact optimum of a small instance (MILP, SMT, search), cross-checked.
+    #[command(
+        after_help = "Exit codes: 0 a schedule was found and checked (optimal or feasible); \
+1 no schedule: infeasible, or no result (every method failed, was outside its scope, or \
+stopped at the time limit without a schedule; each method's reason is printed); \
+2 bad input (the file and the field named) or a bad option."
+    )]
     Solve(solve::SolveArgs),
     /// The papers' lower bounds for an instance.
     Bound(bound::BoundArgs),
@@ -117,16 +122,31 @@ pub fn load_at_memory(
     release: ReleaseOpt,
     memory: Option<&str>,
 ) -> anyhow::Result<(crate::family::InstanceFile, crate::model::Instance)> {
-    let (mut file, _) = crate::io::load_instance(path)?;
-    release.apply_file(&mut file);
-    let Some(spec) = memory else {
-        let inst = file.compile().with_context(|| path.display().to_string())?;
-        return Ok((file, inst));
-    };
-    let b = crate::report::BudgetSpec::parse(spec)?.budgets(&file)?;
-    let f = crate::report::with_budget(&file, b[0]);
+    let text = crate::io::read_text(path)?;
+    let (_, f) = file_at_memory(path, &text, release, memory)?;
     let inst = f.compile().with_context(|| path.display().to_string())?;
     Ok((f, inst))
+}
+
+/// The instance file `text` (read from `path`) as given, checked (it must
+/// compile), and as used: under `release` and at the budget `memory` (see
+/// [`load_at_memory`]), not yet compiled.
+pub fn file_at_memory(
+    path: &Path,
+    text: &str,
+    release: ReleaseOpt,
+    memory: Option<&str>,
+) -> anyhow::Result<(crate::family::InstanceFile, crate::family::InstanceFile)> {
+    let (given, _) = crate::io::parse_instance(&path.display().to_string(), text)?;
+    let mut used = given.clone();
+    release.apply_file(&mut used);
+    if let Some(spec) = memory {
+        let b = crate::report::BudgetSpec::parse(spec)
+            .and_then(|s| s.budgets(&used))
+            .with_context(|| format!("--memory {spec}"))?;
+        used = crate::report::with_budget(&used, b[0]);
+    }
+    Ok((given, used))
 }
 
 /// The first line of a per-instance listing: file, family, memory and release rule.
@@ -136,12 +156,59 @@ pub fn instance_line(
     inst: &crate::model::Instance,
 ) -> String {
     format!(
-        "instance {} ({}), memory {} B, release rule {}",
+        "instance {} ({}), memory {}, release rule {}{}",
         path.display(),
         file.family(),
-        crate::report::budget::own_budget(file),
-        inst.release
+        crate::units::Bytes(file.gpu_memory()).human(),
+        inst.release,
+        file.tick_unit()
+            .map_or(String::new(), |u| format!(", 1 tick = {u}"))
     )
+}
+
+/// Every option that takes an amount of memory parses it here, with the one
+/// parser [`crate::units::Bytes::parse`] (`1500`, `2G`, `1.5GB`, `64MiB`, …).
+pub fn bytes_arg(s: &str) -> Result<u64, String> {
+    crate::units::Bytes::parse(s)
+        .map(|b| b.0)
+        .map_err(|e| e.to_string())
+}
+
+/// Every wall-clock limit (`--time-limit`): a time with the one parser
+/// [`crate::units::parse_ns`] (`90`, `90s`, `1.5m`, `500ms`; a bare number is
+/// in seconds), positive; as seconds.
+pub fn seconds_arg(s: &str) -> Result<f64, String> {
+    let ns = crate::units::parse_ns(s, Some("s")).map_err(|e| e.to_string())?;
+    if ns == 0 {
+        return Err(format!("`{s}`: must be positive"));
+    }
+    Ok(ns as f64 / 1e9)
+}
+
+/// A time as a positive whole number of `unit` (`ns`, `us`, `s`; also the
+/// bare-number unit), with the one parser.
+fn whole_time(s: &str, unit: &str, per: u128) -> Result<u64, String> {
+    let ns = crate::units::parse_ns(s, Some(unit)).map_err(|e| e.to_string())?;
+    if ns == 0 || ns % per != 0 {
+        return Err(format!("`{s}`: must be a positive whole number of {unit}"));
+    }
+    u64::try_from(ns / per).map_err(|_| format!("`{s}`: too large"))
+}
+
+/// `--tick-ns`: a tick length (`1000`, `1us`, `250ns`; bare: nanoseconds).
+pub fn tick_ns_arg(s: &str) -> Result<i64, String> {
+    let v = whole_time(s, "ns", 1)?;
+    i64::try_from(v).map_err(|_| format!("`{s}`: too large"))
+}
+
+/// `--tick-us`: a tick length in whole microseconds (`1`, `10us`, `1ms`).
+pub fn tick_us_arg(s: &str) -> Result<u64, String> {
+    whole_time(s, "us", 1_000)
+}
+
+/// A limit in whole seconds (`60`, `60s`, `2m`).
+pub fn whole_seconds_arg(s: &str) -> Result<u64, String> {
+    whole_time(s, "s", 1_000_000_000)
 }
 
 /// Exit code for a verdict.

@@ -31,8 +31,8 @@ pub struct OffmateArgs {
     /// ILP mode(s) to solve (repeatable; default: corrected).
     #[arg(long = "ilp", value_enum)]
     pub ilp: Vec<IlpArg>,
-    /// Time limit per ILP solve, in seconds; a run stopped by it is `feasible, gap g`.
-    #[arg(long, default_value_t = 60.0)]
+    /// Time limit per ILP solve (`60`, `60s`, `2m`; bare: seconds); a run stopped by it is `feasible, gap g`.
+    #[arg(long, default_value_t = 60.0, value_parser = super::seconds_arg)]
     pub time_limit: f64,
     /// When the checker refutes a plan's schedule for GPU memory only, solve the
     /// ILP again for a budget lowered by the excess, at most this many times

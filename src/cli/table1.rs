@@ -16,8 +16,8 @@ use std::process::ExitCode;
 
 #[derive(clap::Args, Debug)]
 pub struct Table1Args {
-    /// GPU memory budget B in bytes (default 16 GiB).
-    #[arg(long, default_value_t = 16 << 30)]
+    /// GPU memory budget B (bytes: `16GiB`, `17G`, …; default 16 GiB).
+    #[arg(long, default_value_t = 16 << 30, value_parser = super::bytes_arg)]
     pub gpu_memory: u64,
     /// Link bandwidth per direction, bytes per ns (= GB/s); default 50 (assumption).
     #[arg(long, default_value_t = 50)]
@@ -34,8 +34,8 @@ pub fn run(a: Table1Args) -> anyhow::Result<ExitCode> {
     let inst = InstanceFile::OpSequence(base.clone()).compile()?;
     let p190 = inst.total_compute().0 as f64;
     println!(
-        "synthetic ResNet-50, B = {} B, link {} GB/s per direction (assumption), window variant {}; baseline batch 190: {:.1} images/s (calibration)",
-        a.gpu_memory,
+        "synthetic ResNet-50, B = {}, link {} GB/s per direction (assumption), window variant {}; baseline batch 190: {:.1} images/s (calibration)",
+        crate::units::Bytes(a.gpu_memory).human(),
         a.bandwidth,
         if a.paper { "paper" } else { "nnabla" },
         190.0 / (p190 * 1e-9)

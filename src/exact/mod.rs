@@ -22,6 +22,7 @@
 //! Must not import: bounds, heuristics, traces, reports, the CLI (and each
 //! method none of the others: MILP, SMT and search are independent).
 
+pub mod certificate;
 pub mod crosscheck;
 pub mod milp;
 pub mod reduction;

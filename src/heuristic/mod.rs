@@ -90,14 +90,21 @@ pub fn run(
     }
 }
 
-/// Every heuristic, every family.
+/// Every heuristic, every family (registry order).
 pub fn all() -> Vec<Box<dyn Heuristic>> {
-    let mut v = activation::heuristics();
-    v.extend(weight::heuristics());
-    v.extend(op_sequence::heuristics());
-    v.extend(remat::heuristics());
-    v.extend(offmate::heuristics());
-    v
+    by_family().into_iter().flat_map(|(_, v)| v).collect()
+}
+
+/// The registry per instance family (the `family` tag each one applies to).
+/// A name may recur in two families (`greedy`: activation and weight).
+pub fn by_family() -> Vec<(&'static str, Vec<Box<dyn Heuristic>>)> {
+    vec![
+        ("activation_chain", activation::heuristics()),
+        ("weight_chain", weight::heuristics()),
+        ("op_sequence", op_sequence::heuristics()),
+        ("remat_chain", remat::heuristics()),
+        ("offmate", offmate::heuristics()),
+    ]
 }
 
 /// The best checked run of every applicable heuristic (least makespan; ties:

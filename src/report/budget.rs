@@ -1,5 +1,5 @@
-//! Memory-budget series: `FROM:TO:STEPS`, where FROM and TO are bytes (with an
-//! optional K/M/G/T suffix, powers of 1000, or Ki/Mi/Gi/Ti, powers of 1024), the
+//! Memory-budget series: `FROM:TO:STEPS`, where FROM and TO are bytes (the one
+//! spelling of [`crate::units::Bytes::parse`]: `1500`, `2G`, `1.5GB`, `64MiB`), the
 //! words `min` (the least memory with which any schedule exists) and `peak`
 //! (M_peak: no offloading needed), or a percentage `P%` of the way from `min` to
 //! `peak` (the scaling of the activation paper's §6.3 plots).
@@ -53,35 +53,9 @@ fn parse_value(spec: &str, s: &str) -> Result<BudgetValue, ReportError> {
         }
         return Ok(BudgetValue::Percent(v));
     }
-    let units: [(&str, u64); 8] = [
-        ("Ki", 1 << 10),
-        ("Mi", 1 << 20),
-        ("Gi", 1 << 30),
-        ("Ti", 1 << 40),
-        ("K", 1_000),
-        ("M", 1_000_000),
-        ("G", 1_000_000_000),
-        ("T", 1_000_000_000_000),
-    ];
-    let t = s.strip_suffix('B').unwrap_or(s);
-    for (suf, mul) in units {
-        if let Some(num) = t.strip_suffix(suf) {
-            // Decimal mantissa parsed exactly: digits before and after the point.
-            let (int, frac) = num.split_once('.').unwrap_or((num, ""));
-            let digits = format!("{int}{frac}");
-            let n: u128 = digits
-                .parse()
-                .map_err(|_| err(spec, format!("`{s}` is not a size")))?;
-            let scale = 10u128.pow(frac.len() as u32);
-            let v = n * mul as u128 / scale;
-            return u64::try_from(v)
-                .map(BudgetValue::Bytes)
-                .map_err(|_| err(spec, "too large"));
-        }
-    }
-    t.parse::<u64>()
-        .map(BudgetValue::Bytes)
-        .map_err(|_| err(spec, format!("`{s}` is not bytes, min, peak or P%")))
+    crate::units::Bytes::parse(s)
+        .map(|b| BudgetValue::Bytes(b.0))
+        .map_err(|e| err(spec, format!("{e}; or min, peak, P%")))
 }
 
 impl BudgetSpec {
@@ -214,14 +188,7 @@ pub fn with_budget(file: &InstanceFile, bytes: u64) -> InstanceFile {
 
 /// The instance's own GPU memory.
 pub fn own_budget(file: &InstanceFile) -> u64 {
-    match file {
-        InstanceFile::ActivationChain(c) => c.gpu_memory,
-        InstanceFile::WeightChain(w) => w.gpu_memory,
-        InstanceFile::RematChain(c) => c.gpu_memory,
-        InstanceFile::Core(c) => c.gpu_memory,
-        InstanceFile::OpSequence(o) => o.gpu_memory,
-        InstanceFile::Offmate(o) => o.gpu_memory.0,
-    }
+    file.gpu_memory()
 }
 
 /// Where `bytes` lies between the range's ends, in percent (display only).

@@ -69,8 +69,8 @@ pub fn row(inst: &Instance, run: &OffmateRun) -> OffmateRow {
             }
             if *budget != inst.machine.gpu_capacity {
                 label.push_str(&format!(
-                    ", solved for {} B (repair: M_GPU less the excess)",
-                    budget.0
+                    ", solved for {} (repair: M_GPU less the excess)",
+                    budget.human()
                 ));
             }
             (
@@ -123,8 +123,10 @@ pub fn render(rows: &[OffmateRow]) -> String {
                 cpu_peak,
             } => {
                 out.push_str(&format!(
-                    "    checked period {} (valid, checked)  GPU peak {} B  CPU peak {} B\n",
-                    period.0, gpu_peak.0, cpu_peak.0
+                    "    checked period {} (valid, checked)  GPU peak {}  CPU peak {}\n",
+                    period.human(None),
+                    gpu_peak.human(),
+                    cpu_peak.human()
                 ));
                 let le = |a: bool| if a { "≤" } else { ">" };
                 let a = r.ilp_objective.map(|o| o <= r.step_sum.0 as f64 + 1e-6);

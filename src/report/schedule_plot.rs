@@ -206,13 +206,13 @@ fn heading(inst: &Instance, report: &Report, schedule_name: &str) -> Vec<String>
     vec![
         format!("{} ({}) — schedule {schedule_name}", inst.name, inst.family),
         format!(
-            "verdict: {verdict}; {} {} ticks; release rule {}; peak GPU memory {} B at t={} (capacity {} B)",
+            "verdict: {verdict}; {} {}; release rule {}; peak GPU memory {} at t={} (capacity {})",
             if report.cyclic { "period" } else { "makespan" },
-            report.makespan,
+            report.makespan.human(None),
             report.release,
-            report.peak_memory,
+            report.peak_memory.human(),
             report.peak_at,
-            inst.machine.gpu_capacity
+            inst.machine.gpu_capacity.human()
         ),
         format!(
             "compute blue; offload ↑ orange; prefetch ↓ green; deletes ▼ purple; red: violations{}",
@@ -244,12 +244,16 @@ fn memory_panel(inst: &Instance, report: &Report, profile: &MemoryProfile) -> Me
             .collect(),
         capacity: Some((
             inst.machine.gpu_capacity.0,
-            format!("capacity {} B", inst.machine.gpu_capacity),
+            format!("capacity {}", inst.machine.gpu_capacity.human()),
         )),
         peak: Some((
             report.peak_memory.0,
             report.peak_at.0 as f64,
-            format!("peak {} B at t={}", report.peak_memory, report.peak_at),
+            format!(
+                "peak {} at t={}",
+                report.peak_memory.human(),
+                report.peak_at
+            ),
         )),
     }
 }

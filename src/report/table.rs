@@ -128,18 +128,9 @@ pub fn json(entries: &[GapEntry]) -> String {
     serde_json::to_string_pretty(entries).expect("gap entries serialise")
 }
 
-/// Human units for a byte count (display only).
+/// A byte count for text: the one formatter, [`crate::units::Bytes::human`].
 pub fn human_bytes(b: u64) -> String {
-    let v = b as f64;
-    if v >= 1e9 {
-        format!("{:.3} GB", v / 1e9)
-    } else if v >= 1e6 {
-        format!("{:.3} MB", v / 1e6)
-    } else if v >= 1e3 {
-        format!("{:.3} kB", v / 1e3)
-    } else {
-        format!("{b} B")
-    }
+    crate::units::Bytes(b).human()
 }
 
 /// The text table: per instance and budget a header naming the best

@@ -219,8 +219,8 @@ fn memory_panel(
                 m.peak.0,
                 ms(m.peak_at, origin),
                 format!(
-                    "peak {} B at {} ns (+{:.6} ms)",
-                    m.peak,
+                    "peak {} at {} ns (+{:.6} ms)",
+                    m.peak.human(),
                     m.peak_at.0,
                     ms(m.peak_at, origin)
                 ),

@@ -320,3 +320,255 @@ fn gap_improves_open_activation_rows() {
     let m = e["best_schedule"]["makespan"].as_i64().unwrap();
     assert!((130601..=134666).contains(&m), "{m}");
 }
+
+/// Issue 21 item 10: `heuristic --help` lists every heuristic's name under
+/// its family, and the error for an unknown name lists each family's names
+/// once (it used to give one flat list with `greedy` twice).
+#[test]
+fn heuristic_names_are_listed_per_family() {
+    let (code, help, _) = offcert(&["heuristic", "--help"]);
+    assert_eq!(code, 0);
+    let (code, _, err) = offcert(&["heuristic", CHAIN3, "--name", "nosuch"]);
+    assert_eq!(code, 2, "{err}");
+    let listing = err
+        .split("known, per family: ")
+        .nth(1)
+        .unwrap_or_else(|| panic!("no per-family listing: {err}"));
+    let help = help.split_whitespace().collect::<Vec<_>>().join(" ");
+    assert!(help.contains(listing.trim()), "{help}\n---\n{listing}");
+    let mut families = Vec::new();
+    for part in listing.trim().split("; ") {
+        let (family, names) = part.split_once(": ").expect("family: names");
+        families.push(family);
+        let names: Vec<&str> = names.split(", ").collect();
+        let mut unique = names.clone();
+        unique.sort();
+        unique.dedup();
+        assert_eq!(
+            unique.len(),
+            names.len(),
+            "{family} lists a name twice: {names:?}"
+        );
+    }
+    assert_eq!(
+        families,
+        [
+            "activation_chain",
+            "weight_chain",
+            "op_sequence",
+            "remat_chain",
+            "offmate"
+        ]
+    );
+    // Every registered heuristic is listed under a family it applies to.
+    for (family, hs) in offcert::heuristic::by_family() {
+        for h in hs {
+            assert!(
+                listing.contains(&format!("{family}: ")) && help.contains(h.name()),
+                "{family}/{}",
+                h.name()
+            );
+        }
+    }
+    // Registry order is kept within a family.
+    assert!(
+        listing.starts_with("activation_chain: greedy, dynprog"),
+        "{listing}"
+    );
+}
+
+/// Issue 21 item 6: every option that takes bytes accepts the same spellings
+/// (the one parser, `Bytes::parse`), and every option that takes a time the
+/// same ones (`parse_ns`); each table row is tried on each option.
+#[test]
+fn every_byte_and_time_option_accepts_the_same_spellings() {
+    use clap::Parser;
+    use offcert::cli::import::ImportKind;
+    use offcert::cli::{Cli, Command};
+    let parse = |args: &[&str]| Cli::try_parse_from([&["offcert"], args].concat());
+    type Get = fn(Command) -> Option<u64>;
+    let byte_options: [(&[&str], &str, Get); 5] = [
+        (&["audit", "t.json"], "--budget", |c| match c {
+            Command::Audit(a) => a.budget,
+            _ => None,
+        }),
+        (
+            &["import", "et", "t.json", "-o", "o.json"],
+            "--gpu-memory",
+            |c| match c {
+                Command::Import(a) => match a.what {
+                    ImportKind::Et(e) => e.gpu_memory,
+                    _ => None,
+                },
+                _ => None,
+            },
+        ),
+        (
+            &["import", "rotor", "c.txt", "-o", "o.json"],
+            "--gpu-memory",
+            |c| match c {
+                Command::Import(a) => match a.what {
+                    ImportKind::Rotor(r) => r.gpu_memory,
+                    _ => None,
+                },
+                _ => None,
+            },
+        ),
+        (
+            &["import", "rotor", "c.txt", "-o", "o.json"],
+            "--mem-unit",
+            |c| match c {
+                Command::Import(a) => match a.what {
+                    ImportKind::Rotor(r) => Some(r.mem_unit),
+                    _ => None,
+                },
+                _ => None,
+            },
+        ),
+        (&["window-table1"], "--gpu-memory", |c| match c {
+            Command::WindowTable1(a) => Some(a.gpu_memory),
+            _ => None,
+        }),
+    ];
+    let bytes = [
+        ("1500", 1500u64),
+        ("1500B", 1500),
+        ("1.5K", 1500),
+        ("1.5kB", 1500),
+        ("2G", 2_000_000_000),
+        ("2 GB", 2_000_000_000),
+        ("64Mi", 64 << 20),
+        ("64MiB", 64 << 20),
+        ("215.656448 MB", 215_656_448),
+    ];
+    for (args, opt, get) in byte_options {
+        for (text, v) in bytes {
+            let cli = parse(&[args, &[opt, text]].concat())
+                .unwrap_or_else(|e| panic!("{args:?} {opt} {text}: {e}"));
+            assert_eq!(get(cli.command), Some(v), "{args:?} {opt} {text}");
+        }
+        for bad in ["2X", "1.5", "0.5B", "-1"] {
+            assert!(parse(&[args, &[opt, bad]].concat()).is_err(), "{opt} {bad}");
+        }
+    }
+    // The memory specs (`--memory` of heuristic, solve, bound, gap, sweep)
+    // read bytes with the same parser.
+    for (text, v) in bytes {
+        let s = offcert::report::BudgetSpec::parse(text).unwrap();
+        assert_eq!(
+            s.from,
+            offcert::report::budget::BudgetValue::Bytes(v),
+            "{text}"
+        );
+    }
+    // Times: a bare number is in the option's own unit.
+    let seconds = ["90", "90s", "1.5m", "90000ms"];
+    for text in seconds {
+        match parse(&["solve", "i.json", "--time-limit", text])
+            .unwrap()
+            .command
+        {
+            Command::Solve(a) => assert_eq!(a.time_limit, 90.0, "{text}"),
+            _ => unreachable!(),
+        }
+        match parse(&["offmate", "i.json", "--time-limit", text])
+            .unwrap()
+            .command
+        {
+            Command::Offmate(a) => assert_eq!(a.time_limit, 90.0, "{text}"),
+            _ => unreachable!(),
+        }
+        match parse(&["gap", "i.json", "--time-limit", text])
+            .unwrap()
+            .command
+        {
+            Command::Gap(a) => assert_eq!(a.time_limit, Some(90), "{text}"),
+            _ => unreachable!(),
+        }
+    }
+    for text in ["1000", "1000ns", "1us", "1µs"] {
+        match parse(&[
+            "export-trace",
+            "i.json",
+            "s.json",
+            "-o",
+            "o",
+            "--tick-ns",
+            text,
+        ])
+        .unwrap()
+        .command
+        {
+            Command::ExportTrace(a) => assert_eq!(a.tick_ns, 1000, "{text}"),
+            _ => unreachable!(),
+        }
+    }
+    for text in ["10", "10us", "0.01ms"] {
+        match parse(&["import", "rotor", "c", "-o", "o", "--tick-us", text])
+            .unwrap()
+            .command
+        {
+            Command::Import(a) => match a.what {
+                ImportKind::Rotor(r) => assert_eq!(r.tick_us, 10, "{text}"),
+                _ => unreachable!(),
+            },
+            _ => unreachable!(),
+        }
+    }
+    for bad in ["0", "1x", "-5s", "0.5ns"] {
+        assert!(
+            parse(&["solve", "i.json", "--time-limit", bad]).is_err(),
+            "{bad}"
+        );
+        assert!(
+            parse(&["export-trace", "i", "s", "-o", "o", "--tick-ns", bad]).is_err(),
+            "{bad}"
+        );
+    }
+}
+
+/// Issue 21 item 6: `heuristic` prints amounts of memory with the same
+/// formatter as `gap` (exact, in the largest SI unit), and an imported
+/// program's times with its tick unit.
+#[test]
+fn heuristic_and_gap_print_bytes_alike() {
+    let (code, out, _) = offcert(&["heuristic", CHAIN3, "--name", "greedy", "--memory", "2G"]);
+    assert_eq!(code, 0, "{out}");
+    assert!(out.contains("memory 2 GB"), "{out}");
+    assert!(out.contains("peak memory 16 B"), "{out}");
+    assert!(out.contains("makespan     15 ticks"), "{out}");
+    let (code, out, _) = offcert(&["gap", CHAIN3, "--memory", "1.5kB", "--quiet"]);
+    assert_eq!(code, 0, "{out}");
+    assert!(out.contains("memory 1.5 kB"), "{out}");
+    // An op_sequence that knows its tick (as `import et` writes it): the
+    // heuristic's makespan and the checker's times are shown in it too.
+    let text = std::fs::read_to_string("instances/fixtures/opseq3.json").unwrap();
+    let with_tick = text.replacen("\"bandwidth\": 1", "\"bandwidth\": 1, \"tick\": \"1us\"", 1);
+    assert_ne!(text, with_tick);
+    let dir = std::env::temp_dir().join(format!("offcert-units-{}", std::process::id()));
+    std::fs::create_dir_all(&dir).unwrap();
+    let inst = dir.join("opseq3.tick.json");
+    std::fs::write(&inst, with_tick).unwrap();
+    let sched = dir.join("s.json");
+    let (code, out, err) = offcert(&[
+        "heuristic",
+        inst.to_str().unwrap(),
+        "--name",
+        "no-offload",
+        "--memory",
+        "1K",
+        "--out",
+        sched.to_str().unwrap(),
+    ]);
+    assert_eq!(code, 0, "{out}{err}");
+    assert!(out.contains(", 1 tick = 1µs"), "{out}");
+    assert!(out.contains(" ticks ("), "{out}");
+    assert!(out.contains(" µs)"), "{out}");
+    let (_, out, _) = offcert(&["check", inst.to_str().unwrap(), sched.to_str().unwrap()]);
+    assert!(
+        out.contains("makespan: ") || out.contains("period: "),
+        "{out}"
+    );
+    assert!(out.contains(" µs)"), "{out}");
+    std::fs::remove_dir_all(&dir).ok();
+}

@@ -180,6 +180,7 @@ fn six(mem: u64) -> OpSequence {
         bandwidth: BandwidthFile::PerTick(1),
         duplex: Duplex::FullDuplex,
         release: ReleaseRule::AfterEnd,
+        tick: None,
     }
 }
 
@@ -350,6 +351,7 @@ fn random(spec: &[(u8, u8, u8, bool)], bw: u8, slack: u8) -> OpSequence {
         bandwidth: BandwidthFile::PerTick(1 + (bw % 3) as u64),
         duplex: Duplex::FullDuplex,
         release: ReleaseRule::AfterEnd,
+        tick: None,
     };
     let u = s.uses().unwrap();
     let (lo, hi) = (u.least_memory(), u.resident_peak());

@@ -445,16 +445,14 @@ fn a_feasible_certificate_claims_no_optimum() {
     let v = verdict(&inst, &[(Method::Milp, milp_feasible_only)]);
     assert!(matches!(v.label, Label::Feasible { .. }), "{v:?}");
     let d = tmpdir("cert-feasible");
-    offcert::cli::solve::write_certificate(
-        &d,
-        Path::new("act_one_offload.json"),
-        &text,
-        &inst,
-        &v,
-        1,
-        inst.release,
-    )
-    .unwrap();
+    let file = offcert::io::parse_instance_file("act_one_offload.json", &text).unwrap();
+    let source = offcert::exact::certificate::Source {
+        path: Path::new("act_one_offload.json"),
+        text: &text,
+        given: &file,
+        used: &file,
+    };
+    offcert::exact::certificate::write(&d, source, &inst, &v, 1).unwrap();
     let readme = std::fs::read_to_string(d.join("README.txt")).unwrap();
     assert!(readme.contains("status: feasible, gap"), "{readme}");
     assert!(readme.contains("optimality is NOT established"), "{readme}");
@@ -462,4 +460,61 @@ fn a_feasible_certificate_claims_no_optimum() {
     assert!(!readme.contains("is optimal"), "{readme}");
     assert!(!readme.contains(" proves "), "{readme}");
     std::fs::remove_dir_all(&d).ok();
+}
+
+/// Issue 21 item 6: `--memory` overrides the file's GPU memory for every
+/// method, not only `anytime`. act_one_offload needs an offload at its own
+/// 3 B (optimum 7) and none at `peak` (the compute alone, 6).
+#[test]
+fn memory_overrides_the_file_for_every_method() {
+    let inst = "instances/tiny/act_one_offload.json";
+    for method in ["milp", "smt", "search", "all"] {
+        let (code, out, err) = run(&["solve", inst, "--method", method]);
+        assert_eq!(code, 0, "{method}: {out}{err}");
+        assert!(out.contains("makespan: 7\n"), "{method}: {out}");
+        let (code, out, err) = run(&["solve", inst, "--method", method, "--memory", "peak"]);
+        assert_eq!(code, 0, "{method}: {out}{err}");
+        assert!(out.contains("makespan: 6\n"), "{method}: {out}");
+        // The same budget spelt in bytes.
+        let (code, out, err) = run(&["solve", inst, "--method", method, "--memory", "1K"]);
+        assert_eq!(code, 0, "{method}: {out}{err}");
+        assert!(out.contains("makespan: 6\n"), "{method}: {out}");
+    }
+    // The certificate holds the instance at the memory solved, and re-checks.
+    let d = tmpdir("memory");
+    let (_, readme) = solve_certified(inst, "milp", &["--memory", "1K"], &d);
+    assert!(readme.contains("GPU memory 1000 B"), "{readme}");
+    assert!(readme.contains("the file says"), "{readme}");
+    let used = std::fs::read_to_string(d.join("instance.json")).unwrap();
+    assert!(used.contains("\"gpu_memory\": 1000"), "{used}");
+    assert_eq!(check_in(&d, "instance.json").0, Some(0));
+    // The schedule of makespan 6 keeps x0 resident: over the file's own 3 B.
+    assert_eq!(check_in(&d, "original-instance.json").0, Some(1));
+    // A bad budget is bad input, with the option named.
+    let (code, _, err) = run(&["solve", inst, "--method", "smt", "--memory", "2X"]);
+    assert_eq!(code, 2, "{err}");
+    assert!(err.contains("--memory 2X"), "{err}");
+    std::fs::remove_dir_all(&d).ok();
+}
+
+/// Issue 21 item 9: when every method fails (here all three are outside
+/// their scope), `solve` has no result, which is not success: exit 1, with
+/// each method's reason on stderr.
+#[test]
+fn no_result_is_not_success() {
+    let (code, out, err) = run(&["solve", "instances/fixtures/opseq3.json"]);
+    assert_eq!(code, 1, "{out}{err}");
+    assert!(out.contains("status:   unknown"), "{out}");
+    assert!(err.contains("solve: no result"), "{err}");
+    for m in ["milp", "smt", "search"] {
+        assert!(
+            err.lines()
+                .any(|l| l.starts_with(&format!("  {m}: "))
+                    && l.contains("outside the method's scope")),
+            "{m}: {err}"
+        );
+    }
+    let (code, out, _) = run(&["solve", "--help"]);
+    assert_eq!(code, 0);
+    assert!(out.contains("Exit codes: 0 a schedule was found"), "{out}");
 }

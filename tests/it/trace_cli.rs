@@ -206,3 +206,31 @@ fn findings_and_notes_print_as_sentences() {
         "{out}"
     );
 }
+
+/// Issue 21 item 6: `audit --budget` takes the same byte spellings as every
+/// other option (`2G` used to be refused with `invalid digit`).
+#[test]
+fn audit_budget_takes_every_byte_spelling() {
+    let trace = tmp("chain3.budget.trace.json");
+    let (c, out) = offcert(&[
+        "export-trace",
+        "instances/examples/chain3.json",
+        "instances/examples/chain3.offload-x0.schedule.json",
+        "-o",
+        &trace,
+    ]);
+    assert_eq!(c, 0, "{out}");
+    // The schedule's peak is 12 B: 2G and 12B are enough, 11 B is not.
+    for ok in ["2G", "2GB", "1.5GiB", "12", "12B", "0.012kB"] {
+        let (c, out) = offcert(&["audit", &trace, "--budget", ok]);
+        assert_eq!(c, 0, "--budget {ok}: {out}");
+    }
+    for over in ["11", "11B", "0.011kB"] {
+        let (c, out) = offcert(&["audit", &trace, "--budget", over]);
+        assert_eq!(c, 1, "--budget {over}: {out}");
+        assert!(out.contains("memory-budget"), "{out}");
+    }
+    let (c, out) = offcert(&["audit", &trace, "--budget", "2X"]);
+    assert_eq!(c, 2, "{out}");
+    assert!(out.contains("--budget"), "{out}");
+}

@@ -69,6 +69,26 @@ impl InstanceFile {
         Ok(v)
     }
 
+    /// The GPU memory the file gives, in bytes.
+    pub fn gpu_memory(&self) -> u64 {
+        match self {
+            InstanceFile::ActivationChain(c) => c.gpu_memory,
+            InstanceFile::WeightChain(w) => w.gpu_memory,
+            InstanceFile::RematChain(c) => c.gpu_memory,
+            InstanceFile::Core(c) => c.gpu_memory,
+            InstanceFile::OpSequence(o) => o.gpu_memory,
+            InstanceFile::Offmate(o) => o.gpu_memory.0,
+        }
+    }
+
+    /// How long a tick is, where the file knows it (imported programs).
+    pub fn tick_unit(&self) -> Option<crate::units::TickUnit> {
+        match self {
+            InstanceFile::OpSequence(o) => o.tick,
+            _ => None,
+        }
+    }
+
     /// The release rule the file selects (R10).
     pub fn release(&self) -> ReleaseRule {
         match self {

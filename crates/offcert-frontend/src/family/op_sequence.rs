@@ -74,6 +74,10 @@ pub struct OpSequence {
     /// The release rule (`after_end` unless the file selects the relaxation).
     #[serde(default, skip_serializing_if = "ReleaseRule::is_default")]
     pub release: ReleaseRule,
+    /// How long a tick is, where the program's clock is known (`"1ns"`:
+    /// `offcert import et`); reports then show times in it too.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub tick: Option<crate::units::TickUnit>,
 }
 
 /// How a function uses a variable (one entry per variable and function).

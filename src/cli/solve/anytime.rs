@@ -5,11 +5,11 @@
 //! incumbent, the certified lower bound, the gap and the claim words; progress
 //! lines go to stderr; Ctrl-C returns what the search has.
 //!
-//! Owns: the anytime branch of `solve`.
+//! Owns: the anytime branch of `solve` and its [`Request`] (this module does
+//! not import its parent, which builds the request).
 //! Must not import: nothing is forbidden (the top layer); every figure printed
 //! is a `Checked`'s makespan or a certified bound.
 
-use super::solve::SolveArgs;
 use crate::bound::{self, Strength};
 use crate::check::Checked;
 use crate::exact::anytime::{solve_anytime, AnytimeOptions, AnytimeOutcome, Progress};
@@ -19,20 +19,30 @@ use crate::model::Instance;
 use crate::schedule::ScheduleFile;
 use crate::units::Ticks;
 use anyhow::Context;
-use std::path::Path;
+use std::path::{Path, PathBuf};
 use std::process::ExitCode;
 use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::Arc;
 use std::time::{Duration, Instant};
 
-pub fn run(a: &SolveArgs) -> anyhow::Result<ExitCode> {
+/// What `solve --method anytime` was asked for.
+#[derive(Clone, Debug)]
+pub struct Request {
+    pub instance: PathBuf,
+    /// Seconds in all (heuristic start, improvement and search).
+    pub time_limit: f64,
+    /// `--memory`, as given (parsed by [`crate::cli::load_at_memory`]).
+    pub memory: Option<String>,
+    pub release: crate::cli::ReleaseOpt,
+    pub json: bool,
+    pub schedule_out: Option<PathBuf>,
+}
+
+pub fn run(a: &Request) -> anyhow::Result<ExitCode> {
     if !(a.time_limit > 0.0 && a.time_limit.is_finite()) {
         anyhow::bail!("--time-limit: must be a positive number of seconds");
     }
-    if a.rescale || a.certificate.is_some() {
-        anyhow::bail!("--method anytime: --rescale and --certificate are not supported");
-    }
-    let (file, inst) = super::load_at_memory(&a.instance, a.release, a.memory.as_deref())?;
+    let (file, inst) = crate::cli::load_at_memory(&a.instance, a.release, a.memory.as_deref())?;
     let started = Instant::now();
     let incumbent = starting_incumbent(&file, &inst, a.time_limit);
     let known = best_certified_bound(&file, &inst);
@@ -157,7 +167,7 @@ impl Credits {
 /// The `--json` report: the checker's makespan and the certified bound, with
 /// their credits, as one object on stdout.
 fn print_json(
-    a: &SolveArgs,
+    a: &Request,
     file: &InstanceFile,
     inst: &Instance,
     out: &AnytimeOutcome,
@@ -185,23 +195,27 @@ fn print_json(
 
 /// The human report: the same figures as [`print_json`], with claim words.
 fn print_text(
-    a: &SolveArgs,
+    a: &Request,
     file: &InstanceFile,
     inst: &Instance,
     out: &AnytimeOutcome,
     credits: &Credits,
 ) {
     let makespan = out.best.as_ref().map(|c| c.makespan());
-    println!("{}", super::instance_line(&a.instance, file, inst));
+    println!("{}", crate::cli::instance_line(&a.instance, file, inst));
     println!("status:      {}", out.claim());
     println!(
         "incumbent:   {} ({})",
-        makespan.map_or("-".into(), |t| format!("{t} ticks, valid")),
+        makespan.map_or("-".into(), |t| format!(
+            "{}, valid",
+            t.human(file.tick_unit())
+        )),
         credits.best_by
     );
     println!(
-        "bound:       {} ticks, lower bound (certified) ({})",
-        out.lower_bound, credits.bound_by
+        "bound:       {}, lower bound (certified) ({})",
+        Ticks(out.lower_bound.0).human(file.tick_unit()),
+        credits.bound_by
     );
     println!(
         "gap:         {}",
