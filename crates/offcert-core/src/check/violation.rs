@@ -519,37 +519,20 @@ fn copies_witness(inst: &Instance, resident: &[TensorId]) -> String {
             format!(
                 "{} ({})",
                 inst.tensor(*t).name,
-                approx_bytes(size(t) as u128)
+                human_bytes(size(t) as u128)
             )
         })
         .collect();
     capped(
         items,
-        format!("{} copies, {} in all", resident.len(), approx_bytes(total)),
+        format!("{} copies, {} in all", resident.len(), human_bytes(total)),
     )
 }
 
-/// Bytes in decimal units with three significant figures ("80.9 GB"), exact
-/// below 1 kB. For sentences only: every figure a rule decides on is exact.
-fn approx_bytes(b: u128) -> String {
-    const UNITS: [&str; 6] = ["kB", "MB", "GB", "TB", "PB", "EB"];
-    if b < 1000 {
-        return format!("{b} B");
-    }
-    let mut x = b as f64 / 1000.0;
-    let mut u = 0;
-    while x >= 999.95 && u + 1 < UNITS.len() {
-        x /= 1000.0;
-        u += 1;
-    }
-    let digits = if x >= 99.95 {
-        0
-    } else if x >= 9.995 {
-        1
-    } else {
-        2
-    };
-    format!("{x:.digits$} {}", UNITS[u])
+/// Bytes through the one byte formatter ([`Bytes::human`]); a sum beyond
+/// `u64` (never a real GPU) in plain bytes.
+fn human_bytes(b: u128) -> String {
+    u64::try_from(b).map_or_else(|_| format!("{b} B"), |b| Bytes(b).human())
 }
 
 impl Warning {
