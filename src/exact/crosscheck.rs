@@ -55,7 +55,6 @@ pub enum Label {
 }
 
 impl Label {
-    /// The words shown to users.
     pub fn is_infeasible(&self) -> bool {
         matches!(self, Label::Infeasible | Label::InfeasibleSolverReported)
     }
@@ -67,6 +66,7 @@ impl Label {
         )
     }
 
+    /// The words shown to users.
     pub fn words(&self) -> String {
         match self {
             Label::OptimalCrossChecked => "optimal (cross-checked)".into(),

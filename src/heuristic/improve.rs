@@ -204,7 +204,7 @@ pub fn retime(inst: &Instance, start: &Checked, time: Duration) -> Option<Checke
             }
             for t in earlier_instants(inst, &sched.events, i) {
                 let mut cand = sched.clone();
-                cand.events[i] = shifted(cand.events[i], t);
+                cand.events[i] = cand.events[i].starting_at(t);
                 if let CheckOutcome::Valid(c) = check(inst, &cand) {
                     if c.makespan() <= cur.makespan() {
                         sched = cand;
@@ -220,31 +220,6 @@ pub fn retime(inst: &Instance, start: &Checked, time: Duration) -> Option<Checke
         }
     }
     (cur.makespan() < start.makespan()).then_some(cur)
-}
-
-/// `e` moved to start at `t`, its duration kept.
-fn shifted(e: Event, t: Ticks) -> Event {
-    match e {
-        Event::Compute { op, start, end } => Event::Compute {
-            op,
-            start: t,
-            end: t + (end - start),
-        },
-        Event::Transfer {
-            dir,
-            tensor,
-            start,
-            end,
-            delete,
-        } => Event::Transfer {
-            dir,
-            tensor,
-            start: t,
-            end: t + (end - start),
-            delete,
-        },
-        d @ Event::Delete { .. } => d,
-    }
 }
 
 /// The instants before event `i`'s start worth trying, earliest first. An
