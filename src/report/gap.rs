@@ -16,6 +16,7 @@ use super::exact::{self, AnytimeCell, ProgressHook};
 use crate::bound::{self, best_of, BoundError, LowerBound, Strength};
 use crate::check::Checked;
 use crate::family::InstanceFile;
+use crate::heuristic::effort::Effort;
 use crate::heuristic::{self, HeuristicError};
 use crate::model::Instance;
 use num_bigint::BigInt;
@@ -62,7 +63,7 @@ pub struct GapEntry {
 
 /// What an exact method established for an instance: `None` when it was not
 /// run or proved nothing; the makespan is the checker's.
-pub type OptimumFn<'a> = dyn Fn(&Instance) -> Option<OptimumCell> + 'a;
+pub type OptimumFn<'a> = dyn Fn(&Instance) -> Option<OptimumCell> + Sync + 'a;
 
 pub struct GapOptions<'a> {
     /// Exact optimum provider, called when `exact_for(inst)` says so.
@@ -79,8 +80,10 @@ pub struct GapOptions<'a> {
     /// `heuristic::weight::replan`; one-shot fixed-order instances:
     /// `heuristic::improve`), within this limit, on every instance
     /// and budget whose gap is still open, before the anytime search (which
-    /// gets what is left of its own limit); `None`: not run.
-    pub improve: Option<Duration>,
+    /// gets what is left of its own limit); `None`: not run. A count of
+    /// candidates ([`Effort::Candidates`]) makes the row independent of the
+    /// machine's speed and load.
+    pub improve: Option<Effort>,
 }
 
 /// m / ⌈b⌉ (display only).
@@ -257,7 +260,7 @@ fn improve_best(
     inst: &Instance,
     best: &mut Option<BestCell>,
     target: Option<i64>,
-    limit: Duration,
+    limit: Effort,
 ) {
     let Some(start) = best.as_ref() else {
         return;
