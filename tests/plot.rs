@@ -427,6 +427,12 @@ fn the_gap_picture_shows_every_series_and_the_best_schedule() {
     let entries = v.as_array().unwrap();
     let text = std::fs::read_to_string(&svg).unwrap();
     let d = read_gap(&text);
+    let width: f64 = roxmltree::Document::parse(&text)
+        .unwrap()
+        .root_element()
+        .attribute("width")
+        .and_then(|w| w.parse().ok())
+        .expect("the picture's width");
     // The legend: band, best, and every heuristic that has a ratio.
     let mut series = std::collections::BTreeMap::new();
     for e in entries {

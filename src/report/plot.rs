@@ -41,8 +41,12 @@ type Panel = (String, Series, bool, Vec<(f64, f64)>);
 pub const BAND: &str = "certified gap (optimum inside)";
 /// The legend's name of the best checked schedule's line.
 pub const BEST: &str = "best checked (the gap's schedule)";
-/// Width of the legend column right of each panel's plot area, in pixels.
-const LEGEND_WIDTH: u32 = 190;
+/// Width of the legend column right of each panel's plot area for labels of
+/// at most `chars` characters, in pixels (12 px sans-serif: at most 7 px a
+/// character), so that no label is cut at the picture's edge.
+fn legend_width(chars: usize) -> u32 {
+    40 + 7 * chars.max(BEST.len()) as u32
+}
 
 fn panels(entries: &[GapEntry]) -> Vec<Panel> {
     let mut order: Vec<String> = Vec::new();
@@ -167,7 +171,13 @@ pub fn svg(entries: &[GapEntry], file: &Path) -> Result<(), ReportError> {
     }
     let cols = (ps.len() as f64).sqrt().ceil() as usize;
     let rows = ps.len().div_ceil(cols);
-    let w = 480 + LEGEND_WIDTH;
+    let longest = ps
+        .iter()
+        .flat_map(|p| merged(&p.1))
+        .map(|g| g.0.chars().count())
+        .max()
+        .unwrap_or(0);
+    let w = 480 + legend_width(longest);
     let root = SVGBackend::new(file, (w * cols as u32, 340 * rows as u32)).into_drawing_area();
     root.fill(&WHITE).map_err(|e| perr(file, e))?;
     let areas = root.split_evenly((rows, cols));
