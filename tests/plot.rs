@@ -470,6 +470,11 @@ fn the_gap_picture_shows_every_series_and_the_best_schedule() {
             *x > rightmost,
             "legend {l} at x {x} over the curves (to {rightmost})"
         );
+        // Not cut at the picture's right edge (12 px text: at most 7 px a character).
+        assert!(
+            x + 7.0 * l.chars().count() as f64 <= width,
+            "legend {l} at x {x} is cut at the edge {width}"
+        );
     }
     for h in series.keys() {
         assert!(
