@@ -98,7 +98,7 @@ fn main() {
         only: vec![],
         anytime: Some(Duration::from_secs(secs)),
         progress: None,
-        improve: Some(Duration::from_secs(secs)),
+        improve: Some(Duration::from_secs(secs).into()),
     };
     let pct = BudgetSpec::parse("0%:100%:6").unwrap();
     let mut jobs: Vec<(PathBuf, Option<&BudgetSpec>)> = Vec::new();

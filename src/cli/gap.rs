@@ -6,11 +6,20 @@
 //! figure of its own, it prints a `Checked`'s or a `Rejected`'s.
 
 use crate::family::InstanceFile;
+use crate::heuristic::effort::Effort;
 use crate::io;
 use crate::report::{self, table, BudgetSpec, GapEntry, GapOptions};
 use anyhow::Context;
+use indicatif::ProgressBar;
+use std::collections::BTreeMap;
 use std::path::{Path, PathBuf};
 use std::process::ExitCode;
+use std::sync::atomic::{AtomicUsize, Ordering};
+use std::time::Duration;
+
+/// The improvement's work per open row without `--time-limit`: a count of
+/// candidates, never a clock, so that rows do not depend on the machine.
+pub const IMPROVE_CANDIDATES: u64 = 20_000;
 
 #[derive(clap::Args, Debug)]
 pub struct GapArgs {
@@ -37,8 +46,9 @@ pub struct GapArgs {
     /// instances uses the same limit. Not given: no anytime search, and the
     /// cross-check runs with 20 s. On `weight_chain` rows whose gap is open,
     /// the local improvement (re-planning the transfers, every candidate
-    /// checked) runs first, within this limit (5 s when not given); the
-    /// anytime search gets what it leaves. Whole seconds (`60`, `60s`, `2m`).
+    /// checked) runs first, within this limit (when not given: at most
+    /// 20000 candidates, so that the report does not depend on the machine);
+    /// the anytime search gets what it leaves. Whole seconds (`60`, `60s`, `2m`).
     #[arg(long, value_parser = super::whole_seconds_arg)]
     pub time_limit: Option<u64>,
     /// Only these heuristics (repeatable).
@@ -54,9 +64,15 @@ pub struct GapArgs {
     /// over the certified gap band, into this SVG.
     #[arg(long)]
     pub plot: Option<PathBuf>,
-    /// Never show the progress bar.
+    /// Never show progress on stderr (the bar on a terminal, else a line per
+    /// finished instance).
     #[arg(long)]
     pub quiet: bool,
+    /// Instances computed at once (their budgets in order, each offered the
+    /// previous budget's best schedule). Without --time-limit the report is
+    /// the same for every N, byte for byte. Default: the machine's cores.
+    #[arg(long, value_parser = clap::value_parser!(u64).range(1..))]
+    pub jobs: Option<u64>,
     #[command(flatten)]
     pub release: super::ReleaseOpt,
 }
@@ -100,95 +116,232 @@ fn expand(paths: &[PathBuf]) -> anyhow::Result<Vec<PathBuf>> {
     Ok(out)
 }
 
-/// The exact optimum via the exact solvers' cross-check, when this build has them.
-fn exact_optimum(limit: std::time::Duration) -> Box<report::OptimumFn<'static>> {
-    Box::new(move |inst| crate::report::exact::optimum(inst, limit))
+/// One instance file and its budgets, in order.
+struct Job {
+    label: String,
+    file: InstanceFile,
+    budgets: Vec<u64>,
 }
 
-pub fn run(a: GapArgs) -> anyhow::Result<ExitCode> {
-    let files = expand(&a.instances)?;
+/// What every worker shares: the exact optimum, which instances get it, the
+/// heuristics asked for and the limits.
+struct Shared {
+    optimum: Box<report::OptimumFn<'static>>,
+    exact_max_ops: usize,
+    exact_all: bool,
+    only: Vec<String>,
+    limit: Option<Duration>,
+}
+
+/// Load every file and its budgets: bad input fails before any computation.
+fn load(a: &GapArgs) -> anyhow::Result<Vec<Job>> {
     let spec = a.memory.as_deref().map(BudgetSpec::parse).transpose()?;
-    // Load everything first: bad input fails before any long computation.
-    let mut jobs: Vec<(String, InstanceFile, Vec<u64>)> = Vec::new();
-    for f in &files {
+    let mut jobs = Vec::new();
+    for f in &expand(&a.instances)? {
         let (mut file, _) = io::load_instance(f)?;
         a.release.apply_file(&mut file);
         let budgets = match &spec {
             Some(s) => s.budgets(&file).with_context(|| f.display().to_string())?,
             None => vec![report::budget::own_budget(&file)],
         };
-        jobs.push((f.display().to_string(), file, budgets));
+        jobs.push(Job {
+            label: f.display().to_string(),
+            file,
+            budgets,
+        });
     }
-    let total: u64 = jobs.iter().map(|j| j.2.len() as u64).sum();
-    let bar = if a.quiet {
-        indicatif::ProgressBar::hidden()
-    } else {
-        let b = indicatif::ProgressBar::new(total);
-        b.set_style(
-            indicatif::ProgressStyle::with_template(
-                "{bar:30} {pos}/{len} budgets  {elapsed_precise}  {msg}",
-            )
-            .expect("valid template"),
-        );
-        b
+    Ok(jobs)
+}
+
+/// The progress bar (hidden with `--quiet`, and by indicatif when stderr is
+/// not a terminal).
+fn progress_bar(quiet: bool, total: u64) -> ProgressBar {
+    if quiet {
+        return ProgressBar::hidden();
+    }
+    let b = ProgressBar::new(total);
+    b.set_style(
+        indicatif::ProgressStyle::with_template(
+            "{bar:30} {pos}/{len} budgets  {elapsed_precise}  {msg}",
+        )
+        .expect("valid template"),
+    );
+    b
+}
+
+/// The anytime search's progress line.
+fn anytime_message(prefix: &str, p: &crate::exact::anytime::Progress) -> String {
+    format!(
+        "{prefix}: anytime {:.0} s, best {}, bound {}, gap {}, {} states",
+        p.elapsed.as_secs_f64(),
+        p.incumbent.map_or("-".into(), |t| t.0.to_string()),
+        p.lower_bound.0,
+        p.gap()
+            .map_or("-".into(), |g| format!("{:.3} %", 100.0 * g)),
+        p.states
+    )
+}
+
+/// Every budget of one instance, in order, each offered the best schedule of
+/// the budgets before it ([`report::gap::CarryOver`]): the rows of one
+/// instance form a chain, computed by one worker.
+fn instance_rows(job: &Job, shared: &Shared, bar: &ProgressBar) -> anyhow::Result<Vec<GapEntry>> {
+    let name = Path::new(&job.label)
+        .file_name()
+        .map(|n| n.to_string_lossy().to_string())
+        .unwrap_or_default();
+    let prefix = std::sync::Mutex::new(String::new());
+    let progress = |p: &crate::exact::anytime::Progress| {
+        let pre = prefix.lock().map(|g| g.clone()).unwrap_or_default();
+        bar.set_message(anytime_message(&pre, p));
     };
+    let exact_for =
+        |inst: &crate::model::Instance| shared.exact_all || inst.ops.len() <= shared.exact_max_ops;
+    let opts = GapOptions {
+        optimum: Some(shared.optimum.as_ref()),
+        exact_for: &exact_for,
+        only: shared.only.clone(),
+        anytime: shared.limit,
+        progress: Some(&progress),
+        improve: Some(
+            shared
+                .limit
+                .map_or(Effort::Candidates(IMPROVE_CANDIDATES), Effort::Time),
+        ),
+    };
+    let mut carry = report::gap::CarryOver::default();
+    let mut rows = Vec::new();
+    for &b in &job.budgets {
+        let here = format!("{name} @ {}", table::human_bytes(b));
+        bar.set_message(here.clone());
+        if let Ok(mut g) = prefix.lock() {
+            *g = here;
+        }
+        let f = report::with_budget(&job.file, b);
+        let inst = f
+            .compile()
+            .with_context(|| format!("{} at memory {b} B", job.label))?;
+        let entry = report::gap::gap_with_carry(&job.label, &f, &inst, &opts, carry.carried());
+        carry.keep(&entry, &table::human_bytes(b));
+        rows.push(entry);
+        bar.inc(1);
+    }
+    Ok(rows)
+}
+
+/// Compute every instance on `threads` workers and hand each instance's rows
+/// to `emit` in input order, as soon as it and every instance before it are
+/// done. A row depends only on its instance, its budget and the rows before
+/// it of the same instance, so the rows are the same for every `threads`.
+fn compute(
+    jobs: &[Job],
+    shared: &Shared,
+    threads: usize,
+    bar: &ProgressBar,
+    mut emit: impl FnMut(&Job, &[GapEntry]),
+) -> anyhow::Result<Vec<GapEntry>> {
+    let next = AtomicUsize::new(0);
+    let (tx, rx) = std::sync::mpsc::channel();
+    std::thread::scope(|scope| {
+        for _ in 0..threads.clamp(1, jobs.len().max(1)) {
+            let tx = tx.clone();
+            let next = &next;
+            scope.spawn(move || loop {
+                let i = next.fetch_add(1, Ordering::SeqCst);
+                let Some(job) = jobs.get(i) else { break };
+                if tx.send((i, instance_rows(job, shared, bar))).is_err() {
+                    break;
+                }
+            });
+        }
+        drop(tx);
+        let mut pending = BTreeMap::new();
+        let mut all = Vec::new();
+        let mut done = 0;
+        for (i, rows) in rx {
+            pending.insert(i, rows);
+            while let Some(rows) = pending.remove(&done) {
+                let rows = rows.inspect_err(|_| next.store(jobs.len(), Ordering::SeqCst))?;
+                emit(&jobs[done], &rows);
+                all.extend(rows);
+                done += 1;
+            }
+        }
+        Ok(all)
+    })
+}
+
+/// Where the rows go as they come: text, CSV or JSON on stdout.
+enum Sink {
+    Text,
+    Csv,
+    Json(table::JsonArray),
+}
+
+impl Sink {
+    fn open(a: &GapArgs) -> Sink {
+        if a.json {
+            Sink::Json(table::JsonArray::default())
+        } else if a.csv {
+            print!("{}", table::csv(&[]));
+            Sink::Csv
+        } else {
+            Sink::Text
+        }
+    }
+    fn rows(&mut self, entries: &[GapEntry]) {
+        use std::io::Write;
+        match self {
+            Sink::Text => print!("{}", table::text(entries)),
+            Sink::Csv => print!("{}", table::csv_rows(entries)),
+            Sink::Json(j) => print!("{}", j.push(entries)),
+        }
+        let _ = std::io::stdout().flush();
+    }
+    fn close(self) {
+        if let Sink::Json(j) = self {
+            println!("{}", j.close());
+        }
+    }
+}
+
+pub fn run(a: GapArgs) -> anyhow::Result<ExitCode> {
+    let jobs = load(&a)?;
     if a.time_limit == Some(0) {
         anyhow::bail!("--time-limit: must be a positive number of seconds");
     }
-    let limit = a.time_limit.map(std::time::Duration::from_secs);
-    let optimum = exact_optimum(limit.unwrap_or(std::time::Duration::from_secs(20)));
-    let prefix = std::cell::RefCell::new(String::new());
-    let progress = |p: &crate::exact::anytime::Progress| {
-        bar.set_message(format!(
-            "{}: anytime {:.0} s, best {}, bound {}, gap {}, {} states",
-            prefix.borrow(),
-            p.elapsed.as_secs_f64(),
-            p.incumbent.map_or("-".into(), |t| t.0.to_string()),
-            p.lower_bound.0,
-            p.gap()
-                .map_or("-".into(), |g| format!("{:.3} %", 100.0 * g)),
-            p.states
-        ))
-    };
-    let max_ops = a.exact_max_ops;
-    let force = a.exact;
-    let exact_for = move |inst: &crate::model::Instance| force || inst.ops.len() <= max_ops;
-    let opts = GapOptions {
-        optimum: Some(optimum.as_ref()),
-        exact_for: &exact_for,
+    let threads = a.jobs.map_or_else(
+        || std::thread::available_parallelism().map_or(1, |n| n.get()),
+        |n| n as usize,
+    );
+    let limit = a.time_limit.map(Duration::from_secs);
+    let exact_limit = limit.unwrap_or(Duration::from_secs(20));
+    let shared = Shared {
+        optimum: Box::new(move |inst| report::exact::optimum(inst, exact_limit)),
+        exact_max_ops: a.exact_max_ops,
+        exact_all: a.exact,
         only: a.heuristics.clone(),
-        anytime: limit,
-        progress: Some(&progress),
-        improve: Some(limit.unwrap_or(std::time::Duration::from_secs(5))),
+        limit,
     };
-    let mut entries: Vec<GapEntry> = Vec::new();
-    for (label, file, budgets) in &jobs {
-        // The best schedule of an earlier budget, checked again at the next.
-        let mut carry = report::gap::CarryOver::default();
-        for &b in budgets {
-            let name = Path::new(label)
-                .file_name()
-                .map(|n| n.to_string_lossy().to_string())
-                .unwrap_or_default();
-            *prefix.borrow_mut() = format!("{name} @ {}", table::human_bytes(b));
-            bar.set_message(prefix.borrow().clone());
-            let f = report::with_budget(file, b);
-            let inst = f
-                .compile()
-                .with_context(|| format!("{label} at memory {b} B"))?;
-            let entry = report::gap::gap_with_carry(label, &f, &inst, &opts, carry.carried());
-            carry.keep(&entry, &table::human_bytes(b));
-            entries.push(entry);
-            bar.inc(1);
+    let bar = progress_bar(a.quiet, jobs.iter().map(|j| j.budgets.len() as u64).sum());
+    // No bar (stderr is not a terminal): a plain line per finished instance.
+    let lines = !a.quiet && bar.is_hidden();
+    let mut sink = Sink::open(&a);
+    let mut finished = 0;
+    let entries = compute(&jobs, &shared, threads, &bar, |job, rows| {
+        bar.suspend(|| sink.rows(rows));
+        finished += 1;
+        if lines {
+            eprintln!("offcert gap: {finished}/{} done: {}", jobs.len(), job.label);
         }
-    }
+    })?;
     bar.finish_and_clear();
-    if a.json {
-        println!("{}", table::json(&entries));
-    } else if a.csv {
-        print!("{}", table::csv(&entries));
+    sink.close();
+    let summary = table::summary(&entries);
+    if a.json || a.csv {
+        eprintln!("{summary}");
     } else {
-        print!("{}", table::text(&entries));
+        println!("{summary}");
     }
     if let Some(p) = &a.plot {
         report::plot::svg(&entries, p)?;

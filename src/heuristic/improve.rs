@@ -8,7 +8,8 @@
 //! another, and the same set with a TFLMS-style prefetch look-ahead. Each
 //! neighbour is realised by the shared no-wait simulator and **checked**; the
 //! first strictly better checked schedule becomes the current one (first-
-//! improvement hill climbing) until no neighbour improves or the time is up.
+//! improvement hill climbing) until no neighbour improves or the effort
+//! ([`Effort`]: a count of candidates, or a time) is spent.
 //!
 //! Then [`retime`] keeps the best schedule's events and moves each compute
 //! and transfer as early as the checker allows (an event-by-event left
@@ -19,60 +20,67 @@
 //! Must not import: exact solvers. Property (`tests/improve.rs`): every
 //! schedule it returns passes the checker and is never worse than its input.
 
+use super::effort::{Effort, Meter};
 use crate::check::{check, CheckOutcome, Checked};
 use crate::model::{ComputeOrder, Direction, Instance, Mode, TensorId};
 use crate::schedule::Event;
 use crate::simulate::{asap, Plan};
 use crate::units::Ticks;
-use std::time::{Duration, Instant};
 
 /// Prefetch look-aheads tried for the final set (None: as early as memory allows).
 const LOOKAHEADS: [Option<usize>; 7] = [None, Some(1), Some(2), Some(3), Some(4), Some(6), Some(8)];
 
 /// A strictly better checked schedule than `start`, found by re-planning its
-/// transfers (half of `time`) and then re-timing the best schedule so far
+/// transfers (half of `effort`) and then re-timing the best schedule so far
 /// with [`retime`] (the rest), or `None` (none found, or the instance is out
-/// of scope).
-pub fn improve(inst: &Instance, start: &Checked, time: Duration) -> Option<Checked> {
-    let began = Instant::now();
-    let planned = replan(inst, start, time / 2);
+/// of scope). With [`Effort::Candidates`] the result does not depend on the
+/// machine (a `Duration` is [`Effort::Time`]).
+pub fn improve(inst: &Instance, start: &Checked, effort: impl Into<Effort>) -> Option<Checked> {
+    let effort = effort.into();
+    let whole = effort.start();
+    let mut first = effort.half().start();
+    let planned = replan(inst, start, &mut first);
     let base = planned.as_ref().unwrap_or(start);
-    let left = time.saturating_sub(began.elapsed());
+    let left = match effort {
+        Effort::Candidates(n) => Effort::Candidates(n.saturating_sub(first.used())),
+        Effort::Time(_) => whole.left(),
+    };
     retime(inst, base, left).or(planned)
 }
 
 /// The re-planning hill climb of [`improve`] (before [`retime`]).
-fn replan(inst: &Instance, start: &Checked, time: Duration) -> Option<Checked> {
+fn replan(inst: &Instance, start: &Checked, meter: &mut Meter) -> Option<Checked> {
     if inst.mode != Mode::OneShot || !matches!(inst.order, ComputeOrder::Fixed(_)) {
         return None;
     }
-    let began = Instant::now();
     let cands = candidates(inst);
     let mut cur: Vec<TensorId> = offloaded(start);
     let mut best: Option<Checked> = None;
     let mut best_ms = start.makespan();
     // The start's own plan realised (it may already be better than the input).
     let mut la_best: Option<usize> = None;
-    let mut try_plan = |set: &[TensorId], la: Option<usize>| -> Option<Checked> {
-        let plan = Plan {
-            offload: set.to_vec(),
-            lookahead: la,
-        };
-        let s = asap(inst, &plan).ok()?;
-        if s.last_end() >= best_ms {
-            return None;
-        }
-        match check(inst, &s) {
-            CheckOutcome::Valid(c) if c.makespan() < best_ms => {
-                best_ms = c.makespan();
-                best = Some(c.clone());
-                Some(c)
+    let mut try_plan =
+        |meter: &mut Meter, set: &[TensorId], la: Option<usize>| -> Option<Checked> {
+            meter.charge();
+            let plan = Plan {
+                offload: set.to_vec(),
+                lookahead: la,
+            };
+            let s = asap(inst, &plan).ok()?;
+            if s.last_end() >= best_ms {
+                return None;
             }
-            _ => None,
-        }
-    };
+            match check(inst, &s) {
+                CheckOutcome::Valid(c) if c.makespan() < best_ms => {
+                    best_ms = c.makespan();
+                    best = Some(c.clone());
+                    Some(c)
+                }
+                _ => None,
+            }
+        };
     for la in LOOKAHEADS {
-        if try_plan(&cur, la).is_some() {
+        if try_plan(meter, &cur, la).is_some() {
             la_best = la;
         }
     }
@@ -106,10 +114,10 @@ fn replan(inst: &Instance, start: &Checked, time: Duration) -> Option<Checked> {
             }
         }
         for m in moves {
-            if began.elapsed() >= time {
+            if meter.spent() {
                 break 'climb;
             }
-            if try_plan(&m, la_best).is_some() {
+            if try_plan(meter, &m, la_best).is_some() {
                 cur = m;
                 continue 'climb;
             }
@@ -117,7 +125,7 @@ fn replan(inst: &Instance, start: &Checked, time: Duration) -> Option<Checked> {
         // A local optimum for this look-ahead: try the others once more.
         let mut moved = false;
         for la in LOOKAHEADS {
-            if la != la_best && try_plan(&cur, la).is_some() {
+            if la != la_best && try_plan(meter, &cur, la).is_some() {
                 la_best = la;
                 moved = true;
             }
@@ -182,16 +190,16 @@ fn offloaded(c: &Checked) -> Vec<TensorId> {
 /// the earliest instant the **checker** accepts: an op no earlier than the
 /// end of its predecessor on its stream, a transfer into any earlier gap of
 /// its channel that fits it (so transfers may change their order on a
-/// channel: a prefetch moved ahead of another). Sweeps repeat until nothing moves or `time` is
-/// up. Nothing is re-implemented: each move is a candidate schedule that
+/// channel: a prefetch moved ahead of another). Sweeps repeat until nothing
+/// moves or `effort` is spent (one unit per candidate checked). Nothing is re-implemented: each move is a candidate schedule that
 /// goes through [`check`], and events only move earlier, so the makespan
 /// never grows. Returns the re-timed schedule if it ends strictly earlier
 /// than `start`, else `None`.
-pub fn retime(inst: &Instance, start: &Checked, time: Duration) -> Option<Checked> {
+pub fn retime(inst: &Instance, start: &Checked, effort: impl Into<Effort>) -> Option<Checked> {
     if inst.mode != Mode::OneShot {
         return None;
     }
-    let began = Instant::now();
+    let mut meter = effort.into().start();
     let mut sched = start.schedule().clone();
     let mut cur = start.clone();
     'sweeps: loop {
@@ -199,12 +207,13 @@ pub fn retime(inst: &Instance, start: &Checked, time: Duration) -> Option<Checke
         let mut ix: Vec<usize> = (0..sched.events.len()).collect();
         ix.sort_by_key(|&i| (sched.events[i].start(), sched.events[i].end()));
         for i in ix {
-            if began.elapsed() >= time {
-                break 'sweeps;
-            }
             for t in earlier_instants(inst, &sched.events, i) {
+                if meter.spent() {
+                    break 'sweeps;
+                }
+                meter.charge();
                 let mut cand = sched.clone();
-                cand.events[i] = shifted(cand.events[i], t);
+                cand.events[i] = cand.events[i].starting_at(t);
                 if let CheckOutcome::Valid(c) = check(inst, &cand) {
                     if c.makespan() <= cur.makespan() {
                         sched = cand;
@@ -220,31 +229,6 @@ pub fn retime(inst: &Instance, start: &Checked, time: Duration) -> Option<Checke
         }
     }
     (cur.makespan() < start.makespan()).then_some(cur)
-}
-
-/// `e` moved to start at `t`, its duration kept.
-fn shifted(e: Event, t: Ticks) -> Event {
-    match e {
-        Event::Compute { op, start, end } => Event::Compute {
-            op,
-            start: t,
-            end: t + (end - start),
-        },
-        Event::Transfer {
-            dir,
-            tensor,
-            start,
-            end,
-            delete,
-        } => Event::Transfer {
-            dir,
-            tensor,
-            start: t,
-            end: t + (end - start),
-            delete,
-        },
-        d @ Event::Delete { .. } => d,
-    }
 }
 
 /// The instants before event `i`'s start worth trying, earliest first. An

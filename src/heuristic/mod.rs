@@ -5,6 +5,7 @@
 //! Must not import: exact solvers.
 
 pub mod activation;
+pub mod effort;
 pub mod improve;
 pub mod offmate;
 pub mod op_sequence;

@@ -205,6 +205,8 @@ pub enum SolveStatus {
     Optimal,
     Infeasible,
     ReachedTimeLimit,
+    /// The MIP stopped at [`MIP_MAX_NODES`] (its dual bound still holds).
+    ReachedNodeLimit,
     /// Any other HiGHS model status, by its name.
     Other(String),
 }
@@ -244,14 +246,25 @@ fn row_problem(m: &Milp, relax: bool) -> RowProblem {
     pb
 }
 
+/// The branch-and-bound nodes a MIP of [`solve_rational`] may explore: a count,
+/// not a clock, so that its bound is the same on every machine.
+pub const MIP_MAX_NODES: i32 = 100_000;
+
 /// Solve the rational MILP (`relax = false`) or its LP relaxation (`relax =
 /// true`) in floating point. Nothing here is trusted: the MIP's dual bound is
 /// `solver-reported`, and the LP's duals only feed an exact certification.
+///
+/// The MIP (`relax = false`) stops after [`MIP_MAX_NODES`] branch-and-bound
+/// nodes, a deterministic cut (single-threaded HiGHS); `time_limit` is a
+/// wall-clock cut on top (`Duration::MAX`: none).
 pub fn solve_rational(m: &Milp, relax: bool, time_limit: Duration) -> Result<Solved, LpError> {
     let mut model = row_problem(m, relax).optimise(Sense::Minimise);
     model.make_quiet();
     model.set_option("time_limit", time_limit.as_secs_f64());
     model.set_option("threads", 1);
+    if !relax {
+        model.set_option("mip_max_nodes", MIP_MAX_NODES);
+    }
     if relax {
         // A basic solution: its duals are the cleanest input for the certificate.
         model.set_option("solver", "simplex");
@@ -263,6 +276,7 @@ pub fn solve_rational(m: &Milp, relax: bool, time_limit: Duration) -> Result<Sol
         HighsModelStatus::Optimal => SolveStatus::Optimal,
         HighsModelStatus::Infeasible => SolveStatus::Infeasible,
         HighsModelStatus::ReachedTimeLimit => SolveStatus::ReachedTimeLimit,
+        HighsModelStatus::ReachedSolutionLimit if !relax => SolveStatus::ReachedNodeLimit,
         other => SolveStatus::Other(format!("{other:?}")),
     };
     let dual_bound = if relax {

@@ -9,7 +9,7 @@
 //! the anytime column ([`AnytimeCell`], [`anytime`]).
 //! Must not import: the CLI.
 
-use super::gap::OptimumCell;
+use super::cells::OptimumCell;
 use crate::check::Checked;
 use crate::exact::anytime::{solve_anytime, AnytimeOptions, Progress};
 use crate::exact::crosscheck::{self, Label};

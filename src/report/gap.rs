@@ -5,228 +5,24 @@
 //! and the optimum when an exact method (or a certified bound that meets a
 //! checked makespan) establishes it.
 //!
-//! Owns: [`GapEntry`] and its cells; a heuristic, best-schedule or optimum
-//! cell is built from a `Checked` only.
+//! Owns: [`GapEntry`] (its cells are [`super::cells`]), [`CarryOver`].
 //! Must not import: the CLI.
 
 use super::budget::position;
+pub use super::cells::{
+    percent_up, BestCell, BoundCell, BoundFailure, GapCell, HeuristicCell, OptimumCell,
+};
 use super::exact::{self, AnytimeCell, ProgressHook};
 use crate::bound::{self, best_of, BoundError, LowerBound, Strength};
 use crate::check::Checked;
 use crate::family::InstanceFile;
+use crate::heuristic::effort::Effort;
 use crate::heuristic::{self, HeuristicError};
 use crate::model::Instance;
 use num_bigint::BigInt;
 use num_rational::BigRational;
 use serde::Serialize;
 use std::time::{Duration, Instant};
-
-/// A bound as shown: exact value (`p/q` or an integer), display form, source and
-/// strength words.
-#[derive(Clone, Debug, Serialize, PartialEq)]
-pub struct BoundCell {
-    pub source: String,
-    /// "lower bound (certified)" or "solver-reported".
-    pub strength: String,
-    /// Exact value in ticks, as an integer or `p/q`.
-    pub value: String,
-    /// ⌈value⌉: also a bound, since event times are integers.
-    pub ceil: i64,
-    pub display: String,
-    #[serde(skip)]
-    pub exact: BigRational,
-    #[serde(skip)]
-    pub certified: bool,
-}
-
-impl BoundCell {
-    pub fn from_bound(b: &LowerBound) -> BoundCell {
-        BoundCell {
-            source: b.source.clone(),
-            strength: b.strength.words().into(),
-            value: b.value.to_string(),
-            ceil: b.ceil_ticks(),
-            display: b.display(),
-            exact: b.value.clone(),
-            certified: b.strength == Strength::Certified,
-        }
-    }
-}
-
-/// A bound method that gave no value, and why.
-#[derive(Clone, Debug, Serialize, PartialEq)]
-pub struct BoundFailure {
-    pub source: String,
-    pub reason: String,
-}
-
-/// The optimum, when known, with the words for its claim strength. Built only
-/// from a [`Checked`] schedule that attains it ([`OptimumCell::new`]).
-#[derive(Clone, Debug, Serialize, PartialEq)]
-pub struct OptimumCell {
-    /// The checker's makespan (period) of `checked`.
-    makespan: i64,
-    /// "optimal (certified)", "optimal (cross-checked)", "optimal (solver-reported)".
-    pub claim: String,
-    /// Who established it (e.g. "exact: milp+smt+search", "bound fractional-thm2 = greedy").
-    pub by: String,
-    #[serde(skip)]
-    checked: Checked,
-}
-
-impl OptimumCell {
-    pub fn new(checked: Checked, claim: String, by: String) -> OptimumCell {
-        OptimumCell {
-            makespan: checked.makespan().0,
-            claim,
-            by,
-            checked,
-        }
-    }
-    /// The checker's makespan (or period) of the optimal schedule.
-    pub fn makespan(&self) -> i64 {
-        self.makespan
-    }
-    pub fn checked(&self) -> &Checked {
-        &self.checked
-    }
-}
-
-/// One heuristic at one budget. Its figures are the checker's: they are set
-/// only from a [`Checked`] run ([`HeuristicCell::valid`]).
-#[derive(Clone, Debug, Serialize, PartialEq)]
-pub struct HeuristicCell {
-    pub heuristic: String,
-    /// "valid" (checked), "no schedule" or "invalid" (a bug: its schedule failed the checker).
-    pub verdict: String,
-    /// The checker's makespan (or period).
-    makespan: Option<i64>,
-    /// makespan / ⌈best certified bound⌉ (display only).
-    pub ratio_to_bound: Option<f64>,
-    pub ratio_to_optimum: Option<f64>,
-    pub reason: Option<String>,
-    schedule_sha256: Option<String>,
-    pub seconds: f64,
-    /// The heuristic's own objective in its paper's model (pofo's DP value,
-    /// fluid transfers): `solver-reported (paper model, fluid transfers)`,
-    /// never a makespan.
-    #[serde(skip_serializing_if = "Option::is_none")]
-    pub model_value: Option<f64>,
-    #[serde(skip)]
-    checked: Option<Checked>,
-}
-
-impl HeuristicCell {
-    /// A checked run.
-    pub fn valid(run: heuristic::HeuristicRun, seconds: f64) -> HeuristicCell {
-        HeuristicCell {
-            heuristic: run.name.into(),
-            verdict: "valid".into(),
-            makespan: Some(run.checked.makespan().0),
-            ratio_to_bound: None,
-            ratio_to_optimum: None,
-            reason: None,
-            schedule_sha256: Some(run.checked.report().schedule_sha256.clone()),
-            seconds,
-            model_value: None,
-            checked: Some(run.checked),
-        }
-    }
-    /// No checked schedule: `verdict` says why ("invalid", "no schedule").
-    pub fn without_schedule(
-        heuristic: &str,
-        verdict: &str,
-        reason: String,
-        seconds: f64,
-    ) -> HeuristicCell {
-        HeuristicCell {
-            heuristic: heuristic.into(),
-            verdict: verdict.into(),
-            makespan: None,
-            ratio_to_bound: None,
-            ratio_to_optimum: None,
-            reason: Some(reason),
-            schedule_sha256: None,
-            seconds,
-            model_value: None,
-            checked: None,
-        }
-    }
-    /// The checker's makespan (or period), when the run was checked.
-    pub fn makespan(&self) -> Option<i64> {
-        self.makespan
-    }
-    pub fn schedule_sha256(&self) -> Option<&str> {
-        self.schedule_sha256.as_deref()
-    }
-    pub fn checked(&self) -> Option<&Checked> {
-        self.checked.as_ref()
-    }
-}
-
-/// The best checked schedule of a row and the method that found it (a
-/// heuristic's name, `exact`, or `anytime-search`).
-#[derive(Clone, Debug, Serialize, PartialEq)]
-pub struct BestCell {
-    /// The checker's makespan (or period).
-    makespan: i64,
-    pub by: String,
-    #[serde(skip)]
-    checked: Checked,
-}
-
-impl BestCell {
-    pub fn makespan(&self) -> i64 {
-        self.makespan
-    }
-    pub fn checked(&self) -> &Checked {
-        &self.checked
-    }
-}
-
-/// The certified gap (m − ⌈b⌉) / ⌈b⌉: m the best checked makespan, b the best
-/// certified bound (⌈b⌉ is a bound too, event times being integers). Exact.
-#[derive(Clone, Debug, Serialize, PartialEq)]
-pub struct GapCell {
-    pub makespan: i64,
-    /// ⌈best certified bound⌉.
-    pub bound: i64,
-    /// The gap as an exact fraction (`p/q`, or `0`).
-    pub exact: String,
-    /// 100 × the gap, rounded *up* to three decimals (never below the exact gap).
-    pub percent: String,
-    #[serde(skip)]
-    pub value: BigRational,
-}
-
-impl GapCell {
-    /// `None` when the bound is not positive.
-    pub fn new(makespan: i64, bound: i64) -> Option<GapCell> {
-        if bound <= 0 {
-            return None;
-        }
-        let b = BigRational::from_integer(BigInt::from(bound));
-        let value = (BigRational::from_integer(BigInt::from(makespan)) - &b) / b;
-        Some(GapCell {
-            makespan,
-            bound,
-            exact: value.to_string(),
-            percent: percent_up(&value),
-            value,
-        })
-    }
-}
-
-/// 100·v rounded up to three decimals, as text (exact: no float involved).
-pub fn percent_up(v: &BigRational) -> String {
-    let milli = (v * BigRational::from_integer(BigInt::from(100_000)))
-        .ceil()
-        .to_integer();
-    let neg = milli < BigInt::from(0);
-    let digits = format!("{:0>4}", if neg { -&milli } else { milli.clone() });
-    let (i, f) = digits.split_at(digits.len() - 3);
-    format!("{}{i}.{f}", if neg { "-" } else { "" })
-}
 
 /// The source name of the anytime search's own certified bound.
 pub const ANYTIME_SOURCE: &str = "anytime-search";
@@ -267,7 +63,7 @@ pub struct GapEntry {
 
 /// What an exact method established for an instance: `None` when it was not
 /// run or proved nothing; the makespan is the checker's.
-pub type OptimumFn<'a> = dyn Fn(&Instance) -> Option<OptimumCell> + 'a;
+pub type OptimumFn<'a> = dyn Fn(&Instance) -> Option<OptimumCell> + Sync + 'a;
 
 pub struct GapOptions<'a> {
     /// Exact optimum provider, called when `exact_for(inst)` says so.
@@ -284,8 +80,10 @@ pub struct GapOptions<'a> {
     /// `heuristic::weight::replan`; one-shot fixed-order instances:
     /// `heuristic::improve`), within this limit, on every instance
     /// and budget whose gap is still open, before the anytime search (which
-    /// gets what is left of its own limit); `None`: not run.
-    pub improve: Option<Duration>,
+    /// gets what is left of its own limit); `None`: not run. A count of
+    /// candidates ([`Effort::Candidates`]) makes the row independent of the
+    /// machine's speed and load.
+    pub improve: Option<Effort>,
 }
 
 /// m / ⌈b⌉ (display only).
@@ -380,7 +178,7 @@ pub fn gap_with_carry(
     let closed = |best: &Option<BestCell>| {
         best.as_ref()
             .zip(certified_ceil(&bounds))
-            .is_some_and(|(b, c)| b.makespan <= c)
+            .is_some_and(|(b, c)| b.makespan() <= c)
     };
     let began = Instant::now();
     if let (None, None, false, Some(limit)) = (&infeasible, &optimum, closed(&best), opts.improve) {
@@ -415,7 +213,7 @@ pub fn gap_with_carry(
         optimum.as_ref(),
         &mut problems,
     );
-    let best_m = best.as_ref().map(|b| (b.makespan, b.by.clone()));
+    let best_m = best.as_ref().map(|b| (b.makespan(), b.by.clone()));
     problems.extend(bound_problems(&bounds, best_m.as_ref(), optimum.as_ref()));
     GapEntry {
         instance: label.into(),
@@ -462,7 +260,7 @@ fn improve_best(
     inst: &Instance,
     best: &mut Option<BestCell>,
     target: Option<i64>,
-    limit: Duration,
+    limit: Effort,
 ) {
     let Some(start) = best.as_ref() else {
         return;
@@ -485,21 +283,17 @@ fn improve_best(
 /// first offered, so heuristics keep the credit before the exact methods).
 fn offer(best: &mut Option<BestCell>, checked: &Checked, by: &str) {
     let m = checked.makespan().0;
-    if best.as_ref().is_none_or(|b| m < b.makespan) {
-        *best = Some(BestCell {
-            makespan: m,
-            by: by.into(),
-            checked: checked.clone(),
-        });
+    if best.as_ref().is_none_or(|b| m < b.makespan()) {
+        *best = Some(BestCell::new(checked.clone(), by.into()));
     }
 }
 
 /// `optimal (certified)` when the best checked makespan meets ⌈best certified bound⌉.
 fn meets(best: Option<&BestCell>, bound: Option<&BoundCell>) -> Option<OptimumCell> {
     let (s, b) = (best?, bound?);
-    (b.ceil == s.makespan).then(|| {
+    (b.ceil == s.makespan()).then(|| {
         OptimumCell::new(
-            s.checked.clone(),
+            s.checked().clone(),
             "optimal (certified)".into(),
             format!("{} meets bound {}", s.by, b.source),
         )
@@ -680,18 +474,6 @@ mod tests {
         let (c, r, g) = certified_columns(&bounds[..1], Some(100));
         assert!(c.is_none() && g.is_none());
         assert_eq!(r.unwrap().ceil, 100);
-    }
-
-    #[test]
-    fn percentages_round_up_exactly() {
-        let r = |n: i64, d: i64| BigRational::new(BigInt::from(n), BigInt::from(d));
-        assert_eq!(percent_up(&r(0, 1)), "0.000");
-        assert_eq!(percent_up(&r(1, 100_000)), "0.001");
-        assert_eq!(percent_up(&r(1, 100_001)), "0.001");
-        assert_eq!(percent_up(&r(1, 3)), "33.334");
-        assert_eq!(percent_up(&r(1, 100)), "1.000");
-        assert_eq!(percent_up(&r(7, 5)), "140.000");
-        assert_eq!(GapCell::new(5, 0), None);
     }
 }
 

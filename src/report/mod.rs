@@ -4,7 +4,7 @@
 //! certified gap between them, and, where known, the optimum; rendered as a
 //! text table, CSV, JSON or an SVG plot with the certified gap band.
 //!
-//! Owns: [`GapEntry`] and its cells, [`budget`] (budget series), [`gap`] (the
+//! Owns: [`GapEntry`] and its cells ([`cells`]), [`budget`] (budget series), [`gap`] (the
 //! computation), [`exact`] (the optimum and anytime columns), [`table`] (text/CSV/JSON), [`plot`] (SVG); and the pictures
 //! of one schedule ([`schedule_plot`]) or one audited trace ([`trace_plot`]),
 //! drawn by [`svg`].
@@ -14,6 +14,7 @@
 //! Must not import: the CLI.
 
 pub mod budget;
+pub mod cells;
 pub mod exact;
 pub mod gap;
 pub mod offmate;

@@ -114,9 +114,17 @@ fn csv_field(s: &str) -> String {
     }
 }
 
+/// The CSV: the header, then [`csv_rows`].
 pub fn csv(entries: &[GapEntry]) -> String {
     let mut s = COLUMNS.join(",");
     s.push('\n');
+    s.push_str(&csv_rows(entries));
+    s
+}
+
+/// The CSV lines of `entries`, without the header (for printing as rows come).
+pub fn csv_rows(entries: &[GapEntry]) -> String {
+    let mut s = String::new();
     for r in rows(entries) {
         s.push_str(&r.iter().map(|f| csv_field(f)).collect::<Vec<_>>().join(","));
         s.push('\n');
@@ -126,6 +134,79 @@ pub fn csv(entries: &[GapEntry]) -> String {
 
 pub fn json(entries: &[GapEntry]) -> String {
     serde_json::to_string_pretty(entries).expect("gap entries serialise")
+}
+
+/// [`json`] written in pieces as rows come: the pieces of
+/// [`JsonArray::push`], then [`JsonArray::close`], are [`json`] of all the
+/// entries, byte for byte.
+#[derive(Default)]
+pub struct JsonArray {
+    opened: bool,
+}
+
+impl JsonArray {
+    /// The next entries of the array.
+    pub fn push(&mut self, entries: &[GapEntry]) -> String {
+        let mut s = String::new();
+        for e in entries {
+            s.push_str(if self.opened { ",\n" } else { "[\n" });
+            self.opened = true;
+            let one = serde_json::to_string_pretty(e).expect("gap entries serialise");
+            // serde_json escapes newlines inside strings: every line is one of the entry's.
+            let lines: Vec<String> = one.lines().map(|l| format!("  {l}")).collect();
+            s.push_str(&lines.join("\n"));
+        }
+        s
+    }
+    /// The end of the array.
+    pub fn close(self) -> &'static str {
+        if self.opened {
+            "\n]"
+        } else {
+            "[]"
+        }
+    }
+}
+
+/// The last line of the report: rows (instance × budget), how many are
+/// `optimal (certified)` (and cross-checked, open, infeasible), and the
+/// largest certified gap with its row.
+pub fn summary(entries: &[GapEntry]) -> String {
+    let claim = |w: &str| {
+        entries
+            .iter()
+            .filter(|e| e.optimum.as_ref().is_some_and(|o| o.claim == w))
+            .count()
+    };
+    let infeasible = entries.iter().filter(|e| e.infeasible.is_some()).count();
+    let open = entries
+        .iter()
+        .filter(|e| e.infeasible.is_none() && e.optimum.is_none())
+        .count();
+    let largest = entries
+        .iter()
+        .filter_map(|e| e.certified_gap.as_ref().map(|g| (g, e)))
+        .fold(None::<(&super::GapCell, &GapEntry)>, |m, (g, e)| match m {
+            Some((h, _)) if h.value >= g.value => m,
+            _ => Some((g, e)),
+        });
+    let gap = match largest {
+        Some((g, e)) => format!(
+            "largest certified gap {} % ({} at {})",
+            g.percent,
+            e.instance,
+            human_bytes(e.budget)
+        ),
+        None => "no certified gap".into(),
+    };
+    format!(
+        "summary: {} rows, {} optimal (certified), {} optimal (cross-checked), {} open, {} infeasible; {gap}",
+        entries.len(),
+        claim("optimal (certified)"),
+        claim("optimal (cross-checked)"),
+        open,
+        infeasible
+    )
 }
 
 /// A byte count for text: the one formatter, [`crate::units::Bytes::human`].

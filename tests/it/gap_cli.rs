@@ -572,3 +572,110 @@ fn heuristic_and_gap_print_bytes_alike() {
     assert!(out.contains(" µs)"), "{out}");
     std::fs::remove_dir_all(&dir).ok();
 }
+
+/// `s` without the JSON `seconds` fields (timings: the only figures that
+/// depend on the machine).
+fn without_seconds(s: &str) -> String {
+    s.lines()
+        .filter(|l| !l.trim_start().starts_with("\"seconds\":"))
+        .collect::<Vec<_>>()
+        .join("\n")
+}
+
+/// Issue 21 (rows in parallel): without a time limit, `--jobs 2` prints the
+/// same report as `--jobs 1`, byte for byte and in the same order (text and
+/// CSV; JSON but for its timings), on every bundled example over a sweep.
+#[test]
+fn gap_jobs_give_the_same_report_byte_for_byte() {
+    for format in [None, Some("--csv"), Some("--json")] {
+        let run = |jobs: &str| {
+            let mut args = vec![
+                "gap",
+                "instances/examples",
+                "--memory",
+                "min:peak:3",
+                "--quiet",
+                "--jobs",
+                jobs,
+            ];
+            args.extend(format);
+            let (code, out, err) = offcert(&args);
+            assert_eq!(code, 0, "{format:?} --jobs {jobs}: {err}");
+            (out, err)
+        };
+        let (one, err1) = run("1");
+        let (two, err2) = run("2");
+        assert!(one.lines().count() > 20, "{one}");
+        if format == Some("--json") {
+            assert_eq!(without_seconds(&one), without_seconds(&two));
+        } else {
+            assert_eq!(one, two, "{format:?}");
+        }
+        // The summary (stdout for text, stderr for the machine formats).
+        let summary = |out: &str, err: &str| {
+            let all = format!("{out}{err}");
+            all.lines()
+                .find(|l| l.starts_with("summary: "))
+                .map(str::to_string)
+        };
+        assert_eq!(summary(&one, &err1), summary(&two, &err2));
+        assert!(summary(&one, &err1).is_some(), "{format:?}: no summary");
+    }
+    let (code, _, err) = offcert(&["gap", CHAIN3, "--jobs", "0"]);
+    assert_eq!(code, 2, "{err}");
+}
+
+/// Issue 21 item 7: the text report ends with a summary line whose counts are
+/// the report's: rows, `optimal (certified)`, and the largest certified gap
+/// with its row; JSON stays one document on stdout (the summary on stderr).
+#[test]
+fn gap_ends_with_a_summary_of_the_rows() {
+    let args = [
+        "gap",
+        "instances/examples",
+        "--memory",
+        "min:peak:3",
+        "--quiet",
+    ];
+    let (code, text, _) = offcert(&args);
+    assert_eq!(code, 0);
+    let (code, json, err) = offcert(&[&args[..], &["--json"]].concat());
+    assert_eq!(code, 0);
+    let v: serde_json::Value = serde_json::from_str(&json).expect("stdout is one JSON document");
+    let entries = v.as_array().unwrap();
+    let certified = entries
+        .iter()
+        .filter(|e| e["optimum"]["claim"] == "optimal (certified)")
+        .count();
+    // The first row with the largest gap (ties: the earlier row).
+    let p = |e: &serde_json::Value| -> f64 {
+        e["certified_gap"]["percent"]
+            .as_str()
+            .unwrap()
+            .parse()
+            .unwrap()
+    };
+    let largest = entries
+        .iter()
+        .filter(|e| !e["certified_gap"].is_null())
+        .fold(None::<&serde_json::Value>, |m, e| match m {
+            Some(b) if p(b) >= p(e) => Some(b),
+            _ => Some(e),
+        })
+        .expect("a certified gap");
+    let last = text.lines().last().unwrap();
+    let want = format!(
+        "summary: {} rows, {certified} optimal (certified), ",
+        entries.len()
+    );
+    assert!(last.starts_with(&want), "{last}\nwant {want}");
+    assert!(
+        last.contains(&format!(
+            "largest certified gap {} % ({} at ",
+            largest["certified_gap"]["percent"].as_str().unwrap(),
+            largest["instance"].as_str().unwrap()
+        )),
+        "{last}"
+    );
+    assert!(err.lines().any(|l| l == last), "{err}");
+}

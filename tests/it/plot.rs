@@ -399,3 +399,189 @@ fn a_mapped_audit_is_drawn_with_the_texts_verdict_and_findings() {
         render_png(&svg);
     }
 }
+
+/// What a test reads back from the gap picture: text elements (x, content),
+/// polylines (stroke width, points), filled rectangles (fill) and polygons.
+struct GapDrawn {
+    texts: Vec<(f64, String)>,
+    lines: Vec<(String, Vec<(f64, f64)>)>,
+    rect_fills: Vec<String>,
+    polygons: usize,
+}
+
+fn read_gap(svg: &str) -> GapDrawn {
+    let doc = roxmltree::Document::parse(svg)
+        .unwrap_or_else(|e| panic!("not well-formed XML: {e}\n{svg}"));
+    let num = |n: &roxmltree::Node, a: &str| n.attribute(a).and_then(|v| v.parse().ok());
+    let mut d = GapDrawn {
+        texts: vec![],
+        lines: vec![],
+        rect_fills: vec![],
+        polygons: 0,
+    };
+    for n in doc.descendants().filter(|n| n.is_element()) {
+        match n.tag_name().name() {
+            "text" => d.texts.push((
+                num(&n, "x").unwrap_or(f64::NAN),
+                n.text().unwrap_or("").trim().to_string(),
+            )),
+            "polyline" => {
+                let pts = n
+                    .attribute("points")
+                    .unwrap_or("")
+                    .split_whitespace()
+                    .filter_map(|p| {
+                        let (x, y) = p.split_once(',')?;
+                        Some((x.parse().ok()?, y.parse().ok()?))
+                    })
+                    .collect();
+                let w = n.attribute("stroke-width").unwrap_or("1").to_string();
+                d.lines.push((w, pts));
+            }
+            "rect" => d
+                .rect_fills
+                .push(n.attribute("fill").unwrap_or("").to_string()),
+            "polygon" => d.polygons += 1,
+            _ => {}
+        }
+    }
+    d
+}
+
+/// Identical series merge into one legend entry naming them all; distinct
+/// ones stay apart; series with no point are left out.
+#[test]
+fn identical_gap_series_share_one_legend_entry() {
+    use std::collections::BTreeMap;
+    let s: BTreeMap<String, Vec<(f64, f64)>> = [
+        ("tflms", vec![(50.0, 1.2), (0.0, 1.5)]),
+        ("greedy", vec![(0.0, 1.5), (50.0, 1.2)]),
+        ("greedy-star", vec![(0.0, 1.5), (50.0, 1.2)]),
+        ("dynprog", vec![(0.0, 1.4), (50.0, 1.2)]),
+        ("l2l", vec![]),
+    ]
+    .into_iter()
+    .map(|(n, p)| (n.to_string(), p))
+    .collect();
+    let m = offcert::report::plot::merged(&s);
+    let names: Vec<&str> = m.iter().map(|g| g.0.as_str()).collect();
+    assert_eq!(names, ["dynprog", "greedy = greedy-star = tflms"]);
+    assert_eq!(m[1].1, vec![(0.0, 1.5), (50.0, 1.2)], "sorted by x");
+}
+
+/// Issue 21 item 8, on a sweep of the bundled examples: every legend entry
+/// (the band, the best checked schedule, each heuristic group) stands right
+/// of every curve, so it covers none; no two heuristic curves are the same
+/// line (one would hide the other); the band is one box per budget run,
+/// never a polygon joined across budgets; the best checked schedule is drawn;
+/// no axis label reaches past its panel's plot column; and it renders.
+#[test]
+fn the_gap_picture_shows_every_series_and_the_best_schedule() {
+    use offcert::report::plot::{BAND, BEST};
+    let svg = tmp("gap.svg");
+    let (code, out) = offcert(&[
+        "gap",
+        "instances/examples/chain3.json",
+        "--memory",
+        "min:peak:5",
+        "--quiet",
+        "--json",
+        "--plot",
+        svg.to_str().unwrap(),
+    ]);
+    assert_eq!(code, 0, "{out}");
+    let json = out.split("\nsummary:").next().unwrap();
+    let v: serde_json::Value = serde_json::from_str(json).expect("the report");
+    let entries = v.as_array().unwrap();
+    let text = std::fs::read_to_string(&svg).unwrap();
+    let d = read_gap(&text);
+    let width: f64 = roxmltree::Document::parse(&text)
+        .unwrap()
+        .root_element()
+        .attribute("width")
+        .and_then(|w| w.parse().ok())
+        .expect("the picture's width");
+    // The legend: band, best, and every heuristic that has a ratio.
+    let mut series = std::collections::BTreeMap::new();
+    for e in entries {
+        for h in e["heuristics"].as_array().unwrap() {
+            if let Some(r) = h["ratio_to_bound"].as_f64() {
+                let x = e["budget_percent"].as_f64().unwrap();
+                series
+                    .entry(h["heuristic"].as_str().unwrap().to_string())
+                    .or_insert_with(Vec::new)
+                    .push((x, r));
+            }
+        }
+    }
+    let groups = offcert::report::plot::merged(&series);
+    assert!(!groups.is_empty());
+    let mut labels: Vec<String> = groups.iter().map(|g| g.0.clone()).collect();
+    labels.extend([BAND.to_string(), BEST.to_string()]);
+    // The plot column is 480 pixels wide; the legend's samples lie right of it.
+    let plotted: Vec<_> = d
+        .lines
+        .iter()
+        .filter(|l| l.1.iter().all(|p| p.0 < 480.0))
+        .collect();
+    let rightmost = plotted
+        .iter()
+        .flat_map(|l| l.1.iter().map(|p| p.0))
+        .fold(f64::MIN, f64::max);
+    for l in &labels {
+        let (x, _) = d
+            .texts
+            .iter()
+            .find(|t| &t.1 == l)
+            .unwrap_or_else(|| panic!("legend entry {l} missing"));
+        assert!(
+            *x > rightmost,
+            "legend {l} at x {x} over the curves (to {rightmost})"
+        );
+        // Not cut at the picture's right edge (12 px text: at most 7 px a character).
+        assert!(
+            x + 7.0 * l.chars().count() as f64 <= width,
+            "legend {l} at x {x} is cut at the edge {width}"
+        );
+    }
+    for h in series.keys() {
+        assert!(
+            labels.iter().any(|l| l.split(" = ").any(|n| n == h)),
+            "{h} has no legend entry"
+        );
+    }
+    // Heuristic curves (stroke width 2): pairwise different.
+    let curves: Vec<_> = plotted.iter().filter(|l| l.0 == "2").collect();
+    assert_eq!(
+        curves.len(),
+        groups.iter().filter(|g| g.1.len() > 1).count()
+    );
+    for (i, a) in curves.iter().enumerate() {
+        for b in &curves[i + 1..] {
+            assert_ne!(a.1, b.1, "two heuristic curves on the same line");
+        }
+    }
+    // The band: one box per row with a certified gap (+ the legend's), no polygon.
+    let gaps = entries
+        .iter()
+        .filter(|e| !e["certified_gap"].is_null())
+        .count();
+    assert!(gaps >= 2);
+    assert_eq!(d.polygons, 0, "the band is joined across budgets");
+    assert_eq!(
+        d.rect_fills.iter().filter(|f| *f == "#787878").count(),
+        gaps + 1
+    );
+    // The best checked schedule: a thin line through every budget with a gap.
+    assert!(plotted.iter().any(|l| l.0 == "1" && l.1.len() == gaps));
+    // Axis numbers (centred) stay inside the 480-pixel plot column.
+    for (x, t) in &d.texts {
+        if t.parse::<f64>().is_ok() {
+            assert!(
+                x + 3.5 * t.len() as f64 <= 480.0,
+                "label {t} at {x} is clipped"
+            );
+        }
+    }
+    render_png(&svg);
+}

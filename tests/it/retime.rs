@@ -25,28 +25,11 @@ fn stretched(s: &Schedule, k: i64) -> Schedule {
     let mut s = s.clone();
     for e in &mut s.events {
         *e = match *e {
-            Event::Compute { op, start, end } => Event::Compute {
-                op,
-                start: Ticks(start.0 * k),
-                end: Ticks(start.0 * k + (end.0 - start.0)),
-            },
-            Event::Transfer {
-                dir,
-                tensor,
-                start,
-                end,
-                delete,
-            } => Event::Transfer {
-                dir,
-                tensor,
-                start: Ticks(start.0 * k),
-                end: Ticks(start.0 * k + (end.0 - start.0)),
-                delete,
-            },
             Event::Delete { tensor, at } => Event::Delete {
                 tensor,
                 at: Ticks(at.0 * k),
             },
+            other => other.starting_at(Ticks(other.start().0 * k)),
         };
     }
     s

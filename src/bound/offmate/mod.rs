@@ -160,10 +160,12 @@ pub fn lp_relaxation(
     match s.status {
         SolveStatus::Optimal => Ok(Some(s.dual_bound + rational::f(&model.milp.constant))),
         SolveStatus::Infeasible => Ok(None),
-        SolveStatus::ReachedTimeLimit => Err(OffmateIlpError::NoSolution {
-            mode,
-            limit: time_limit,
-        }),
+        SolveStatus::ReachedTimeLimit | SolveStatus::ReachedNodeLimit => {
+            Err(OffmateIlpError::NoSolution {
+                mode,
+                limit: time_limit,
+            })
+        }
         SolveStatus::Other(o) => Err(OffmateIlpError::SolverStatus(o)),
     }
 }

@@ -40,9 +40,13 @@ fn failed(bound: &'static str, cause: impl Into<Failure>) -> BoundError {
 }
 
 /// The MIP's own bound (HiGHS's proven dual bound, which is the optimum when it
-/// finishes): `solver-reported`.
+/// finishes): `solver-reported`. By default it runs without a clock: the
+/// search is cut by a count of branch-and-bound nodes
+/// ([`lp::MIP_MAX_NODES`], single-threaded HiGHS), so that the bound does not
+/// depend on the machine's speed or load (the gap report's `--jobs`).
 #[derive(Clone, Debug)]
 pub struct Sec6Milp {
+    /// A wall-clock cut on top of the node count (default: none, `Duration::MAX`).
     pub time_limit: Duration,
     pub variant: Variant,
 }
@@ -50,15 +54,19 @@ pub struct Sec6Milp {
 impl Default for Sec6Milp {
     fn default() -> Sec6Milp {
         Sec6Milp {
-            time_limit: Duration::from_secs(60),
+            time_limit: Duration::MAX,
             variant: Variant::Corrected,
         }
     }
 }
 
-/// The certified bound from the LP relaxation of the §6 MILP.
+/// The certified bound from the LP relaxation of the §6 MILP. By default the
+/// LP runs to its end, without a clock (an LP always ends), so that the bound
+/// does not depend on the machine's speed or load; under a time limit that
+/// stops it, the bound falls back to Σu (dual vector 0).
 #[derive(Clone, Debug)]
 pub struct Sec6Certified {
+    /// A wall-clock cut (default: none, `Duration::MAX`).
     pub time_limit: Duration,
     pub variant: Variant,
 }
@@ -66,7 +74,7 @@ pub struct Sec6Certified {
 impl Default for Sec6Certified {
     fn default() -> Sec6Certified {
         Sec6Certified {
-            time_limit: Duration::from_secs(60),
+            time_limit: Duration::MAX,
             variant: Variant::Corrected,
         }
     }
@@ -89,7 +97,9 @@ impl Sec6Milp {
         let m = build(c, self.variant).map_err(|e| failed(name, e))?;
         let s = lp::solve_rational(&m, false, self.time_limit).map_err(|e| failed(name, e))?;
         match s.status {
-            SolveStatus::Optimal | SolveStatus::ReachedTimeLimit => {}
+            SolveStatus::Optimal
+            | SolveStatus::ReachedTimeLimit
+            | SolveStatus::ReachedNodeLimit => {}
             SolveStatus::Infeasible => return Err(failed(name, Failure::MilpInfeasible)),
             SolveStatus::Other(other) => return Err(failed(name, Failure::SolverStatus(other))),
         }

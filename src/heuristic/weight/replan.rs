@@ -14,7 +14,7 @@
 //! and climbs from the best of them: flip one decision, swap two neighbouring
 //! decisions of one kind, flip both decisions of one layer, toggle the policy.
 //! At a local optimum it perturbs the best plan (a few random flips, fixed
-//! seed) and climbs again, until the time is up, the target is met, or
+//! seed) and climbs again, until the effort ([`Effort`]) is spent, the target is met, or
 //! 20 · L perturbations in a row found nothing better. Every
 //! plan is simulated; one whose simulated period is shorter than the best
 //! **checked** period so far is checked, and only a checked schedule becomes
@@ -30,9 +30,9 @@ use super::greedy::{cut_masks, Greedy};
 use super::selection::Selection;
 use crate::check::{check, CheckOutcome, Checked};
 use crate::family::WeightChain;
+use crate::heuristic::effort::{Effort, Meter};
 use crate::model::Instance;
 use crate::schedule::Schedule;
-use std::time::{Duration, Instant};
 
 /// A plan the search owns (the simulator's [`Plan`] borrows its selection).
 #[derive(Clone, Debug, PartialEq, Eq)]
@@ -165,8 +165,8 @@ struct Search<'a> {
     c: &'a WeightChain,
     inst: &'a Instance,
     mem: Vec<u64>,
-    began: Instant,
-    time: Duration,
+    /// The work done against the limit (one unit per plan evaluated).
+    meter: Meter,
     /// Stop once a checked period is at most this.
     target: i64,
     /// The best checked period so far (the start's, at first).
@@ -176,12 +176,13 @@ struct Search<'a> {
 
 impl Search<'_> {
     fn out_of_time(&self) -> bool {
-        self.began.elapsed() >= self.time || self.best_period <= self.target
+        self.meter.spent() || self.best_period <= self.target
     }
 
     /// The simulated period of `p`; checks (and keeps) its schedule when it
     /// beats the best checked period.
     fn eval(&mut self, p: &OwnedPlan, origin: &str) -> Option<i64> {
+        self.meter.charge();
         let s = p.simulate(self.c, self.inst, &self.mem)?;
         let period = s.period?.0;
         if period < self.best_period {
@@ -275,7 +276,7 @@ pub fn improve(
     inst: &Instance,
     start: &Checked,
     target: Option<i64>,
-    time: Duration,
+    effort: impl Into<Effort>,
 ) -> Option<(String, Checked)> {
     let mem = c.op_memory()?;
     let l = c.l();
@@ -283,8 +284,7 @@ pub fn improve(
         c,
         inst,
         mem,
-        began: Instant::now(),
-        time,
+        meter: effort.into().start(),
         target: target.unwrap_or(i64::MIN),
         best_period: start.makespan().0,
         best: None,

@@ -60,6 +60,16 @@ impl Event {
             Event::Delete { at, .. } => at,
         }
     }
+    /// The same compute or transfer moved to start at `t`, its duration kept.
+    /// A delete is returned unchanged (it has no duration and no start to
+    /// move; compare [`Event::shifted`], which moves every event, deletes
+    /// included, *by* an offset).
+    pub fn starting_at(&self, t: Ticks) -> Event {
+        match *self {
+            Event::Compute { .. } | Event::Transfer { .. } => self.shifted(t - self.start()),
+            Event::Delete { .. } => *self,
+        }
+    }
     /// The same event moved by `dt` ticks (cyclic replays shift periods).
     pub fn shifted(&self, dt: Ticks) -> Event {
         let mut e = *self;
@@ -456,3 +466,46 @@ impl ScheduleFile {
 
 /// Largest time accepted in a file: 2^61 ticks, so that `t + 2P` never overflows i64.
 pub const MAX_TIME: i64 = 1 << 61;
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    /// `starting_at` moves to an instant (duration kept, deletes stay);
+    /// `shifted` moves by an offset (deletes too).
+    #[test]
+    fn starting_at_moves_to_an_instant_and_keeps_deletes() {
+        let c = Event::Compute {
+            op: OpId(0),
+            start: Ticks(5),
+            end: Ticks(9),
+        };
+        let t = Event::Transfer {
+            dir: Direction::Prefetch,
+            tensor: TensorId(1),
+            start: Ticks(7),
+            end: Ticks(10),
+            delete: false,
+        };
+        let d = Event::Delete {
+            tensor: TensorId(1),
+            at: Ticks(12),
+        };
+        assert_eq!(
+            (
+                c.starting_at(Ticks(2)).start(),
+                c.starting_at(Ticks(2)).end()
+            ),
+            (Ticks(2), Ticks(6))
+        );
+        assert_eq!(
+            (
+                t.starting_at(Ticks(11)).start(),
+                t.starting_at(Ticks(11)).end()
+            ),
+            (Ticks(11), Ticks(14))
+        );
+        assert_eq!(d.starting_at(Ticks(3)), d);
+        assert_eq!(d.shifted(Ticks(3)).start(), Ticks(15));
+    }
+}
