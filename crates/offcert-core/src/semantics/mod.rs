@@ -51,6 +51,12 @@ pub struct TensorState {
     pub cpu: Option<Version>,
     /// Number of offloads in flight (their CPU space is held from their start).
     pub cpu_incoming: u32,
+    /// Number of running CPU ops producing it (their output's CPU space is held
+    /// from their start). With `cpu` and `cpu_incoming`, what makes the tensor
+    /// *held on the CPU* (MODEL.md §2.2): its bytes count once however many
+    /// of the three hold it.
+    #[serde(default)]
+    pub cpu_producing: u32,
     /// Latest version (meaningful once materialised).
     pub latest: Version,
     /// Has it ever been materialised?
@@ -69,6 +75,11 @@ impl TensorState {
     }
     pub fn on_gpu(&self) -> bool {
         !matches!(self.gpu, GpuCopy::Absent)
+    }
+    /// Does the CPU hold space for it (a copy, an offload in flight or a
+    /// running CPU op producing it; MODEL.md §2.2)?
+    pub fn held_on_cpu(&self) -> bool {
+        self.cpu.is_some() || self.cpu_incoming > 0 || self.cpu_producing > 0
     }
 }
 
@@ -192,6 +203,7 @@ fn fresh() -> TensorState {
         gpu: GpuCopy::Absent,
         cpu: None,
         cpu_incoming: 0,
+        cpu_producing: 0,
         latest: 0,
         exists: false,
         release_deferred: false,
@@ -439,9 +451,11 @@ impl State {
                     );
                 }
                 Device::Cpu => {
-                    if self.tensors[t.ix()].cpu.is_none() {
+                    let ts = &mut self.tensors[t.ix()];
+                    if !ts.held_on_cpu() {
                         self.cpu_used += size;
                     }
+                    ts.cpu_producing += 1;
                 }
             }
         }
@@ -495,7 +509,10 @@ impl State {
                         ts.gpu = GpuCopy::Present(ts.latest);
                     }
                 }
-                Device::Cpu => ts.cpu = Some(ts.latest),
+                Device::Cpu => {
+                    ts.cpu = Some(ts.latest);
+                    ts.cpu_producing = ts.cpu_producing.saturating_sub(1);
+                }
             }
         }
         for &t in &o.modifies {
@@ -570,7 +587,7 @@ impl State {
                         None
                     }
                 };
-                if ts.cpu.is_none() && ts.cpu_incoming == 0 {
+                if !ts.held_on_cpu() {
                     self.cpu_used += size;
                 }
                 ts.cpu_incoming += 1;
@@ -624,7 +641,7 @@ impl State {
                 match flight.version {
                     Some(v) => ts.cpu = Some(v),
                     None => {
-                        if ts.cpu.is_none() && ts.cpu_incoming == 0 {
+                        if !ts.held_on_cpu() {
                             self.cpu_used -= size;
                         }
                     }
