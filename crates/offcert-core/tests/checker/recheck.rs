@@ -4,9 +4,12 @@
 //! random valid schedules of both families and random mutations of them.
 
 use crate::common::*;
+use offcert_core::model::Instance;
+use offcert_core::schedule::Schedule;
 use offcert_core::units::Bytes;
 use quickcheck::TestResult;
 use std::collections::BTreeSet;
+use std::sync::OnceLock;
 
 #[test]
 fn agree_on_every_bundled_file() {
@@ -116,4 +119,35 @@ fn agree_on_random_weight_schedules_under_a_random_cpu_capacity() {
         TestResult::passed()
     }
     qc(300, 100).quickcheck(prop as fn(_, _, _, _) -> TestResult);
+}
+
+/// Random mutations of the bundled schedules whose instance has a CPU capacity
+/// (the OFFMATE fixtures `offmate2` and `grp1`, with CPU ops and CPU workspace,
+/// and `cpu4`/`cpu8`): the checker and the re-check agree after each, the CPU
+/// peaks included.
+#[test]
+fn agree_on_mutations_of_the_bundled_cpu_capacity_files() {
+    static FILES: OnceLock<Vec<(Instance, Schedule)>> = OnceLock::new();
+    fn files() -> &'static [(Instance, Schedule)] {
+        FILES.get_or_init(|| {
+            let mut out = Vec::new();
+            for (i, s) in pairs(&repo().join("instances/fixtures")) {
+                let (inst, sched) = load(&i, &s);
+                if inst.machine.cpu_capacity.is_some() {
+                    out.push((inst, sched));
+                }
+            }
+            out
+        })
+    }
+    assert!(files().len() >= 10, "only {} files", files().len());
+    fn prop(which: usize, muts: Vec<(u8, usize, i8)>) -> TestResult {
+        if muts.is_empty() {
+            return TestResult::discard();
+        }
+        let (inst, s) = &files()[which % files().len()];
+        agree_after_mutations(inst, s.clone(), muts);
+        TestResult::passed()
+    }
+    qc(300, 100).quickcheck(prop as fn(_, _) -> TestResult);
 }
