@@ -11,8 +11,10 @@
 //! How it differs from the checker's sweep:
 //! - resources: every pair of events on one stream or channel is compared
 //!   (O(n²)), on the circle for cyclic schedules, instead of one sorted scan;
-//! - memory: after every allocation the GPU (and CPU) memory in use is summed from
-//!   scratch over the copies and running operations, instead of a running counter;
+//! - memory: after every allocation the GPU and CPU memory in use (and their
+//!   peaks) are summed from scratch over the copies, transfers and running
+//!   operations (MODEL.md §2.2: a tensor held on the CPU counts once), instead of
+//!   a running counter;
 //! - "needed later": a scan of every compute event, instead of a binary search;
 //! - completeness: the sequence of ops that ran is compared with the order as a
 //!   whole; the cyclic boundary state is compared tensor by tensor;
