@@ -11,8 +11,10 @@
 //! How it differs from the checker's sweep:
 //! - resources: every pair of events on one stream or channel is compared
 //!   (O(n²)), on the circle for cyclic schedules, instead of one sorted scan;
-//! - memory: after every allocation the GPU (and CPU) memory in use is summed from
-//!   scratch over the copies and running operations, instead of a running counter;
+//! - memory: after every allocation the GPU and CPU memory in use (and their
+//!   peaks) are summed from scratch over the copies, transfers and running
+//!   operations (MODEL.md §2.2: a tensor held on the CPU counts once), instead of
+//!   a running counter;
 //! - "needed later": a scan of every compute event, instead of a binary search;
 //! - completeness: the sequence of ops that ran is compared with the order as a
 //!   whole; the cyclic boundary state is compared tensor by tensor;
@@ -58,6 +60,9 @@ pub struct Verdict {
     pub findings: Vec<Finding>,
     /// Highest GPU memory in use (the initial state included).
     pub peak_memory: Bytes,
+    /// Highest CPU memory in use (MODEL.md §2.2, mem_CPU): the initial state
+    /// included, then after every allocation (cyclic: in the reported period).
+    pub peak_cpu_memory: Bytes,
     /// Offloads whose CPU copy was already current when they started.
     pub redundant_offloads: Vec<EventId>,
 }
@@ -173,6 +178,8 @@ struct Replay<'a> {
     findings: Vec<Finding>,
     /// Highest GPU memory in use (the initial state included).
     peak: u128,
+    /// Highest CPU memory in use (the initial state included).
+    cpu_peak: u128,
     /// Offloads whose CPU copy was already current when they started.
     redundant: Vec<EventId>,
     /// Whether each tensor's GPU and CPU copies are current: at the start, and at
@@ -214,6 +221,7 @@ pub fn recheck(inst: &Instance, s: &Schedule) -> Verdict {
         valid: findings.is_empty(),
         findings,
         peak_memory: Bytes(r.peak.min(u64::MAX as u128) as u64),
+        peak_cpu_memory: Bytes(r.cpu_peak.min(u64::MAX as u128) as u64),
         redundant_offloads: r.redundant,
     }
 }
@@ -377,6 +385,7 @@ impl<'a> Replay<'a> {
             flying: BTreeSet::new(),
             findings: Vec::new(),
             peak: 0,
+            cpu_peak: 0,
             redundant: Vec::new(),
             at_boundaries: Vec::new(),
             reads_latest: vec![[None, None]; s.events.len()],
@@ -385,6 +394,7 @@ impl<'a> Replay<'a> {
             memory: Vec::new(),
         };
         r.peak = r.gpu_in_use(None);
+        r.cpu_peak = r.cpu_in_use(None);
         r
     }
 
@@ -515,8 +525,10 @@ impl<'a> Replay<'a> {
             let at = self.rel(st.time);
             self.memory.push(memory_finding("memory_exceeded", at));
         }
+        let cpu_used = self.cpu_in_use(extra);
+        self.cpu_peak = self.cpu_peak.max(cpu_used);
         if let Some(cap) = self.inst.machine.cpu_capacity {
-            if self.cpu_in_use(extra) > cap.0 as u128 && self.cpu_over_at != Some(st.time) {
+            if cpu_used > cap.0 as u128 && self.cpu_over_at != Some(st.time) {
                 self.cpu_over_at = Some(st.time);
                 let at = self.rel(st.time);
                 self.memory.push(memory_finding("cpu_memory_exceeded", at));

@@ -56,6 +56,12 @@ pub struct TensorState {
     pub cpu: Option<Version>,
     /// Number of offloads in flight (their CPU space is held from their start).
     pub cpu_incoming: u32,
+    /// Number of running CPU ops producing it (their output's CPU space is held
+    /// from their start). With `cpu` and `cpu_incoming`, what makes the tensor
+    /// *held on the CPU* (MODEL.md §2.2): its bytes count once however many
+    /// of the three hold it.
+    #[serde(default)]
+    pub cpu_producing: u32,
     /// Latest version (meaningful once materialised).
     pub latest: Version,
     /// Has it ever been materialised?
@@ -74,6 +80,11 @@ impl TensorState {
     }
     pub fn on_gpu(&self) -> bool {
         !matches!(self.gpu, GpuCopy::Absent)
+    }
+    /// Does the CPU hold space for it (a copy, an offload in flight or a
+    /// running CPU op producing it; MODEL.md §2.2)?
+    pub fn held_on_cpu(&self) -> bool {
+        self.cpu.is_some() || self.cpu_incoming > 0 || self.cpu_producing > 0
     }
 }
 
@@ -198,6 +209,7 @@ fn fresh() -> TensorState {
         gpu: GpuCopy::Absent,
         cpu: None,
         cpu_incoming: 0,
+        cpu_producing: 0,
         latest: 0,
         exists: false,
         release_deferred: false,
@@ -440,9 +452,11 @@ impl State {
                     );
                 }
                 Device::Cpu => {
-                    if self.tensors[t.ix()].cpu.is_none() {
+                    let ts = &mut self.tensors[t.ix()];
+                    if !ts.held_on_cpu() {
                         self.cpu_used += size;
                     }
+                    ts.cpu_producing += 1;
                 }
             }
         }
@@ -496,7 +510,10 @@ impl State {
                         ts.gpu = GpuCopy::Present(ts.latest);
                     }
                 }
-                Device::Cpu => ts.cpu = Some(ts.latest),
+                Device::Cpu => {
+                    ts.cpu = Some(ts.latest);
+                    ts.cpu_producing = ts.cpu_producing.saturating_sub(1);
+                }
             }
         }
         for &t in &o.modifies {
@@ -576,7 +593,7 @@ impl State {
                 let GpuCopy::Present(v) = ts.gpu else {
                     return void;
                 };
-                if ts.cpu.is_none() && ts.cpu_incoming == 0 {
+                if !ts.held_on_cpu() {
                     self.cpu_used += size;
                 }
                 ts.cpu_incoming += 1;

@@ -67,3 +67,20 @@ fn drift_output_released_while_produced_lands_nowhere() {
         ]
     );
 }
+
+/// A CPU op producing t and an offload of t under way together hold one CPU
+/// copy of t (MODEL.md §2.2), in either order of their starts: 4 B, not 8 B
+/// (the checker once counted t twice and reported cpu_memory_exceeded).
+#[test]
+fn cpuhold_one_cpu_copy_while_an_offload_and_a_cpu_producer_overlap() {
+    let dir = repo().join("instances/regressions");
+    for what in ["offload-during-cpu-op", "cpu-op-during-offload"] {
+        let (inst, s) = load(
+            &dir.join("cpuhold.json"),
+            &dir.join(format!("cpuhold.{what}.valid.schedule.json")),
+        );
+        let r = check(&inst, &s);
+        assert_eq!(r.peak_cpu_memory, Bytes(4), "{what}");
+        assert!(r.valid, "{what}: {:?}", r.violations);
+    }
+}

@@ -120,8 +120,8 @@ pub fn kinds(r: &Report) -> BTreeSet<String> {
 }
 
 /// Run both implementations; panic with both outputs if they disagree on the
-/// verdict, the broken rules, the kinds of violation, the peak memory or the
-/// redundant offloads.
+/// verdict, the broken rules, the kinds of violation, the peak GPU memory, the
+/// peak CPU memory or the redundant offloads.
 pub fn agree(inst: &Instance, s: &Schedule) -> CheckOutcome {
     let r = check(inst, s);
     let v = recheck(inst, s);
@@ -142,19 +142,22 @@ pub fn agree(inst: &Instance, s: &Schedule) -> CheckOutcome {
         || rules(&r) != v.broken_rules()
         || kinds(&r) != ck
         || r.peak_memory != v.peak_memory
+        || r.peak_cpu_memory != v.peak_cpu_memory
         || rc != rv
     {
         panic!(
-            "checker and re-check disagree\ninstance: {}\nschedule: {}\nchecker: valid={} peak={} {:?}\n  {:#?}\n  warnings {:?}\nre-check: valid={} peak={} {:?}\n  {:#?}\n  redundant {:?}",
+            "checker and re-check disagree\ninstance: {}\nschedule: {}\nchecker: valid={} peak={} cpu peak={} {:?}\n  {:#?}\n  warnings {:?}\nre-check: valid={} peak={} cpu peak={} {:?}\n  {:#?}\n  redundant {:?}",
             serde_json::to_string(&CoreFile::from_instance(inst)).unwrap(),
             serde_json::to_string(&ScheduleFile::from_schedule(s, inst)).unwrap(),
             r.valid,
             r.peak_memory.0,
+            r.peak_cpu_memory.0,
             kinds(&r),
             r.violations.iter().map(|x| x.describe(inst)).collect::<Vec<_>>(),
             rc,
             v.valid,
             v.peak_memory.0,
+            v.peak_cpu_memory.0,
             v.kinds(),
             v.findings,
             rv
