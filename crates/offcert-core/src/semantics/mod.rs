@@ -354,7 +354,13 @@ impl State {
     /// An explicit release (delete, consume, end-free) of the GPU copy of `t`:
     /// under the default rule, one inside a pin breaks R10 (reported, and the
     /// release still happens so the replay goes on).
+    ///
+    /// A tensor with no GPU copy has nothing to release: no breach, no effect
+    /// (MODEL.md §2.3.1; an op consuming a missing input, already reported).
     fn release(&mut self, t: TensorId, at: Ticks, look: &dyn Lookahead, out: &mut Vec<Breach>) {
+        if !self.tensors[t.ix()].on_gpu() {
+            return;
+        }
         if self.release == ReleaseRule::AfterEnd {
             if let Some(p) = self.pin_covering(t, at) {
                 out.push(Breach::ReleasedWhileInUse {

@@ -4,6 +4,7 @@
 //! random valid schedules of both families and random mutations of them.
 
 use crate::common::*;
+use offcert_core::check::Violation;
 use offcert_core::model::Instance;
 use offcert_core::schedule::Schedule;
 use offcert_core::units::Bytes;
@@ -54,6 +55,30 @@ fn agree_on_random_weight_schedules_and_their_mutations() {
         TestResult::passed()
     }
     qc(300, 100).quickcheck(prop as fn(_, _, _, _) -> TestResult);
+}
+
+/// The case that property once shrank to (F2 [0,2), B2 [1,2), B1 [2,2), period
+/// 3, a1's producer mutated away): B2 consumes a1, which has no GPU copy, while
+/// F2 runs. Releasing nothing is no release inside a pin (MODEL.md §2.3.1): the
+/// checker used to report `released_while_in_use` for a1, the re-check not.
+#[test]
+fn consuming_a_missing_input_releases_nothing() {
+    let c = weight_chain(&[(0, 0, 0, 0), (1, 1, 0, 0)], 0);
+    let (inst, s) = weight_schedule(&c, &[]);
+    assert!(agree(&inst, &s).valid);
+    let mut mutated = 0;
+    mutate_up_to_three(s, vec![(8, 0, 0), (7, 0, 43)], |m| {
+        mutated += 1;
+        let r = agree(&inst, m);
+        assert!(
+            !r.violations
+                .iter()
+                .any(|v| matches!(v, Violation::ReleasedWhileInUse { .. })),
+            "{:?}",
+            r.violations
+        );
+    });
+    assert!(mutated > 0, "no mutation applied");
 }
 
 /// The CPU peaks agree on every bundled file (through [`agree`]), and each
