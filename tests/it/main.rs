@@ -28,6 +28,7 @@ mod offmate;
 mod offmate_ilp;
 mod op_sequence;
 mod op_sequence_import;
+mod op_sequence_model;
 mod plot;
 mod properties;
 mod recheck_activation;

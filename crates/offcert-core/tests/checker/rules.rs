@@ -744,3 +744,59 @@ fn every_fixture_has_a_note_and_the_expected_verdict() {
         );
     }
 }
+
+// opseq3 (op_sequence, MODEL.md §4.4): w = tensor 0, a = 1, y = 2.
+const OPSEQ_A: TensorId = TensorId(1);
+
+/// MODEL.md §4.4: a delete at P is outside the period (R8), so the activations
+/// the last function clears are dropped at time 0 from a start state that
+/// holds them.
+#[test]
+fn op_sequence_dead_activations_drop_at_zero_never_at_the_period() {
+    let r = valid("opseq3.json", "opseq3.drop-at-zero.valid.schedule.json");
+    assert_eq!(r.makespan, Ticks(12));
+    // S0 = w + a + y before the time-0 deletes.
+    assert_eq!((r.peak_memory, r.peak_at), (Bytes(10), Ticks(0)));
+    assert_eq!(
+        invalid("opseq3.json", "opseq3.drop-at-period.invalid.schedule.json"),
+        vec![
+            Violation::OutsidePeriod {
+                event: EventId(3),
+                start: Ticks(12),
+                end: Ticks(12),
+                period: Ticks(12),
+            },
+            Violation::OutsidePeriod {
+                event: EventId(4),
+                start: Ticks(12),
+                end: Ticks(12),
+                period: Ticks(12),
+            },
+        ]
+    );
+}
+
+/// MODEL.md §4.4: an activation's CPU copy in S0 counts in CPU memory from
+/// time 0 (once, even while an offload of it runs), never in GPU memory, and
+/// goes stale at the first write of the warm-up period, so R8 needs an
+/// offload of the new value every period.
+#[test]
+fn op_sequence_start_state_cpu_copy_of_an_activation() {
+    let r = valid("opseq3.json", "opseq3.cpu-activation.valid.schedule.json");
+    assert_eq!(r.makespan, Ticks(13));
+    assert_eq!(r.peak_cpu_memory, Bytes(4));
+    assert_eq!((r.peak_memory, r.peak_at), (Bytes(10), Ticks(4)));
+    let bad = run("opseq3.json", "opseq3.cpu-activation.invalid.schedule.json");
+    assert_eq!(bad.peak_cpu_memory, Bytes(4));
+    assert_eq!(bad.peak_memory, Bytes(10));
+    assert_eq!(
+        invalid("opseq3.json", "opseq3.cpu-activation.invalid.schedule.json"),
+        vec![Violation::StateMismatch {
+            tensor: OPSEQ_A,
+            start_gpu: false,
+            start_cpu: true,
+            end_gpu: false,
+            end_cpu: false,
+        }]
+    );
+}
