@@ -11,7 +11,7 @@
 //!   none, the main job), e.g. `instances/paper/activation --memory 0%:100%:3`.
 //!
 //! Wall-clock figures depend on the machine and its load: record both with
-//! them (docs/RESULTS-gap-jobs.md).
+//! them (docs/RESULTS.md, "offcert gap --jobs N").
 
 use std::process::Command;
 use std::time::{Duration, Instant};

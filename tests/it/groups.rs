@@ -2,7 +2,7 @@
 //! field-named errors, the digest version, every exact method's and the
 //! simulator's typed refusal, and the checker and the re-check agreeing on
 //! random grouped instances and their mutations. The fixtures with exact
-//! violations are in `tests/rules.rs` (`instances/fixtures/grp1.*`).
+//! violations are in `crates/offcert-core/tests/checker/rules.rs` (`instances/fixtures/grp1.*`).
 
 use crate::common;
 

@@ -1,5 +1,5 @@
 //! The checker's test helpers, shared with the `offcert` crate's tests (its
-//! `tests/common/mod.rs` includes this module and re-exports it), so each helper
+//! `tests/it/common/mod.rs` includes this module and re-exports it), so each helper
 //! is written once. Only the model, the checker, the re-check and the
 //! front-ends are named here: no solver, heuristic or simulator.
 //!
