@@ -33,6 +33,10 @@ pub struct GapEntry {
     pub family: String,
     /// The release rule every figure of this row was established under (R10).
     pub release: crate::model::ReleaseRule,
+    /// How long a tick is, where the instance file says (imported programs):
+    /// the text report then gives every whole number of ticks in time too.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub tick: Option<crate::units::TickUnit>,
     /// GPU memory in bytes.
     pub budget: u64,
     /// Position of the budget from the least feasible memory (0 %) to M_peak
@@ -219,6 +223,7 @@ pub fn gap_with_carry(
         instance: label.into(),
         family: file.family().into(),
         release: inst.release,
+        tick: file.tick_unit(),
         budget,
         budget_percent: position(file, budget),
         bounds: bounds.iter().map(BoundCell::from_bound).collect(),

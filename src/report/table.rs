@@ -249,6 +249,16 @@ pub fn text(entries: &[GapEntry]) -> String {
     s
 }
 
+/// A figure in ticks as text: a whole number through the one formatter
+/// ([`crate::units::Ticks::human`], with its time where the instance knows
+/// its tick), any other (a fractional bound) as it is, in ticks.
+fn ticks_text(display: &str, tick: Option<crate::units::TickUnit>) -> String {
+    match display.parse::<i64>() {
+        Ok(v) => crate::units::Ticks(v).human(tick),
+        Err(_) => format!("{display} ticks"),
+    }
+}
+
 /// Bounds, best schedule, certified gap, optimum, anytime search.
 fn header(s: &mut String, e: &GapEntry) {
     use std::fmt::Write;
@@ -257,8 +267,10 @@ fn header(s: &mut String, e: &GapEntry) {
         Some(b) => {
             let _ = writeln!(
                 s,
-                "    best certified bound {} ticks: {}, {}",
-                b.display, b.source, b.strength
+                "    best certified bound {}: {}, {}",
+                ticks_text(&b.display, e.tick),
+                b.source,
+                b.strength
             );
         }
         None => {
@@ -268,8 +280,9 @@ fn header(s: &mut String, e: &GapEntry) {
     if let Some(r) = &e.best_solver_reported {
         let _ = writeln!(
             s,
-            "      solver-reported {} ticks: {} (shown, never used for the gap)",
-            r.display, r.source
+            "      solver-reported {}: {} (shown, never used for the gap)",
+            ticks_text(&r.display, e.tick),
+            r.source
         );
     }
     let same = |a: Option<&super::BoundCell>, b: &super::BoundCell| {
@@ -281,8 +294,10 @@ fn header(s: &mut String, e: &GapEntry) {
         }
         let _ = writeln!(
             s,
-            "      also {} ticks: {}, {}",
-            b.display, b.source, b.strength
+            "      also {}: {}, {}",
+            ticks_text(&b.display, e.tick),
+            b.source,
+            b.strength
         );
     }
     for f in &e.bound_failures {
@@ -291,8 +306,8 @@ fn header(s: &mut String, e: &GapEntry) {
     if let Some(b) = &e.best_schedule {
         let _ = writeln!(
             s,
-            "    best schedule {} ticks: {}, valid",
-            b.makespan(),
+            "    best schedule {}: {}, valid",
+            crate::units::Ticks(b.makespan()).human(e.tick),
             b.by
         );
     }
@@ -307,8 +322,8 @@ fn header(s: &mut String, e: &GapEntry) {
         Some(o) => {
             let _ = writeln!(
                 s,
-                "    optimum {} ticks: {} ({})",
-                o.makespan(),
+                "    optimum {}: {} ({})",
+                crate::units::Ticks(o.makespan()).human(e.tick),
                 o.claim,
                 o.by
             );

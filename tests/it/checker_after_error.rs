@@ -341,7 +341,7 @@ fn a_memory_witness_names_the_largest_copies_and_counts_the_rest() {
     assert_eq!(named, WITNESS_LIST_CAP, "{line}");
     // The largest first: x29 (1029 B) down to x22.
     assert!(
-        line.contains("copies: x29 (1.03 kB), x28 (1.03 kB)"),
+        line.contains("copies: x29 (1.029 kB), x28 (1.028 kB)"),
         "{line}"
     );
     let Violation::MemoryExceeded { resident, used, .. } = worst.1 else {

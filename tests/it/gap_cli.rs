@@ -570,6 +570,18 @@ fn heuristic_and_gap_print_bytes_alike() {
         "{out}"
     );
     assert!(out.contains(" µs)"), "{out}");
+    // The gap report gives its whole tick figures in time too (it printed
+    // bare ticks for imported programs).
+    let (code, out, err) = offcert(&["gap", inst.to_str().unwrap(), "--quiet"]);
+    assert_eq!(code, 0, "{err}");
+    let best = out
+        .lines()
+        .find(|l| l.trim_start().starts_with("best schedule "))
+        .unwrap_or_else(|| panic!("no best schedule line: {out}"));
+    assert!(
+        best.contains(" ticks (") && best.contains(" µs): "),
+        "{best}"
+    );
     std::fs::remove_dir_all(&dir).ok();
 }
 
