@@ -189,6 +189,9 @@ pub fn run(a: GapArgs) -> anyhow::Result<ExitCode> {
         print!("{}", table::csv(&entries));
     } else {
         print!("{}", table::text(&entries));
+        if spec.is_some() {
+            print_range_labels(&jobs, &entries);
+        }
     }
     if let Some(p) = &a.plot {
         report::plot::svg(&entries, p)?;
@@ -202,4 +205,23 @@ pub fn run(a: GapArgs) -> anyhow::Result<ExitCode> {
         return Ok(ExitCode::from(1));
     }
     Ok(ExitCode::SUCCESS)
+}
+
+/// Under a text sweep: what each end of the range is (where the family labels
+/// it) and the least budget of the sweep at which a checked schedule exists.
+fn print_range_labels(jobs: &[(String, InstanceFile, Vec<u64>)], entries: &[GapEntry]) {
+    for (label, file, _) in jobs {
+        let Some(ends) = report::budget::range_labels(file) else {
+            continue;
+        };
+        let least_checked = entries
+            .iter()
+            .filter(|e| e.instance == *label && e.best_schedule.is_some())
+            .map(|e| e.budget)
+            .min()
+            .map_or("none".into(), |b| format!("{b} B"));
+        println!(
+            "{label}: {ends}; least memory with a checked schedule in this sweep: {least_checked}"
+        );
+    }
 }

@@ -17,6 +17,7 @@ mod activation_windows;
 mod agreement;
 mod anytime;
 mod bad_input;
+mod budgets;
 mod exact_milp;
 mod exact_search;
 mod exact_smt;
