@@ -1,7 +1,9 @@
 //! Memory-budget series: `FROM:TO:STEPS`, where FROM and TO are bytes (with an
 //! optional K/M/G/T suffix, powers of 1000, or Ki/Mi/Gi/Ti, powers of 1024), the
-//! words `min` (the least memory with which any schedule exists) and `peak`
-//! (M_peak: no offloading needed), or a percentage `P%` of the way from `min` to
+//! words `min` (the least memory with which any schedule exists; for
+//! `remat_chain` a certified lower limit, `proofs/REMAT-BUDGETS.md`) and `peak`
+//! (M_peak: no offloading needed; for `remat_chain` the checker's peak of the
+//! keep-everything schedule), or a percentage `P%` of the way from `min` to
 //! `peak` (the scaling of the activation paper's §6.3 plots).
 //!
 //! Owns: [`BudgetSpec`] and the budget ranges of each family.
