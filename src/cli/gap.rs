@@ -328,8 +328,14 @@ pub fn run(a: GapArgs) -> anyhow::Result<ExitCode> {
     let lines = !a.quiet && bar.is_hidden();
     let mut sink = Sink::open(&a);
     let mut finished = 0;
+    let text_sweep = a.memory.is_some() && !a.json && !a.csv;
     let entries = compute(&jobs, &shared, threads, &bar, |job, rows| {
-        bar.suspend(|| sink.rows(rows));
+        bar.suspend(|| {
+            sink.rows(rows);
+            if text_sweep {
+                print_range_labels(job, rows);
+            }
+        });
         finished += 1;
         if lines {
             eprintln!("offcert gap: {finished}/{} done: {}", jobs.len(), job.label);
@@ -355,4 +361,22 @@ pub fn run(a: GapArgs) -> anyhow::Result<ExitCode> {
         return Ok(ExitCode::from(1));
     }
     Ok(ExitCode::SUCCESS)
+}
+
+/// Under a text sweep: what each end of the range is (where the family labels
+/// it) and the least budget of the sweep at which a checked schedule exists.
+fn print_range_labels(job: &Job, rows: &[GapEntry]) {
+    let Some(ends) = report::budget::range_labels(&job.file) else {
+        return;
+    };
+    let least_checked = rows
+        .iter()
+        .filter(|e| e.best_schedule.is_some())
+        .map(|e| e.budget)
+        .min()
+        .map_or("none".into(), |b| crate::units::Bytes(b).human());
+    println!(
+        "{}: {ends}; least memory with a checked schedule in this sweep: {least_checked}",
+        job.label
+    );
 }

@@ -207,6 +207,17 @@ fn run_chain(source: ChainSource, a: ChainArgs) -> anyhow::Result<ExitCode> {
             },
         })
     })?;
+    let chain = if a.gpu_memory.is_none() {
+        checked_peak_default(chain).map_err(|message| {
+            io::InputError::Field(io::FieldError {
+                file: file.clone(),
+                field: "(converted chain)".into(),
+                message,
+            })
+        })?
+    } else {
+        chain
+    };
     let layers = chain.l();
     let options: usize = chain.layers.iter().map(|x| x.options.len() + 1).sum();
     let f = InstanceFile::RematChain(chain);
@@ -225,4 +236,26 @@ fn run_chain(source: ChainSource, a: ChainArgs) -> anyhow::Result<ExitCode> {
         inst.machine.gpu_capacity.human()
     );
     Ok(ExitCode::SUCCESS)
+}
+
+/// The import default M_GPU: `peak (checked, keep everything)`
+/// ([`crate::report::budget::remat_budgets`]), with the note saying so.
+fn checked_peak_default(
+    mut chain: crate::family::remat_chain::RematChain,
+) -> Result<crate::family::remat_chain::RematChain, String> {
+    let b = crate::report::budget::remat_budgets(&chain)?;
+    let old = format!(
+        "M_GPU = {} B (default: the peak with nothing rematerialised or offloaded)",
+        chain.gpu_memory
+    );
+    let new = format!(
+        "M_GPU = {} B (default: {} of the keep-everything schedule; {} {} B)",
+        b.peak,
+        crate::report::budget::PEAK_LABEL,
+        crate::report::budget::LEAST_LABEL,
+        b.least
+    );
+    chain.note = chain.note.map(|n| n.replace(&old, &new));
+    chain.gpu_memory = b.peak;
+    Ok(chain)
 }

@@ -37,6 +37,9 @@ pub fn run(a: SweepArgs) -> anyhow::Result<ExitCode> {
     if let Some(dir) = &a.out {
         std::fs::create_dir_all(dir).with_context(|| dir.display().to_string())?;
     }
+    if let Some(ends) = report::budget::range_labels(&file) {
+        println!("{ends}");
+    }
     println!("{:>16} {:>10}  file", "memory (B)", "percent");
     for (k, b) in budgets.iter().enumerate() {
         let f = report::with_budget(&file, *b);

@@ -1,7 +1,9 @@
 //! Memory-budget series: `FROM:TO:STEPS`, where FROM and TO are bytes (the one
 //! spelling of [`crate::units::Bytes::parse`]: `1500`, `2G`, `1.5GB`, `64MiB`), the
-//! words `min` (the least memory with which any schedule exists) and `peak`
-//! (M_peak: no offloading needed), or a percentage `P%` of the way from `min` to
+//! words `min` (the least memory with which any schedule exists; for
+//! `remat_chain` a certified lower limit, `proofs/REMAT-BUDGETS.md`) and `peak`
+//! (M_peak: no offloading needed; for `remat_chain` the checker's peak of the
+//! keep-everything schedule), or a percentage `P%` of the way from `min` to
 //! `peak` (the scaling of the activation paper's §6.3 plots).
 //!
 //! Owns: [`BudgetSpec`] and the budget ranges of each family.
@@ -9,7 +11,11 @@
 
 use super::ReportError;
 use crate::bound::activation::ChainProfile;
+use crate::check::{check, CheckOutcome, Checked};
+use crate::family::remat_chain::RematChain;
 use crate::family::InstanceFile;
+use crate::heuristic::remat::keep_everything;
+use crate::simulate::asap_sequence;
 
 /// One end of a budget range.
 #[derive(Clone, Debug, PartialEq)]
@@ -138,9 +144,8 @@ impl BudgetSpec {
 /// - `weight_chain`: least = max_i MB_i (only layer i's weight and its gradient
 ///   resident, eq. (1)); peak = Σ_j |w_j| + max_i (MB_i − |w_i|) (every weight
 ///   resident).
-/// - `remat_chain`: least = the largest single op footprint of a backward or an
-///   F_all (every B_ℓ runs, and needs s_ℓ, which only F^ℓ_all produces); peak =
-///   the schedule that keeps everything.
+/// - `remat_chain`: [`remat_budgets`]: least = `least (certified lower limit)`,
+///   peak = `peak (checked, keep everything)`.
 pub fn budget_range(file: &InstanceFile) -> Option<(u64, u64)> {
     match file {
         InstanceFile::ActivationChain(c) => {
@@ -163,7 +168,10 @@ pub fn budget_range(file: &InstanceFile) -> Option<(u64, u64)> {
             }
             Some((least, sum_w.checked_add(extra)?))
         }
-        InstanceFile::RematChain(c) => Some((c.min_memory()?, c.store_all_peak()?)),
+        InstanceFile::RematChain(c) => {
+            let b = remat_budgets(c).ok()?;
+            Some((b.least, b.peak))
+        }
         InstanceFile::Core(_) | InstanceFile::Offmate(_) => None,
         InstanceFile::OpSequence(o) => {
             let u = o.uses().ok()?;
@@ -198,4 +206,65 @@ pub fn position(file: &InstanceFile, bytes: u64) -> Option<f64> {
         return None;
     }
     Some((bytes as f64 - lo as f64) * 100.0 / (hi - lo) as f64)
+}
+
+/// The two ends of a `remat_chain`'s budget range, each with what it is.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct RematBudgets {
+    /// `least (certified lower limit)`: [`RematChain::min_memory`], below which
+    /// no valid schedule exists (proof: `proofs/REMAT-BUDGETS.md`).
+    pub least: u64,
+    /// `peak (checked, keep everything)`: the checker's peak memory of the
+    /// keep-everything schedule ([`keep_everything`]); at this memory that
+    /// schedule is valid.
+    pub peak: u64,
+}
+
+/// Labels of the two ends, the same everywhere they are printed.
+pub const LEAST_LABEL: &str = "least (certified lower limit)";
+pub const PEAK_LABEL: &str = "peak (checked, keep everything)";
+
+/// The keep-everything schedule of `c`, realised and checked with GPU memory
+/// `memory` (and `c`'s own otherwise): the checker's [`Checked`], or why not.
+pub fn keep_everything_checked(c: &RematChain, memory: u64) -> Result<Checked, String> {
+    let mut at = c.clone();
+    at.gpu_memory = memory;
+    let inst = InstanceFile::RematChain(at)
+        .compile()
+        .map_err(|e| e.to_string())?;
+    let s = asap_sequence(&inst, &keep_everything(c).plan).map_err(|e| e.to_string())?;
+    match check(&inst, &s) {
+        CheckOutcome::Valid(k) => Ok(k),
+        CheckOutcome::Invalid(r) => Err(format!(
+            "keep-everything schedule rejected: {:?}",
+            r.violations().first()
+        )),
+    }
+}
+
+/// `least` and `peak` of a remat chain (see [`RematBudgets`]). The peak is
+/// measured by the checker on the keep-everything schedule run with memory to
+/// spare (the validated sizes sum to at most 2^62 bytes), never computed
+/// alongside it.
+pub fn remat_budgets(c: &RematChain) -> Result<RematBudgets, String> {
+    let least = c.min_memory().ok_or("sizes overflow")?;
+    let k = keep_everything_checked(c, u64::MAX >> 1)?;
+    let peak = k.report().peak_memory.0;
+    Ok(RematBudgets { least, peak })
+}
+
+/// One line naming the ends of the budget range where the family labels them
+/// (`remat_chain`), for the reports that print budgets.
+pub fn range_labels(file: &InstanceFile) -> Option<String> {
+    match file {
+        InstanceFile::RematChain(c) => {
+            let b = remat_budgets(c).ok()?;
+            Some(format!(
+                "0% = {LEAST_LABEL} {}; 100% = {PEAK_LABEL} {}",
+                crate::units::Bytes(b.least).human(),
+                crate::units::Bytes(b.peak).human()
+            ))
+        }
+        _ => None,
+    }
 }

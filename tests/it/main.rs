@@ -18,6 +18,8 @@ mod agreement;
 mod anytime;
 mod bad_input;
 mod checker_after_error;
+
+mod budgets;
 mod exact_milp;
 mod exact_search;
 mod exact_smt;

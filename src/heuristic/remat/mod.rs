@@ -113,6 +113,22 @@ impl Sequence {
     }
 }
 
+/// The keep-everything sequence: `Fall{1}` … `Fall{L+1}` in order (option 0 of
+/// each block), then every backward `B{L+1}` … `B{1}`; nothing recomputed,
+/// deleted early or offloaded. Realised it runs without idle, so its makespan is
+/// Σ (u_F + u_B) of the ops it runs; its checked peak is the `peak` budget
+/// (`report::budget`).
+pub fn keep_everything(c: &RematChain) -> Sequence {
+    let mut s = Sequence::default();
+    for l in 1..=c.l() + 1 {
+        s.f_all(c, l);
+    }
+    for l in (1..=c.l() + 1).rev() {
+        s.b(c, l);
+    }
+    s
+}
+
 /// Memory discretisation: sizes rounded **up** to whole slots, the budget
 /// rounded **down** (`FAMILIES.md` §2.2.10), so a plan that fits in slots fits
 /// in bytes.

@@ -278,16 +278,40 @@ impl Heuristic for Rotor {
     fn schedule(&self, file: &InstanceFile, inst: &Instance) -> Result<Schedule, HeuristicError> {
         let c = chain_any(self.name(), file)?;
         let t = Table::build(c, self.slots);
-        let seq = t.sequence(c).ok_or_else(|| HeuristicError::NoSchedule {
-            heuristic: "rotor",
-            reason: format!(
-                "no rematerialisation sequence fits in {} slots of {} B",
-                t.sl.budget, t.sl.slot
-            ),
-        })?;
-        asap_sequence(inst, &seq.plan).map_err(|e| HeuristicError::NoSchedule {
-            heuristic: "rotor",
-            reason: format!("plan not realisable: {e}"),
+        let dp = t
+            .sequence(c)
+            .ok_or_else(|| HeuristicError::NoSchedule {
+                heuristic: "rotor",
+                reason: format!(
+                    "no rematerialisation sequence fits in {} slots of {} B",
+                    t.sl.budget, t.sl.slot
+                ),
+            })
+            .and_then(|seq| {
+                asap_sequence(inst, &seq.plan).map_err(|e| HeuristicError::NoSchedule {
+                    heuristic: "rotor",
+                    reason: format!("plan not realisable: {e}"),
+                })
+            });
+        // The slots round sizes up and the budget down, so at the peak itself
+        // the DP finds nothing although keeping everything fits: offer the
+        // keep-everything sequence too when the simulator can realise it in
+        // this memory, and take the shorter.
+        let keep = asap_sequence(inst, &super::keep_everything(c).plan).ok();
+        Ok(match (dp, keep) {
+            (Ok(s), Some(k)) if makespan(&k) < makespan(&s) => k,
+            (Ok(s), _) => s,
+            (Err(_), Some(k)) => k,
+            (Err(e), None) => return Err(e),
         })
     }
+}
+
+/// The last event end of a realised schedule.
+fn makespan(s: &Schedule) -> crate::units::Ticks {
+    s.events
+        .iter()
+        .map(|e| e.end())
+        .max()
+        .unwrap_or(crate::units::Ticks(0))
 }
