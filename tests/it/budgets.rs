@@ -10,8 +10,8 @@ use crate::common;
 use common::*;
 use offcert::exact::crosscheck;
 use offcert::exact::{Limits, Method, Status};
-use offcert::family::remat_chain::{RematChain, RematLayer};
-use offcert::family::remat_import::{import_rockmate, import_rotor, ImportOptions};
+use offcert::family::remat_chain::RematChain;
+use offcert::family::remat_import::{import_rockmate, import_rotor};
 use offcert::family::InstanceFile;
 use offcert::heuristic;
 use offcert::report::budget::{keep_everything_checked, remat_budgets, RematBudgets};
@@ -131,20 +131,7 @@ fn nothing_below_least(spec: Vec<(u8, u8, u8, u8, u8)>, bw: u8) -> TestResult {
     if spec.is_empty() {
         return TestResult::discard();
     }
-    let layers: Vec<RematLayer> = spec
-        .iter()
-        .take(3)
-        .map(|&(uf, ub, a, s, o)| RematLayer {
-            u_f: 1 + (uf % 2) as i64,
-            u_b: 1 + (ub % 3) as i64,
-            a: 1 + (a % 4) as u64,
-            abar: 1 + (a % 4) as u64 + (s % 3) as u64,
-            o_f: (o % 2) as u64,
-            o_b: (o / 2 % 2) as u64,
-            delta: None,
-            ..Default::default()
-        })
-        .collect();
+    let layers = small_remat_layers(&spec, 3);
     let mut c = remat_chain_of("below-least", layers, bw, RematTail::SMALL);
     let least = remat_budgets(&c).unwrap().least;
     if least == 0 {
@@ -192,19 +179,6 @@ const RK_DUMP: &str = r#"{"ln": 2,
         "cw": [8, 4, 2], "cbw": [[], [10, 12], [5]],
         "fwd_tmp": [[0, 1], [0]], "bwd_tmp": [[1, 1], [0], [0]],
         "ff_fw": [0.5, 1.0], "ff_fwd_tmp": [0, 0], "nb_sol": [2, 1]}"#;
-
-fn import_options() -> ImportOptions {
-    ImportOptions {
-        name: "t".into(),
-        mem_unit: 1,
-        tick_us: 1000,
-        gpu_memory: None,
-        bandwidth: Some(4),
-        source: "test".into(),
-        fastest_only: false,
-        rockmate_tmp: Default::default(),
-    }
-}
 
 /// Regression (issue 23, Why 1: "`--memory 0%:100%:5` collapses to a single
 /// row"): five distinct budgets, from `least` to `peak`, on every bundled

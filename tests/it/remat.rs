@@ -419,24 +419,11 @@ fn without_recomputation_a_lifted_activation_chain_is_the_same_problem() {
     assert!(LIFTED.load(Ordering::Relaxed) >= 40);
 }
 
-fn opts() -> ImportOptions {
-    ImportOptions {
-        name: "t".into(),
-        mem_unit: 1,
-        tick_us: 1000,
-        gpu_memory: None,
-        bandwidth: Some(4),
-        source: "test".into(),
-        fastest_only: false,
-        rockmate_tmp: Default::default(),
-    }
-}
-
 #[test]
 fn imports_a_rotor_chain_literal() {
     // Two layers and the loss; times in ms with 1 ms ticks (1.5 → 2, rounded up).
     let text = "[(1.5, 3, 8, 12, 1, 2), (2, 4, 4, 6, 0, 1), (None, 0.5, 2, 2, None, 0)]";
-    let c = import_rotor(text, &opts()).unwrap();
+    let c = import_rotor(text, &import_options()).unwrap();
     assert_eq!(c.a0, 8);
     assert_eq!(c.layers.len(), 2);
     assert_eq!((c.layers[0].u_f, c.layers[0].u_b), (2, 3));
@@ -459,8 +446,8 @@ fn imports_a_rotor_chain_literal() {
                  'cbweigth': [12, 6, 2], 'fwd_tmp': [1, 0], 'bwd_tmp': [2, 1, 0]}";
     let colossal = "{\"fweight\": [1.5, 2], \"bweight\": [3, 4, 0.5], \"cweight\": [8, 4, 2], \
                  \"cbweight\": [12, 6, 2], \"fwd_mem_tmp\": [1, 0], \"bwd_mem_tmp\": [2, 1, 0]}";
-    let a = import_rotor(rotor, &opts()).unwrap();
-    let b = import_rotor(colossal, &opts()).unwrap();
+    let a = import_rotor(rotor, &import_options()).unwrap();
+    let b = import_rotor(colossal, &import_options()).unwrap();
     assert_eq!(a.layers, c.layers);
     assert_eq!(b.layers, c.layers);
     // Slots: --mem-unit multiplies sizes.
@@ -468,7 +455,7 @@ fn imports_a_rotor_chain_literal() {
         text,
         &ImportOptions {
             mem_unit: 4,
-            ..opts()
+            ..import_options()
         },
     )
     .unwrap();
@@ -512,7 +499,7 @@ fn rockmate_tmp_readings_subtract_what_each_version_counts() {
             DUMP,
             &ImportOptions {
                 rockmate_tmp: t,
-                ..opts()
+                ..import_options()
             },
         )
         .unwrap();
@@ -542,7 +529,7 @@ fn rockmate_tmp_readings_subtract_what_each_version_counts() {
 fn imports_a_rockmate_chain_dump_fastest_only() {
     let o = ImportOptions {
         fastest_only: true,
-        ..opts()
+        ..import_options()
     };
     let c = import_rockmate(RK_DUMP, &o).unwrap();
     // Block 0: option 0 takes 3 ms, option 1 3.5 ms: option 0.
@@ -570,7 +557,7 @@ fn imports_a_rockmate_chain_dump_fastest_only() {
 /// plus s1.1; 3·2+2 = 8 ops plus Fall1.1 and B1.1; group bwd1 = {B1.0, B1.1}.
 #[test]
 fn imports_every_option_of_a_rockmate_chain_dump() {
-    let c = import_rockmate(RK_DUMP, &opts()).unwrap();
+    let c = import_rockmate(RK_DUMP, &import_options()).unwrap();
     let l0 = &c.layers[0];
     assert_eq!((l0.u_f, l0.u_b, l0.a, l0.abar, l0.o_b), (1, 2, 4, 10, 1));
     assert_eq!(
@@ -618,7 +605,7 @@ fn field_of(e: ImportError) -> String {
 
 #[test]
 fn hostile_chains_are_rejected_with_the_field() {
-    let o = opts();
+    let o = import_options();
     let cases = [
         ("[(1, 2, 3, 4, 5)]", "[0]"),
         ("[(1, 2, 3, 4, 0, 0), (None, 1, -2, 2, None, 0)]", "cw[1]"),
@@ -660,7 +647,7 @@ fn hostile_chains_are_rejected_with_the_field() {
     }
     let bad = ImportOptions {
         tick_us: 0,
-        ..opts()
+        ..import_options()
     };
     assert_eq!(field_of(import_rotor("[]", &bad).unwrap_err()), "--tick-us");
 }
@@ -977,12 +964,12 @@ fn option_fields_are_validated_by_name() {
     // Every option kept: the fast forward of each block is needed.
     let short = RK_DUMP.replace(r#""ff_fw": [0.5, 1.0]"#, r#""ff_fw": [0.5]"#);
     assert_eq!(
-        field_of(import_rockmate(&short, &opts()).unwrap_err()),
+        field_of(import_rockmate(&short, &import_options()).unwrap_err()),
         "ff_fw[1]"
     );
     let fastest = ImportOptions {
         fastest_only: true,
-        ..opts()
+        ..import_options()
     };
     assert!(import_rockmate(&short, &fastest).is_ok());
 }

@@ -13,7 +13,7 @@ use common::*;
 use offcert::bound;
 use offcert::exact::crosscheck::{self, Label, Verdict};
 use offcert::exact::{Limits, Method, Status};
-use offcert::family::remat_chain::{RematChain, RematLayer};
+use offcert::family::remat_chain::RematChain;
 use offcert::family::InstanceFile;
 use offcert::heuristic::{self, HeuristicError};
 use quickcheck::TestResult;
@@ -26,20 +26,7 @@ type Spec = Vec<(u8, u8, u8, u8, u8)>;
 /// methods' scope), memory from the least feasible up, mostly within a few
 /// bytes of it (tight memory is where recomputation and transfers pay).
 fn chain(spec: &[(u8, u8, u8, u8, u8)], bw: u8, slack: u8) -> RematChain {
-    let layers: Vec<RematLayer> = spec
-        .iter()
-        .take(4)
-        .map(|&(uf, ub, a, s, o)| RematLayer {
-            u_f: 1 + (uf % 2) as i64,
-            u_b: 1 + (ub % 3) as i64,
-            a: 1 + (a % 4) as u64,
-            abar: 1 + (a % 4) as u64 + (s % 3) as u64,
-            o_f: (o % 2) as u64,
-            o_b: (o / 2 % 2) as u64,
-            delta: None,
-            ..Default::default()
-        })
-        .collect();
+    let layers = small_remat_layers(&spec, 4);
     let mut c = remat_chain_of("random-remat", layers, bw, RematTail::SMALL);
     let lo = c.min_memory().unwrap();
     let hi = c.store_all_peak().unwrap();

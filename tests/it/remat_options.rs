@@ -181,13 +181,9 @@ fn rotor_on_two_blocks_with_two_options_by_hand() {
 fn the_rockmate_dump_is_the_hand_chain() {
     let o = ImportOptions {
         name: "rk".into(),
-        mem_unit: 1,
-        tick_us: 1000,
         gpu_memory: Some(8),
         bandwidth: Some(1),
-        source: "test".into(),
-        fastest_only: false,
-        rockmate_tmp: Default::default(),
+        ..import_options()
     };
     let c = import_rockmate(RK_TWO, &o).unwrap();
     let want = two_by_two(8);

@@ -82,3 +82,18 @@ pub fn relaxed(inst: Instance) -> Instance {
 pub fn tensor(inst: &Instance, name: &str) -> TensorId {
     TensorId(inst.tensors.iter().position(|t| t.name == name).unwrap() as u32)
 }
+
+/// Import options of the remat importer tests: 1 B per memory unit, 1 ms
+/// ticks, 4 B per tick, the default memory (the checked peak), every option.
+pub fn import_options() -> offcert::family::remat_import::ImportOptions {
+    offcert::family::remat_import::ImportOptions {
+        name: "t".into(),
+        mem_unit: 1,
+        tick_us: 1000,
+        gpu_memory: None,
+        bandwidth: Some(4),
+        source: "test".into(),
+        fastest_only: false,
+        rockmate_tmp: Default::default(),
+    }
+}

@@ -232,6 +232,25 @@ impl RematTail {
     };
 }
 
+/// The exact methods' small remat layers: the first `max` specs, every op at
+/// least one tick (u_F 1..=2, u_B 1..=3), |a| 1..=4, |ā| = |a| + 0..=2, o_F
+/// and o_B 0..=1.
+pub fn small_remat_layers(spec: &[(u8, u8, u8, u8, u8)], max: usize) -> Vec<RematLayer> {
+    spec.iter()
+        .take(max)
+        .map(|&(uf, ub, a, s, o)| RematLayer {
+            u_f: 1 + (uf % 2) as i64,
+            u_b: 1 + (ub % 3) as i64,
+            a: 1 + (a % 4) as u64,
+            abar: 1 + (a % 4) as u64 + (s % 3) as u64,
+            o_f: (o % 2) as u64,
+            o_b: (o / 2 % 2) as u64,
+            delta: None,
+            ..Default::default()
+        })
+        .collect()
+}
+
 /// A `remat_chain` of the given layers with the loss, input and link drawn from
 /// `bw` within `tail`'s ranges; `gpu_memory` 0 (each caller places it).
 pub fn remat_chain_of(name: &str, layers: Vec<RematLayer>, bw: u8, tail: RematTail) -> RematChain {
