@@ -35,15 +35,7 @@ fn exit_codes() {
     assert_eq!(c, 0, "{out}");
     assert!(out.contains("CUPTI_ACTIVITY_KIND_KERNEL 19"), "{out}");
 
-    let trace = tmp("chain3.trace.json");
-    let (c, out) = offcert(&[
-        "export-trace",
-        "instances/examples/chain3.json",
-        "instances/examples/chain3.offload-x0.schedule.json",
-        "-o",
-        &trace,
-    ]);
-    assert_eq!(c, 0, "{out}");
+    let trace = chain3_trace("chain3.trace.json");
     let mapped = [
         "audit",
         &trace,
@@ -125,15 +117,7 @@ fn a_trace_with_nothing_to_audit_is_bad_input() {
             "{name}: {out}"
         );
     }
-    let trace = tmp("chain3.device.trace.json");
-    let (c, out) = offcert(&[
-        "export-trace",
-        "instances/examples/chain3.json",
-        "instances/examples/chain3.offload-x0.schedule.json",
-        "-o",
-        &trace,
-    ]);
-    assert_eq!(c, 0, "{out}");
+    let trace = chain3_trace("chain3.device.trace.json");
     let (c, out) = offcert(&["audit", &trace, "--device", "0"]);
     assert_eq!(c, 0, "{out}");
     let (c, out) = offcert(&["audit", &trace, "--device", "3"]);
@@ -189,15 +173,7 @@ fn findings_and_notes_print_as_sentences() {
     assert_eq!(v["trace"]["findings"][2]["overlap"], 2000);
 
     // The memory budget, on the exported chain3 run (peak 12 B from 4 to 12 us).
-    let trace = tmp("chain3.budget.trace.json");
-    let (c, out) = offcert(&[
-        "export-trace",
-        "instances/examples/chain3.json",
-        "instances/examples/chain3.offload-x0.schedule.json",
-        "-o",
-        &trace,
-    ]);
-    assert_eq!(c, 0, "{out}");
+    let trace = chain3_trace("chain3.budget.trace.json");
     let (c, out) = offcert(&["audit", &trace, "--budget", "11"]);
     assert_eq!(c, 1, "{out}");
     assert!(
@@ -211,15 +187,7 @@ fn findings_and_notes_print_as_sentences() {
 /// other option (`2G` used to be refused with `invalid digit`).
 #[test]
 fn audit_budget_takes_every_byte_spelling() {
-    let trace = tmp("chain3.budget.trace.json");
-    let (c, out) = offcert(&[
-        "export-trace",
-        "instances/examples/chain3.json",
-        "instances/examples/chain3.offload-x0.schedule.json",
-        "-o",
-        &trace,
-    ]);
-    assert_eq!(c, 0, "{out}");
+    let trace = chain3_trace("chain3.budget.trace.json");
     // The schedule's peak is 12 B: 2G and 12B are enough, 11 B is not.
     for ok in ["2G", "2GB", "1.5GiB", "12", "12B", "0.012kB"] {
         let (c, out) = offcert(&["audit", &trace, "--budget", ok]);
@@ -233,4 +201,19 @@ fn audit_budget_takes_every_byte_spelling() {
     let (c, out) = offcert(&["audit", &trace, "--budget", "2X"]);
     assert_eq!(c, 2, "{out}");
     assert!(out.contains("--budget"), "{out}");
+}
+
+/// The bundled chain3 run (offload of x0) exported as a Kineto trace into the
+/// temporary file `name`; its path.
+fn chain3_trace(name: &str) -> String {
+    let trace = tmp(name);
+    let (c, out) = offcert(&[
+        "export-trace",
+        "instances/examples/chain3.json",
+        "instances/examples/chain3.offload-x0.schedule.json",
+        "-o",
+        &trace,
+    ]);
+    assert_eq!(c, 0, "{out}");
+    trace
 }
