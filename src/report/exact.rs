@@ -34,6 +34,13 @@ pub fn optimum(inst: &Instance, limit: Duration) -> Option<OptimumCell> {
             v.label.words(),
             format!("exact: {}", v.evidence.join("; ")),
         )),
+        Label::BestWithinLimitsCrossChecked | Label::BestWithinLimitsSolverReported => {
+            Some(OptimumCell::best_within_limits(
+                v.checked?,
+                v.label.words(),
+                format!("exact: {}", v.evidence.join("; ")),
+            ))
+        }
         _ => None,
     }
 }

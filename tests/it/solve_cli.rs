@@ -518,3 +518,35 @@ fn no_result_is_not_success() {
     assert_eq!(code, 0);
     assert!(out.contains("Exit codes: 0 a schedule was found"), "{out}");
 }
+
+/// Issue 23, Why 5: on `limit4.json` both exact methods find 11 over the op
+/// sequences of proofs/REMAT-EXACT.md, and limit 4 loses the optimum (the
+/// valid `limit4.better.valid.schedule.json` has makespan 10): `solve`
+/// never calls 11 optimal, in its status, its method lines, its JSON or its
+/// certificate, and its bound is not 11.
+#[test]
+fn solve_on_the_limit4_chain_never_calls_11_optimal() {
+    const LIMIT4: &str = "instances/regressions/remat/limit4.json";
+    let dir = tmpdir("limit4");
+    let (code, out, err) = run(&["solve", LIMIT4, "--certificate", dir.to_str().unwrap()]);
+    assert_eq!(code, 0, "{out}{err}");
+    assert!(
+        out.contains("status:   best within sequence limits (cross-checked)"),
+        "{out}"
+    );
+    assert!(out.contains("makespan: 11"), "{out}");
+    assert!(!out.contains("optimal"), "{out}");
+    assert!(!out.contains("optimum"), "{out}");
+    assert!(!out.contains("bound:    11"), "{out}");
+    let readme = std::fs::read_to_string(dir.join("README.txt")).unwrap();
+    assert!(readme.contains("optimality is NOT established"), "{readme}");
+    assert!(!readme.contains("is optimal"), "{readme}");
+    assert!(!readme.contains("proves that no schedule"), "{readme}");
+    let (code, out, _) = run(&["solve", LIMIT4, "--json"]);
+    assert_eq!(code, 0);
+    let v: serde_json::Value = serde_json::from_str(&out).unwrap();
+    assert_eq!(v["status"], "best within sequence limits (cross-checked)");
+    assert_eq!(v["label"]["label"], "best_within_limits_cross_checked");
+    assert!(v["bound"].as_i64().unwrap() < 10, "{out}");
+    let _ = std::fs::remove_dir_all(&dir);
+}
