@@ -256,7 +256,16 @@ pub fn run_with(inst: &Instance, methods: &[(Method, SolveFn)], limits: &Limits)
 /// only over them. The label says so, and the bound is the compute of the
 /// ops every schedule runs (one GPU stream), which holds over every schedule.
 fn within_sequence_limits(inst: &Instance, v: &mut Verdict) {
-    v.evidence.push(super::remat::SCOPE_WORDS.into());
+    let relaxed = v.methods.iter().any(|m| {
+        m.notes
+            .iter()
+            .any(|n| n.starts_with(super::remat::RELAXED_NOTE))
+    });
+    v.evidence.push(if relaxed {
+        super::remat::SCOPE_WORDS_RELAXED.into()
+    } else {
+        super::remat::SCOPE_WORDS.into()
+    });
     v.label = match v.label.clone() {
         Label::OptimalCrossChecked => Label::BestWithinLimitsCrossChecked,
         Label::OptimalSolverReported => Label::BestWithinLimitsSolverReported,

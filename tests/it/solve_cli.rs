@@ -519,13 +519,14 @@ fn no_result_is_not_success() {
     assert!(out.contains("Exit codes: 0 a schedule was found"), "{out}");
 }
 
-/// Issue 23, Why 5: on `limit4.json` both exact methods find 11 over the op
-/// sequences of proofs/REMAT-EXACT.md, and limit 4 loses the optimum (the
-/// valid `limit4.better.valid.schedule.json` has makespan 10): `solve`
-/// never calls 11 optimal, in its status, its method lines, its JSON or its
-/// certificate, and its bound is not 11.
+/// Issue 23, Why 5: on `limit4.json` limit 4 of proofs/REMAT-EXACT.md loses
+/// the optimum (11 in layer order; the valid
+/// `limit4.better.valid.schedule.json` has makespan 10). `solve` relaxes
+/// limit 4 on chains this short and finds 10, and, as its remaining limits
+/// are not proven lossless, never calls it optimal: not in its status, its
+/// method lines, its JSON or its certificate; its bound is not the makespan.
 #[test]
-fn solve_on_the_limit4_chain_never_calls_11_optimal() {
+fn solve_on_the_limit4_chain_finds_10_and_never_calls_it_optimal() {
     const LIMIT4: &str = "instances/regressions/remat/limit4.json";
     let dir = tmpdir("limit4");
     let (code, out, err) = run(&["solve", LIMIT4, "--certificate", dir.to_str().unwrap()]);
@@ -534,10 +535,11 @@ fn solve_on_the_limit4_chain_never_calls_11_optimal() {
         out.contains("status:   best within sequence limits (cross-checked)"),
         "{out}"
     );
-    assert!(out.contains("makespan: 11"), "{out}");
+    assert!(out.contains("makespan: 10"), "{out}");
+    assert!(out.contains("forwards in any order"), "{out}");
     assert!(!out.contains("optimal"), "{out}");
     assert!(!out.contains("optimum"), "{out}");
-    assert!(!out.contains("bound:    11"), "{out}");
+    assert!(!out.contains("bound:    10"), "{out}");
     let readme = std::fs::read_to_string(dir.join("README.txt")).unwrap();
     assert!(readme.contains("optimality is NOT established"), "{readme}");
     assert!(!readme.contains("is optimal"), "{readme}");
@@ -547,6 +549,7 @@ fn solve_on_the_limit4_chain_never_calls_11_optimal() {
     let v: serde_json::Value = serde_json::from_str(&out).unwrap();
     assert_eq!(v["status"], "best within sequence limits (cross-checked)");
     assert_eq!(v["label"]["label"], "best_within_limits_cross_checked");
+    assert_eq!(v["makespan"], 10, "{out}");
     assert!(v["bound"].as_i64().unwrap() < 10, "{out}");
     let _ = std::fs::remove_dir_all(&dir);
 }
