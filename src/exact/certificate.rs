@@ -130,6 +130,12 @@ pub fn write(
             v.label.words()
         ));
     }
+    if v.label.is_best_within_limits() {
+        readme.push_str(&format!(
+            "{m} is the best makespan within the op-sequence limits of proofs/REMAT-EXACT.md; a schedule outside them may do better, so no refutation of {} is claimed\n",
+            m.0 - 1
+        ));
+    }
     readme.push_str(&evidence_lines(v));
     readme.push_str(&write_refutations(dir, inst, m, optimal));
     write_file(dir.join("README.txt"), &readme)

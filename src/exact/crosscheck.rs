@@ -17,6 +17,12 @@
 //! - `infeasible (solver-reported)`: one method says so, or the infeasibility is
 //!   contested (a method returned a schedule the checker rejects);
 //! - `unknown`: nothing established within the limits.
+//! - `best within sequence limits (cross-checked)` / `(solver-reported)`: on a
+//!   free-order (`remat_chain`) instance, where the methods prove an optimum
+//!   only over the op sequences of `proofs/REMAT-EXACT.md` §3, whose limit 4
+//!   loses optima (issue 23, `instances/regressions/remat/limit4.json`): a
+//!   checked schedule, never an optimum nor a bound. The verdict's bound there
+//!   is the compute of the ops every schedule runs, not the methods' value.
 //!
 //! A method whose schedule the checker rejects (or that claims a schedule and
 //! returns none) is kept out of the vote, but never silently: its claim stays in
@@ -54,6 +60,11 @@ pub enum Label {
     /// One method proves infeasibility, or it is contested.
     InfeasibleSolverReported,
     Unknown,
+    /// Two methods prove the same best makespan over the same limited op
+    /// sequences (free order): not an optimum.
+    BestWithinLimitsCrossChecked,
+    /// One method proves the best makespan over the limited op sequences.
+    BestWithinLimitsSolverReported,
 }
 
 impl Label {
@@ -77,7 +88,21 @@ impl Label {
             Label::Infeasible => "infeasible (cross-checked)".into(),
             Label::InfeasibleSolverReported => "infeasible (solver-reported)".into(),
             Label::Unknown => "unknown".into(),
+            Label::BestWithinLimitsCrossChecked => {
+                "best within sequence limits (cross-checked)".into()
+            }
+            Label::BestWithinLimitsSolverReported => {
+                "best within sequence limits (solver-reported)".into()
+            }
         }
+    }
+
+    /// The best over a limited search space: a checked schedule, no optimum.
+    pub fn is_best_within_limits(&self) -> bool {
+        matches!(
+            self,
+            Label::BestWithinLimitsCrossChecked | Label::BestWithinLimitsSolverReported
+        )
     }
 }
 
@@ -220,10 +245,54 @@ pub fn run_with(inst: &Instance, methods: &[(Method, SolveFn)], limits: &Limits)
     if matches!(inst.order, crate::model::ComputeOrder::Free)
         && v.methods.iter().any(|m| m.status.is_some())
     {
-        // remat_chain: the claim holds within the op-sequence limits.
-        v.evidence.push(super::remat::SCOPE_WORDS.into());
+        within_sequence_limits(inst, &mut v);
     }
     v
+}
+
+/// remat_chain (free order): the methods search only the op sequences of
+/// `proofs/REMAT-EXACT.md` §3, and limit 4 loses optima (issue 23), so an
+/// "optimum" is the best within those limits and the methods' bounds hold
+/// only over them. The label says so, and the bound is the compute of the
+/// ops every schedule runs (one GPU stream), which holds over every schedule.
+fn within_sequence_limits(inst: &Instance, v: &mut Verdict) {
+    let relaxed = v.methods.iter().any(|m| {
+        m.notes
+            .iter()
+            .any(|n| n.starts_with(super::remat::RELAXED_NOTE))
+    });
+    v.evidence.push(if relaxed {
+        super::remat::SCOPE_WORDS_RELAXED.into()
+    } else {
+        super::remat::SCOPE_WORDS.into()
+    });
+    v.label = match v.label.clone() {
+        Label::OptimalCrossChecked => Label::BestWithinLimitsCrossChecked,
+        Label::OptimalSolverReported => Label::BestWithinLimitsSolverReported,
+        l => l,
+    };
+    for e in &mut v.evidence {
+        *e = e
+            .replace(
+                "each prove optimum",
+                "each prove the best within the sequence limits,",
+            )
+            .replace(
+                "proves optimum",
+                "proves the best within the sequence limits,",
+            );
+    }
+    let Some(m) = v.makespan() else { return };
+    let c = inst.busiest_device_compute().min(m);
+    v.bound = Some(c);
+    v.evidence.push(format!(
+        "bound {c}: compute of the ops every schedule runs (the methods' values hold only within the sequence limits, and are not bounds)"
+    ));
+    if let Label::Feasible { .. } = v.label {
+        v.label = Label::Feasible {
+            gap: Ticks(m.0 - c.0),
+        };
+    }
 }
 
 /// Combine checked method results into a verdict.

@@ -53,9 +53,10 @@ pub type SolveFn = fn(&Instance, &Limits) -> Result<Outcome, ExactError>;
 /// Run `method` on `inst`: the one front door to the exact methods. Refuses,
 /// naming the feature, an instance outside the method's scope; reduces a free
 /// order through [`remat`] where the scope says so; otherwise calls the
-/// method's plain solver.
+/// method's plain solver. A free order's op-sequence limits are
+/// [`SequenceLimits::default_for`] (limit 4 relaxed on chains of ≤ 2 layers).
 pub fn solve(method: Method, inst: &Instance, limits: &Limits) -> Result<Outcome, ExactError> {
-    solve_within(method, inst, limits, SequenceLimits::default())
+    solve_within(method, inst, limits, SequenceLimits::default_for(inst))
 }
 
 /// [`solve`] with the op-sequence limits of the free-order reduction given

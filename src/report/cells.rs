@@ -65,6 +65,10 @@ pub struct OptimumCell {
     pub by: String,
     #[serde(skip)]
     checked: Checked,
+    /// False for an exact method's best within limits that lose optima
+    /// (`best within sequence limits (…)`): a checked schedule, not an optimum.
+    #[serde(skip)]
+    optimal: bool,
 }
 
 impl OptimumCell {
@@ -74,7 +78,20 @@ impl OptimumCell {
             claim,
             by,
             checked,
+            optimal: true,
         }
+    }
+    /// An exact method's best over a limited search space: offered as a
+    /// checked schedule, never shown or used as an optimum.
+    pub fn best_within_limits(checked: Checked, claim: String, by: String) -> OptimumCell {
+        OptimumCell {
+            optimal: false,
+            ..OptimumCell::new(checked, claim, by)
+        }
+    }
+    /// Whether the cell is an optimum (not a best within limits).
+    pub fn is_optimal(&self) -> bool {
+        self.optimal
     }
     /// The checker's makespan (or period) of the optimal schedule.
     pub fn makespan(&self) -> i64 {

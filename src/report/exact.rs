@@ -1,7 +1,10 @@
 //! The exact columns: the exact solvers' cross-checked verdict
 //! ([`crate::exact::crosscheck`]: MILP, SMT and search, every schedule replayed
 //! by the checker), of which only an optimum the verdict labels optimal is
-//! reported, with the verdict's own words for its strength; and the anytime
+//! reported as one, with the verdict's own words for its strength (a remat
+//! chain's `best within sequence limits (…)` comes back as a cell that is no
+//! optimum: the gap report offers its schedule as a checked best schedule);
+//! and the anytime
 //! search ([`crate::exact::anytime`]), which returns within a time limit the
 //! best checked schedule it knows and a certified lower bound.
 //!
@@ -34,6 +37,13 @@ pub fn optimum(inst: &Instance, limit: Duration) -> Option<OptimumCell> {
             v.label.words(),
             format!("exact: {}", v.evidence.join("; ")),
         )),
+        Label::BestWithinLimitsCrossChecked | Label::BestWithinLimitsSolverReported => {
+            Some(OptimumCell::best_within_limits(
+                v.checked?,
+                v.label.words(),
+                format!("exact: {}", v.evidence.join("; ")),
+            ))
+        }
         _ => None,
     }
 }

@@ -173,6 +173,11 @@ pub fn gap_with_carry(
             optimum = f(inst);
         }
     }
+    if let Some(o) = optimum.take_if(|o| !o.is_optimal()) {
+        // Best within limits that lose optima: a checked schedule, not an
+        // optimum (never the optimum column, never a ratio's denominator).
+        offer(&mut best, o.checked(), &format!("exact ({})", o.claim));
+    }
     if let Some(o) = &optimum {
         offer(&mut best, o.checked(), "exact");
     }

@@ -78,7 +78,7 @@ fn agree_and_sandwich(spec: Spec, bw: u8, slack: u8) -> TestResult {
     let f = InstanceFile::RematChain(c.clone());
     let inst = f.compile().unwrap();
     let opt = match v.label {
-        Label::OptimalCrossChecked => v.makespan().unwrap().0,
+        Label::BestWithinLimitsCrossChecked => v.makespan().unwrap().0,
         Label::Infeasible => i64::MAX,
         ref l => return TestResult::error(format!("label {l:?} with both methods settled")),
     };
@@ -279,18 +279,19 @@ fn limit4_relaxed_optimum(spec: Spec, bw: u8, slack: u8) -> TestResult {
         return TestResult::error(format!("{json}: relaxed {relaxed} above strict {strict}"));
     }
     if relaxed < strict {
-        return TestResult::error(format!(
-            "{json}: limit 4 loses the optimum: relaxed {relaxed} < strict {strict}"
-        ));
+        // Limit 4 loses optima (issue 23, `remat/limit4.json`): the labels
+        // say "best within sequence limits", never "optimal".
+        eprintln!("{json}: limit 4 loses the optimum: relaxed {relaxed} < strict {strict}");
     }
     LIMIT4_COMPARED.fetch_add(1, Ordering::Relaxed);
     TestResult::passed()
 }
 
-/// CI scale: limit 4 loses no optimum on a few random 1–3-layer chains at
-/// tight memory (evidence for proofs/REMAT-EXACT.md §3 limit 4, not proof).
+/// CI scale: relaxing limit 4 never raises the best makespan (a superset of
+/// sequences) on a few random 1–3-layer chains at tight memory; a lower one
+/// is printed (limit 4 loses optima: issue 23, `remat/limit4.json`).
 #[test]
-fn relaxing_limit_4_never_lowers_the_optimum() {
+fn relaxing_limit_4_never_raises_the_best() {
     qc(4, 2).quickcheck(limit4_relaxed_optimum as fn(Spec, u8, u8) -> TestResult);
     assert!(
         LIMIT4_COMPARED.load(Ordering::Relaxed) >= 2,
@@ -348,4 +349,32 @@ fn limit_4_sweep() {
         "limit-4 sweep: {n} chains: {same} same optimum (by L: {:?}), {lower} lower relaxed, {infeasible} infeasible in both, {unsettled} not settled",
         &by_len[1..]
     );
+}
+
+/// Issue 23, Why 5 (`instances/regressions/remat/limit4.json`): with limit 4
+/// kept the MILP finds 11; relaxing it (forwards 1, 2, 3, 2 before B3)
+/// reaches the 10 of `limit4.better.valid.schedule.json`; the front door
+/// relaxes it on a chain this short, and the cross-check labels 10 "best
+/// within sequence limits", never optimal, with a bound below it.
+#[test]
+fn limit4_chain_is_best_within_limits_not_optimal() {
+    let text =
+        std::fs::read_to_string(repo().join("instances/regressions/remat/limit4.json")).unwrap();
+    let (f, inst) = offcert::io::parse_instance("limit4.json", &text).unwrap();
+    let InstanceFile::RematChain(c) = f else {
+        panic!("a remat_chain")
+    };
+    assert_eq!(milp_optimum(&c, true, 20), Some(11));
+    assert_eq!(milp_optimum(&c, false, 20), Some(10));
+    let v = solve(&c, &[Method::Search, Method::Milp]);
+    assert_eq!(v.label, Label::BestWithinLimitsCrossChecked, "{v:?}");
+    assert!(!v.label.is_optimal());
+    assert_eq!(v.makespan().map(|m| m.0), Some(10));
+    assert!(v.bound.unwrap().0 < 10, "{v:?}");
+    let s = offcert::io::load_schedule(
+        &repo().join("instances/regressions/remat/limit4.better.valid.schedule.json"),
+        &inst,
+    )
+    .unwrap();
+    assert_eq!(offcert::check::check(&inst, &s).makespan.0, 10);
 }

@@ -17,7 +17,7 @@ pub mod anytime;
 
 use crate::exact::certificate::{self, Source};
 use crate::exact::crosscheck::{self, Verdict};
-use crate::exact::{milp, rescale, Limits, Method};
+use crate::exact::{milp, rescale, Limits, Method, Status};
 use crate::io;
 use crate::model::{Instance, Mode};
 use crate::schedule::ScheduleFile;
@@ -254,8 +254,11 @@ fn print_verdict(
     );
     println!("bound:    {}", show(v.bound));
     println!("time:     {:.2} s", v.elapsed.as_secs_f64());
+    let free = matches!(inst.order, crate::model::ComputeOrder::Free);
     for m in &v.methods {
         let claim = match (&m.status, &m.rejected_claim, &m.error) {
+            // A free order is searched within the op-sequence limits only.
+            (Some(Status::Optimal), _, _) if free => "best-within-limits".into(),
             (Some(s), _, _) => format!("{s:?}").to_lowercase(),
             (None, Some(c), Some(e)) => {
                 format!("{} REJECTED: {e}", format!("{c:?}").to_lowercase())
@@ -268,7 +271,11 @@ fn print_verdict(
             format!("{:?}", m.method).to_lowercase(),
             claim,
             m.makespan().map(|t| t.to_string()).unwrap_or("-".into()),
-            m.bound.map(|t| t.to_string()).unwrap_or("-".into()),
+            match m.bound {
+                Some(t) if free => format!("{t} (within limits)"),
+                Some(t) => t.to_string(),
+                None => "-".into(),
+            },
             m.elapsed_ms as f64 / 1000.0
         );
     }

@@ -37,6 +37,12 @@ pub const LIMITS_NOTE: &str = "remat_chain reduced to fixed op sequences (proofs
 /// words reports print beside it.
 pub const SCOPE_WORDS: &str = "within the op-sequence limits of proofs/REMAT-EXACT.md (each backward once; between two backwards, forwards in increasing layer order; every forward's value read)";
 
+/// [`SCOPE_WORDS`] where limit 4 was relaxed (`SequenceLimits::default_for`).
+pub const SCOPE_WORDS_RELAXED: &str = "within the op-sequence limits of proofs/REMAT-EXACT.md (each backward once; between two backwards, forwards in any order, each layer's at most twice; every forward's value read)";
+
+/// The note an outcome carries when limit 4 was relaxed.
+pub const RELAXED_NOTE: &str = "limit 4 relaxed";
+
 fn unsupported(method: Method, reason: impl Into<String>) -> ExactError {
     ExactError::Unsupported {
         method,
@@ -149,7 +155,7 @@ pub fn solve_with(
     let mut notes = vec![LIMITS_NOTE.to_string()];
     if !seq_limits.forwards_in_order {
         notes.push(format!(
-            "limit 4 relaxed: forwards between two backwards in any order, each layer's at most {} times per stretch",
+            "{RELAXED_NOTE}: forwards between two backwards in any order, each layer's at most {} times per stretch",
             sequences::RELAXED_RUNS_PER_STRETCH
         ));
     }

@@ -131,6 +131,26 @@ impl Default for SequenceLimits {
     }
 }
 
+impl SequenceLimits {
+    /// The front door's choice (`exact::solve`): limit 4 relaxed on chains of
+    /// at most [`RELAXED_BY_DEFAULT_LAYERS`] layers, whose relaxed enumeration
+    /// stays small, and kept on longer ones. Limit 4 loses optima (issue 23,
+    /// `instances/regressions/remat/limit4.json`: 11 in order, 10 relaxed).
+    pub fn default_for(inst: &Instance) -> SequenceLimits {
+        let layers = if inst.family == "remat_chain" && inst.ops.len() >= 5 {
+            (inst.ops.len() - 2) / 3
+        } else {
+            usize::MAX
+        };
+        SequenceLimits {
+            forwards_in_order: layers > RELAXED_BY_DEFAULT_LAYERS,
+        }
+    }
+}
+
+/// The longest chain on which [`SequenceLimits::default_for`] relaxes limit 4.
+pub const RELAXED_BY_DEFAULT_LAYERS: usize = 2;
+
 /// With `forwards_in_order: false`: the most forwards (F or F_all) of one
 /// layer in one stretch between two backwards.
 pub const RELAXED_RUNS_PER_STRETCH: u8 = 2;

@@ -8,8 +8,12 @@ use offcert_core::units::{Bytes, Ticks};
 
 #[test]
 fn every_regression_replays() {
-    let all = pairs(&repo().join("instances/regressions"));
+    let all = pairs_below(&repo().join("instances/regressions"));
     assert!(!all.is_empty());
+    // Subfolders are replayed too (issue 23's limit4 chain lives in remat/).
+    assert!(all
+        .iter()
+        .any(|(_, s)| s.ends_with("remat/limit4.better.valid.schedule.json")));
     for (i, s) in all {
         let (inst, sched) = load(&i, &s);
         let r = agree(&inst, &sched);
@@ -83,4 +87,21 @@ fn cpuhold_one_cpu_copy_while_an_offload_and_a_cpu_producer_overlap() {
         assert_eq!(r.peak_cpu_memory, Bytes(4), "{what}");
         assert!(r.valid, "{what}: {:?}", r.violations);
     }
+}
+
+/// Issue 23, Why 5: on `remat/limit4.json` a schedule whose forwards before B3
+/// run in layer order 1, 2, 3, 2 (outside limit 4 of proofs/REMAT-EXACT.md)
+/// is valid with makespan 10, one tick below the optimum within the limits.
+#[test]
+fn limit4_chain_has_a_valid_schedule_of_makespan_10() {
+    let dir = repo().join("instances/regressions/remat");
+    let (inst, s) = load(
+        &dir.join("limit4.json"),
+        &dir.join("limit4.better.valid.schedule.json"),
+    );
+    let r = agree(&inst, &s);
+    assert!(r.valid);
+    assert_eq!(check(&inst, &s).makespan, Ticks(10));
+    assert_has_note(&dir.join("limit4.json"));
+    assert_has_note(&dir.join("limit4.better.valid.schedule.json"));
 }

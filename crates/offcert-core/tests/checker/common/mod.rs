@@ -108,6 +108,24 @@ pub fn pairs(dir: &Path) -> Vec<(PathBuf, PathBuf)> {
     out
 }
 
+/// [`pairs`] of a folder and of every folder below it (the regressions keep
+/// per-family subfolders, e.g. `instances/regressions/remat/`).
+pub fn pairs_below(dir: &Path) -> Vec<(PathBuf, PathBuf)> {
+    let mut out = pairs(dir);
+    let Ok(rd) = std::fs::read_dir(dir) else {
+        return out;
+    };
+    let mut subs: Vec<PathBuf> = rd
+        .filter_map(|e| e.ok().map(|e| e.path()))
+        .filter(|p| p.is_dir())
+        .collect();
+    subs.sort();
+    for d in subs {
+        out.extend(pairs_below(&d));
+    }
+    out
+}
+
 /// The names of the rules a report finds broken.
 pub fn rules(r: &Report) -> BTreeSet<&'static str> {
     r.violations.iter().map(|v| v.rule()).collect()
