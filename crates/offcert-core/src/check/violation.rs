@@ -300,36 +300,12 @@ impl Violation {
     /// judge the schedule as a whole (bandwidth, order, groups, slots, the
     /// cyclic boundary and steady state).
     pub fn instant(&self) -> Option<Ticks> {
-        Some(self.at()).filter(|_| self.at_instant())
-    }
-
-    fn at_instant(&self) -> bool {
-        use Violation::*;
-        !matches!(
-            self,
-            TransferTooFast { .. }
-                | OutOfOrder { .. }
-                | MissingOp { .. }
-                | ExtraOp { .. }
-                | NeverRan { .. }
-                | StateMismatch { .. }
-                | NotSteady { .. }
-                | GroupNeverRan { .. }
-                | GroupRanTwice { .. }
-                | SlotOutOfOrder { .. }
-                | SlotExtra { .. }
-        )
-    }
-
-    /// When it happens, for sorting: structural violations, which have no
-    /// instant ([`Violation::instant`]), sort first (as -1; never printed).
-    pub fn at(&self) -> Ticks {
         use Violation::*;
         match self {
             ComputeOverlap { second_start, .. } | ChannelOverlap { second_start, .. } => {
-                *second_start
+                Some(*second_start)
             }
-            WrongDuration { start, .. } | OutsidePeriod { start, .. } => *start,
+            WrongDuration { start, .. } | OutsidePeriod { start, .. } => Some(*start),
             NotTransferable { at, .. }
             | InputNotResident { at, .. }
             | InputStale { at, .. }
@@ -343,7 +319,7 @@ impl Violation {
             | ReleasedWhileInUse { at, .. }
             | MemoryExceeded { at, .. }
             | CpuMemoryExceeded { at, .. }
-            | StartedBeforePredecessor { at, .. } => *at,
+            | StartedBeforePredecessor { at, .. } => Some(*at),
             TransferTooFast { .. }
             | OutOfOrder { .. }
             | MissingOp { .. }
@@ -354,8 +330,14 @@ impl Violation {
             | GroupNeverRan { .. }
             | GroupRanTwice { .. }
             | SlotOutOfOrder { .. }
-            | SlotExtra { .. } => Ticks(-1),
+            | SlotExtra { .. } => None,
         }
+    }
+
+    /// When it happens, for sorting: structural violations, which have no
+    /// instant ([`Violation::instant`]), sort first (as -1; never printed).
+    pub fn at(&self) -> Ticks {
+        self.instant().unwrap_or(Ticks(-1))
     }
 
     /// Re-check this witness's facts directly against the inputs, without the
