@@ -6,7 +6,7 @@
 use crate::common;
 
 use common::*;
-use offcert::check::{check, check_with_profile, CheckOutcome};
+use offcert::check::{check, check_with_profile, CheckOutcome, Violation};
 use offcert::model::Instance;
 use offcert::report::schedule_plot::schedule_svg;
 use offcert::schedule::Schedule;
@@ -79,7 +79,22 @@ fn assert_picture(inst: &Instance, s: &Schedule, what: &str) -> (CheckOutcome, S
     let (r, profile) = check_with_profile(inst, s);
     assert_eq!(r, check(inst, s), "{what}: recording changed the verdict");
     let (max, _) = profile.max().expect("a profile has the start sample");
-    assert_eq!(max, r.peak_memory, "{what}: profile max");
+    // The peak is measured at the start state and after every allocation of
+    // the reported period (MODEL.md §2.2). A cyclic schedule whose boundary
+    // state is not its start state (state_mismatch, not_steady) can carry
+    // memory into the reported period that no allocation there measures; the
+    // curve, sampled after every event, then shows more than the peak.
+    let carried = r.violations.iter().any(|v| {
+        matches!(
+            v,
+            Violation::StateMismatch { .. } | Violation::NotSteady { .. }
+        )
+    });
+    if carried {
+        assert!(max >= r.peak_memory, "{what}: profile max below the peak");
+    } else {
+        assert_eq!(max, r.peak_memory, "{what}: profile max");
+    }
     // The reported peak is a sample of the curve (the first maximum may come
     // earlier when the peak value is reached more than once).
     assert!(
@@ -100,7 +115,7 @@ fn assert_picture(inst: &Instance, s: &Schedule, what: &str) -> (CheckOutcome, S
         .map(|v| format!("[{}:{}] {}", v.rule(), v.kind(), v.describe(inst)))
         .collect();
     assert_eq!(d.legend, want, "{what}: legend");
-    assert_eq!(d.curve_max, Some(r.peak_memory.0), "{what}: curve max");
+    assert_eq!(d.curve_max, Some(max.0), "{what}: curve max");
     assert!(
         (d.curve_top_y - d.y_of_max).abs() < 0.02,
         "{what}: the drawn curve's top {} is not the peak's y {}",
