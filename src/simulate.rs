@@ -40,6 +40,8 @@
 //! copy left. [`asap`] is the special case the fixed-order families use (no
 //! explicit deletes).
 
+pub mod chain_sequence;
+
 use crate::model::{
     ComputeOrder, Device, Direction, Extension, Instance, Mode, OpId, ReleaseRule, TensorId,
 };

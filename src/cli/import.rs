@@ -4,6 +4,9 @@
 //! - `import rotor|rockmate FILE -o OUT.json`: a rotor chain literal or a rockmate
 //!   `RK_Chain` JSON dump as a `remat_chain` instance
 //!   ([`crate::family::remat_import`]).
+//! - `import rotor-sequence SEQ --chain CHAIN -o OUT` (alias `rockmate-sequence`):
+//!   a rotor or rockmate op sequence as a checked schedule
+//!   ([`super::import_sequence`]).
 //!
 //! Exit 0 when written, 2 on bad input (the file and the field named).
 //!
@@ -36,6 +39,10 @@ pub enum ImportKind {
     Rotor(ChainArgs),
     /// A JSON dump of rockmate's `RK_Chain`, as a `remat_chain` instance.
     Rockmate(ChainArgs),
+    /// A sequence rotor or rockmate computed for a chain (`[CF_0, Fn_1, L, B_0]`, or
+    /// `{"ops": [...]}` from scripts/export_rockmate_sequence.py), as a schedule, checked.
+    #[command(alias = "rockmate-sequence")]
+    RotorSequence(super::import_sequence::SequenceArgs),
 }
 
 #[derive(clap::Args, Debug)]
@@ -111,6 +118,7 @@ pub fn run(a: ImportArgs) -> anyhow::Result<ExitCode> {
         ImportKind::Et(a) => run_et(a),
         ImportKind::Rotor(a) => run_chain(ChainSource::Rotor, a),
         ImportKind::Rockmate(a) => run_chain(ChainSource::Rockmate, a),
+        ImportKind::RotorSequence(a) => super::import_sequence::run(a),
     }
 }
 

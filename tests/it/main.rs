@@ -39,6 +39,7 @@ mod remat;
 mod remat_exact;
 mod remat_options;
 mod remat_pofo;
+mod remat_sequence;
 mod retime;
 mod search_cyclic;
 mod solve_cli;

@@ -13,6 +13,7 @@ pub mod offmate_compile;
 pub mod op_sequence;
 pub mod remat_chain;
 pub mod remat_import;
+pub mod remat_sequence;
 pub mod resnet50;
 pub mod weight_chain;
 
