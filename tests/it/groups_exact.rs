@@ -11,12 +11,15 @@
 use crate::common;
 
 use common::*;
+use offcert::bound::remat::{RematCompute, RematSplit};
+use offcert::bound::BoundMethod;
 use offcert::check::check;
 use offcert::exact::crosscheck::{self, Label};
 use offcert::exact::scope::Feature;
 use offcert::exact::{self, ExactError, Limits, Method, Outcome, Status};
 use offcert::family::{CoreFile, InstanceFile};
 use offcert::heuristic;
+use offcert::io::load_instance;
 use offcert::model::{Extension, Instance};
 use offcert::schedule::Event;
 use quickcheck::TestResult;
@@ -151,7 +154,7 @@ pub fn grouped_gpu(spec: &[(u8, u8, u8, u8)], bits: u8, slack: u8) -> Option<Ins
     let mut slots: Vec<String> = (1..=n).map(|i| format!("fwd{i}")).collect();
     slots.extend((1..=n).rev().map(|i| format!("bwd{i}")));
     let total: u64 = sizes.iter().sum();
-    let lo = (total / 3).max(1);
+    let lo = (total / 2).max(1);
     let span = total.saturating_sub(lo) + 1;
     let s = slack as u64;
     let mem = lo + (s * s % (span * span)) / span;
@@ -295,6 +298,14 @@ fn remat_prop(spec: Layers, extra: Extra, bw: u8, slack: u8) -> TestResult {
             return TestResult::error(format!("{json}: best schedule rejected"));
         }
     }
+    // The certified bounds lie below the best within the limits (which is at
+    // least the true optimum).
+    for b in [RematCompute.bound(&f, &inst), RematSplit.bound(&f, &inst)] {
+        let b = b.unwrap().ceil_ticks();
+        if best.is_some_and(|m| m.0 < b) {
+            return TestResult::error(format!("{json}: bound {b} above {best:?}"));
+        }
+    }
     // Every heuristic that accepts the chain is at least the exact best
     // (rotor's sequences are within the limits on 2 layers).
     for h in heuristic::remat::heuristics() {
@@ -376,4 +387,107 @@ fn refusals_name_what_stays_outside() {
         }
         other => panic!("{:?}", other.map(|_| ())),
     }
+}
+
+/// A tiny OFFMATE instance (two blocks, two options each, frozen weights, so
+/// every op runs on the GPU): the search and the MILP each choose the options
+/// and prove the same least period, `optimal (cross-checked)`; no OFFMATE
+/// heuristic that returns a schedule is below it.
+#[test]
+fn a_tiny_offmate_instance_gets_optimal_cross_checked() {
+    let (f, inst) = load_instance(&repo().join("instances/offmate/tiny/frozen-2x2.json")).unwrap();
+    assert!(inst.extensions().contains(&Extension::Slots));
+    let v = crosscheck::run(&inst, &[Method::Search, Method::Milp], &limits(120));
+    assert_eq!(
+        v.label,
+        Label::OptimalCrossChecked,
+        "{:?} {:?}",
+        v.evidence,
+        v.disagreements
+    );
+    let p = v.makespan().unwrap();
+    eprintln!("frozen-2x2: period {p}");
+    let sched = v.checked.as_ref().unwrap().schedule();
+    assert!(check(&inst, sched).valid);
+    // The memory (11 B) rules out option 0 in both blocks with both weights
+    // resident (16 B), so the best runs an option 1 or moves a weight.
+    let names = runs(&inst, sched);
+    let moves = sched
+        .events
+        .iter()
+        .any(|e| matches!(e, Event::Transfer { .. }));
+    assert!(
+        names.iter().any(|n| n.ends_with(".1")) || moves,
+        "{names:?}"
+    );
+    for h in heuristic::offmate::heuristics() {
+        if let Ok(run) = heuristic::run(h.as_ref(), &f, &inst) {
+            assert!(run.checked.report().makespan >= p, "{}", h.name());
+        }
+    }
+}
+
+/// The counterexamples of `proofs/OFFMATE-ILP.md` against the exact methods:
+/// those with a trainable parameter have a CPU Adam step `optC.p` (a member of
+/// `upd.p`), which the search and the MILP refuse naming the CPU ops (the SMT
+/// names the groups); on the others the two methods never contradict each
+/// other, and `eq17-overhead` (a forward that alone needs 50 B of a 40 B GPU,
+/// §2.2) is infeasible, cross-checked.
+#[test]
+fn offmate_counterexamples_against_the_exact_methods() {
+    let dir = repo().join("instances/offmate/counterexamples");
+    let mut n = 0;
+    for e in std::fs::read_dir(dir).unwrap() {
+        let path = e.unwrap().path();
+        let (_, inst) = load_instance(&path).unwrap();
+        let cpu = inst
+            .ops
+            .iter()
+            .any(|o| o.device != offcert::model::Device::Gpu);
+        match exact::solve(Method::Smt, &inst, &Limits::default()) {
+            Err(ExactError::Unencoded { feature, .. }) => {
+                assert_eq!(
+                    feature,
+                    Feature::Extension(Extension::Groups),
+                    "{}",
+                    inst.name
+                )
+            }
+            other => panic!("{} SMT: {:?}", inst.name, other.map(|o| o.status)),
+        }
+        if cpu {
+            for m in [Method::Search, Method::Milp] {
+                match exact::solve(m, &inst, &Limits::default()) {
+                    Err(ExactError::Unencoded { feature, .. }) => {
+                        assert_eq!(feature, Feature::CpuOps, "{}", inst.name)
+                    }
+                    other => panic!("{} {m:?}: {:?}", inst.name, other.map(|o| o.status)),
+                }
+            }
+        } else {
+            let v = crosscheck::run(&inst, &[Method::Search, Method::Milp], &limits(2));
+            eprintln!("{}: {} {:?}", inst.name, v.label.words(), v.makespan());
+            for r in &v.methods {
+                let err = r.error.as_ref().map(|e| e.to_string());
+                eprintln!(
+                    "  {:?}: {:?} {:?} {:?} {err:?}",
+                    r.method,
+                    r.status,
+                    r.makespan(),
+                    r.bound
+                );
+            }
+            assert!(
+                v.disagreements.is_empty(),
+                "{}: {:?}",
+                inst.name,
+                v.disagreements
+            );
+            if path.ends_with("eq17-overhead.json") {
+                assert_eq!(v.label, Label::Infeasible, "{:?}", v.evidence);
+            }
+        }
+        n += 1;
+    }
+    assert!(n >= 9, "{n}");
 }
