@@ -409,6 +409,18 @@ fn a_tiny_offmate_instance_gets_optimal_cross_checked() {
     eprintln!("frozen-2x2: period {p}");
     let sched = v.checked.as_ref().unwrap().schedule();
     assert!(check(&inst, sched).valid);
+    // Its 100 B of CPU memory exceed every tensor together (18 B): no
+    // schedule reaches it. One that a schedule could reach is refused.
+    let mut tight = inst.clone();
+    tight.machine.cpu_capacity = Some(offcert::units::Bytes(17));
+    for m in [Method::Search, Method::Milp] {
+        match exact::solve(m, &tight, &limits(5)) {
+            Err(ExactError::Unsupported { reason, .. }) => {
+                assert!(reason.contains("CPU memory capacity"), "{m:?}: {reason}")
+            }
+            other => panic!("{m:?}: {:?}", other.map(|o| o.status)),
+        }
+    }
     // The memory (11 B) rules out option 0 in both blocks with both weights
     // resident (16 B), so the best runs an option 1 or moves a weight.
     let names = runs(&inst, sched);
