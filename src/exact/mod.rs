@@ -45,6 +45,7 @@ pub mod search;
 /// limit): [`search::anytime`].
 pub use search::anytime;
 pub mod smt;
+pub mod variants;
 
 /// A method's solver: the front door for one method, a plain solver, or a
 /// planted one in tests.

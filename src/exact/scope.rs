@@ -125,7 +125,9 @@ impl Reduction {
     /// rule, ops of positive duration) are its own: `remat::scope`.
     pub const fn accepts(self) -> &'static [Feature] {
         match self {
-            Reduction::Remat => &[Feature::FreeOrder],
+            // Several options per block compile to variant groups `bwd{ℓ}`;
+            // the sequences choose each block's option (`remat::sequences`).
+            Reduction::Remat => &[Feature::FreeOrder, Feature::Extension(Extension::Groups)],
         }
     }
 }

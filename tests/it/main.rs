@@ -26,6 +26,7 @@ mod exact_smt;
 mod formats;
 mod gap_cli;
 mod groups;
+mod groups_exact;
 mod offmate;
 mod offmate_ilp;
 mod op_sequence;

@@ -3,10 +3,9 @@
 //! multi-option chains (rotor's schedule is the checker's, runs each block's
 //! forward and backward with the same option, sits above `remat-compute` and
 //! `remat-split`; one option per block gives exactly the single-option
-//! result); `offcert import rockmate` → `offcert gap` end to end. The exact
-//! methods refuse variant groups (`Extension::Groups`), so on multi-option
-//! chains the bounds are tested against rotor only; pofo and offload-only
-//! refuse several options (`RematFeature::SeveralOptions`).
+//! result); `offcert import rockmate` → `offcert gap` end to end. The search
+//! and the MILP on multi-option chains are tested in `groups_exact.rs`; pofo
+//! and offload-only refuse several options (`RematFeature::SeveralOptions`).
 
 use crate::common;
 

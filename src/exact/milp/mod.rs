@@ -23,10 +23,10 @@ mod encode;
 mod structure;
 
 use super::scope::{Feature, Reduction, Scope};
-use super::{ExactError, Limits, Method, Outcome, Status};
+use super::{variants, ExactError, Limits, Method, Outcome, Status};
 use crate::check::{check, Checked};
 use crate::lp::{self, LpResult};
-use crate::model::{Instance, TensorId};
+use crate::model::{Extension, Instance, TensorId};
 use crate::schedule::Schedule;
 use crate::simulate::{asap, Plan};
 use crate::units::Ticks;
@@ -35,10 +35,20 @@ use std::sync::atomic::Ordering;
 use std::time::{Duration, Instant};
 use structure::{Base, Structure};
 
-/// What the MILP accepts: fixed orders, one-shot or cyclic; a free order
-/// through the `remat` reduction (one MILP per op sequence).
+/// What the MILP accepts: fixed orders, one-shot or cyclic; variant groups,
+/// a slotted order and `after` where every op runs on the GPU (one MILP per
+/// GPU op sequence that R11–R13 of models/MODEL.md allow:
+/// `exact::variants`); a free order through the `remat` reduction (one MILP
+/// per op sequence; several options per block included). A CPU capacity
+/// only where no schedule can reach it (`variants::unreachable_cpu_capacity`).
 pub const SCOPE: Scope = Scope {
-    encodes: &[Feature::Cyclic],
+    encodes: &[
+        Feature::Cyclic,
+        Feature::Extension(Extension::Groups),
+        Feature::Extension(Extension::Slots),
+        Feature::Extension(Extension::After),
+        Feature::CpuCapacity,
+    ],
     reductions: &[Reduction::Remat],
 };
 
@@ -122,6 +132,14 @@ fn run_lp(
 /// features (every entry point goes through here).
 fn analyse(inst: &Instance) -> Result<Structure, ExactError> {
     SCOPE.direct(Method::Milp, inst)?;
+    // Groups, slots and `after` reach the encoding as fixed orders (`solve`,
+    // `exact::variants`); the other entry points refuse them.
+    if let Some(&e) = inst.extensions().first() {
+        return Err(ExactError::Unencoded {
+            method: Method::Milp,
+            feature: e.into(),
+        });
+    }
     inst.validate().map_err(|e| ExactError::Unsupported {
         method: Method::Milp,
         reason: e.to_string(),
@@ -319,8 +337,18 @@ impl FrameSearch<'_> {
 
 /// Minimise the makespan (one-shot) or the period (cyclic): the plain
 /// solver, which the door (`exact::solve`) calls once the instance is in
-/// [`SCOPE`].
+/// [`SCOPE`]. Groups, slots and `after`: one MILP per GPU op sequence that
+/// R11–R13 allow (`exact::variants`), the best kept.
 pub(super) fn solve(inst: &Instance, limits: &Limits) -> Result<Outcome, ExactError> {
+    if inst.extensions().is_empty() && !variants::unreachable_cpu_capacity(inst) {
+        solve_fixed(inst, limits)
+    } else {
+        variants::solve_each(inst, limits, Method::Milp, solve_fixed)
+    }
+}
+
+/// [`solve`] on an instance without groups, slots or `after`.
+fn solve_fixed(inst: &Instance, limits: &Limits) -> Result<Outcome, ExactError> {
     let start = Instant::now();
     let st = analyse(inst)?;
     let mut notes = vec![LIMITS_NOTE.to_string()];

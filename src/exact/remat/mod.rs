@@ -50,10 +50,10 @@ fn unsupported(method: Method, reason: impl Into<String>) -> ExactError {
     }
 }
 
-/// The scope test: the features the reduction takes (one-shot, no
-/// extension: several options per block compile to variant groups, not
-/// encoded), then a compiled `remat_chain`, the default release rule, every op
-/// of a layer of positive duration.
+/// The scope test: the features the reduction takes (one-shot; variant
+/// groups only as several options per block compile them, `bwd{ℓ}`), then a
+/// compiled `remat_chain`, the default release rule, every op of a layer of
+/// positive duration.
 pub fn scope(inst: &Instance, method: Method) -> Result<Layout, ExactError> {
     Features::of(inst).within(Reduction::Remat.accepts(), method)?;
     let lay = Layout::recognise(inst, method)?;
@@ -64,7 +64,8 @@ pub fn scope(inst: &Instance, method: Method) -> Result<Layout, ExactError> {
         ));
     }
     for k in 1..=lay.l {
-        for op in [lay.f(k), lay.fall(k), lay.b(k)] {
+        let opts = lay.options(k).iter().flat_map(|&(f, b, _)| [f, b]);
+        for op in std::iter::once(lay.f(k)).chain(opts) {
             if inst.op(op).duration.0 <= 0 {
                 return Err(unsupported(
                     method,
@@ -159,30 +160,18 @@ pub fn solve_with(
             sequences::RELAXED_RUNS_PER_STRETCH
         ));
     }
-    // Every schedule runs each B_ℓ and each F_all ℓ (proofs/REMAT-BOUNDS.md,
-    // fact 1), with its whole footprint on the GPU at its start (R1, R7).
-    for k in 1..=lay.l + 1 {
-        for op in [lay.fall(k), lay.b(k)] {
-            let fp = crate::semantics::op_footprint(inst, op);
-            if fp > inst.machine.gpu_capacity {
-                notes.push(format!(
-                    "infeasible: {} needs {} B on the GPU, more than the {} B of memory",
-                    inst.op(op).name,
-                    fp.0,
-                    inst.machine.gpu_capacity.0
-                ));
-                return Ok(outcome(
-                    method,
-                    Status::Infeasible,
-                    None,
-                    None,
-                    started,
-                    notes,
-                ));
-            }
-        }
+    if let Some(why) = too_big(inst, &lay) {
+        notes.push(why);
+        return Ok(outcome(
+            method,
+            Status::Infeasible,
+            None,
+            None,
+            started,
+            notes,
+        ));
     }
-    let Some(seqs) = enumerate_with(inst, lay, i64::MAX, seq_limits) else {
+    let Some(seqs) = enumerate_with(inst, &lay, i64::MAX, seq_limits) else {
         notes.push(format!(
             "more than {MAX_SEQUENCES} op sequences; not searched"
         ));
@@ -201,6 +190,32 @@ pub fn solve_with(
         (None, Some(lo)) => (Status::Unknown, None, Some(Ticks(lo))),
     };
     Ok(outcome(method, status, schedule, bound, started, notes))
+}
+
+/// Every schedule runs, per layer, the B_ℓ and the F_all ℓ of one option
+/// (proofs/REMAT-BOUNDS.md, fact 1; R11 for a block with several options),
+/// each with its whole footprint on the GPU at its start (R1, R7): why none
+/// fits, naming the op of the option that needs least, if so.
+fn too_big(inst: &Instance, lay: &Layout) -> Option<String> {
+    let cap = inst.machine.gpu_capacity;
+    for k in 1..=lay.l + 1 {
+        let need = |&(f, b, _): &(crate::model::OpId, crate::model::OpId, _)| {
+            [f, b]
+                .into_iter()
+                .map(|op| (crate::semantics::op_footprint(inst, op), op))
+                .max()
+        };
+        let least = lay.options(k).iter().filter_map(need).min()?;
+        if least.0 > cap {
+            return Some(format!(
+                "infeasible: {} needs {} B on the GPU, more than the {} B of memory",
+                inst.op(least.1).name,
+                least.0 .0,
+                cap.0
+            ));
+        }
+    }
+    None
 }
 
 fn outcome(

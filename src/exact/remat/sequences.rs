@@ -14,22 +14,40 @@ use crate::model::{ComputeOrder, Instance, Op, OpId, Tensor, TensorId};
 /// `Unknown`).
 pub const MAX_SEQUENCES: usize = 200_000;
 
-/// Op ids of a compiled `remat_chain` (`RematChain::{f_id, fall_id, b_id}`).
-#[derive(Clone, Copy, Debug)]
+/// Op ids of a compiled `remat_chain` (`RematChain::{f_id, fall_id, b_id,
+/// option_ids}`): a block with several options has one `Fall{ℓ}.{k}`,
+/// `B{ℓ}.{k}` and `s{ℓ}.{k}` per option k, its backwards in the variant group
+/// `bwd{ℓ}` (exactly once, R11).
+#[derive(Clone, Debug)]
 pub struct Layout {
     /// The paper's L (layers before the loss).
     pub l: usize,
+    /// Per layer ℓ = 1..=L+1 (entry ℓ−1), per option k: (`Fall{ℓ}.{k}`,
+    /// `B{ℓ}.{k}`, `s{ℓ}.{k}`); option 0 has the one-option ids.
+    opts: Vec<Vec<(OpId, OpId, TensorId)>>,
+    /// Per op: a forward (`F{ℓ}` or some `Fall{ℓ}.{k}`, the loss's included).
+    forward: Vec<bool>,
 }
 
 impl Layout {
     pub fn f(&self, k: usize) -> OpId {
         OpId((k - 1) as u32)
     }
+    /// Option 0's `Fall{k}`.
     pub fn fall(&self, k: usize) -> OpId {
         OpId((self.l + k - 1) as u32)
     }
+    /// Option 0's `B{k}`.
     pub fn b(&self, k: usize) -> OpId {
         OpId((2 * self.l + k) as u32)
+    }
+    /// Layer k's options (1..=L+1): (`Fall`, `B`, saved tensor) each.
+    pub fn options(&self, k: usize) -> &[(OpId, OpId, TensorId)] {
+        &self.opts[k - 1]
+    }
+    /// Whether `op` is a forward (`F{ℓ}` or an `Fall`).
+    pub fn is_forward(&self, op: OpId) -> bool {
+        self.forward[op.ix()]
     }
     fn a(&self, k: usize) -> TensorId {
         TensorId(k as u32)
@@ -42,53 +60,36 @@ impl Layout {
     }
 
     /// The layout of `inst` if it is exactly what `RematChain::compile` makes
-    /// (ids, tensor lists, optional forwards, required backwards).
+    /// (ids, tensor lists, optional forwards, required backwards, the groups
+    /// `bwd{ℓ}` of the blocks with several options).
     pub fn recognise(inst: &Instance, method: Method) -> Result<Layout, ExactError> {
         let no = |why: String| ExactError::Unsupported {
             method,
             reason: format!("free compute order outside the remat_chain layout: {why}"),
         };
         let n = inst.ops.len();
-        if inst.family != "remat_chain" || n < 5 || (n - 2) % 3 != 0 {
+        let extra: usize = inst
+            .groups
+            .iter()
+            .map(|g| g.members.len().saturating_sub(1))
+            .sum();
+        if inst.family != "remat_chain" || n < 5 + 2 * extra || (n - 2 - 2 * extra) % 3 != 0 {
             return Err(no(format!("family `{}`, {n} ops", inst.family)));
         }
-        let lay = Layout { l: (n - 2) / 3 };
-        let l = lay.l;
-        if inst.tensors.len() != 3 * l + 3 {
+        let l = (n - 2 - 2 * extra) / 3;
+        if inst.tensors.len() != 3 * l + 3 + extra {
             return Err(no(format!("{} tensors", inst.tensors.len())));
         }
-        let mut want: Vec<(OpId, Vec<TensorId>, Vec<TensorId>, Vec<TensorId>, bool)> = vec![];
-        for k in 1..=l {
-            want.push((lay.f(k), vec![lay.a(k - 1)], vec![lay.a(k)], vec![], false));
-            want.push((
-                lay.fall(k),
-                vec![lay.a(k - 1)],
-                vec![lay.a(k), lay.s(k)],
-                vec![],
-                false,
-            ));
-            let (r, f) = (
-                vec![lay.d(k), lay.a(k), lay.s(k), lay.a(k - 1)],
-                vec![lay.d(k), lay.a(k), lay.s(k)],
-            );
-            want.push((lay.b(k), r, vec![lay.d(k - 1)], f, true));
+        let opts = option_ids(inst, l).map_err(no)?;
+        let mut forward = vec![false; n];
+        forward[..=2 * l].iter_mut().for_each(|f| *f = true);
+        for v in &opts {
+            for (fall, _, _) in v {
+                forward[fall.ix()] = true;
+            }
         }
-        let last = l + 1;
-        want.push((
-            lay.fall(last),
-            vec![lay.a(l)],
-            vec![lay.s(last)],
-            vec![],
-            false,
-        ));
-        want.push((
-            lay.b(last),
-            vec![lay.a(l), lay.s(last)],
-            vec![lay.d(l)],
-            vec![lay.s(last)],
-            true,
-        ));
-        for (id, reads, produces, frees, required) in want {
+        let lay = Layout { l, opts, forward };
+        for (id, reads, produces, frees, required) in lay.expected_ops() {
             let op = inst.op(id);
             if op.reads != reads
                 || op.produces != produces
@@ -96,6 +97,7 @@ impl Layout {
                 || op.required != required
                 || !op.consumes.is_empty()
                 || !op.modifies.is_empty()
+                || !op.after.is_empty()
             {
                 return Err(no(format!("op {} differs", op.name)));
             }
@@ -110,6 +112,88 @@ impl Layout {
         }
         Ok(lay)
     }
+
+    /// Every op as `RematChain::compile` makes it: (id, reads, produces,
+    /// frees, required). A block's backward is required only when it has one
+    /// option (else its group decides, R11).
+    #[allow(clippy::type_complexity)]
+    fn expected_ops(&self) -> Vec<(OpId, Vec<TensorId>, Vec<TensorId>, Vec<TensorId>, bool)> {
+        let l = self.l;
+        let mut want = vec![];
+        for k in 1..=l {
+            want.push((
+                self.f(k),
+                vec![self.a(k - 1)],
+                vec![self.a(k)],
+                vec![],
+                false,
+            ));
+            let one = self.options(k).len() == 1;
+            for &(fall, b, s) in self.options(k) {
+                want.push((fall, vec![self.a(k - 1)], vec![self.a(k), s], vec![], false));
+                let (r, f) = (
+                    vec![self.d(k), self.a(k), s, self.a(k - 1)],
+                    vec![self.d(k), self.a(k), s],
+                );
+                want.push((b, r, vec![self.d(k - 1)], f, one));
+            }
+        }
+        let last = l + 1;
+        want.push((
+            self.fall(last),
+            vec![self.a(l)],
+            vec![self.s(last)],
+            vec![],
+            false,
+        ));
+        want.push((
+            self.b(last),
+            vec![self.a(l), self.s(last)],
+            vec![self.d(l)],
+            vec![self.s(last)],
+            true,
+        ));
+        want
+    }
+}
+
+/// Per layer 1..=L+1, the options' ids, read off the groups: the group of a
+/// block with several options lists its option-0 backward first, then the
+/// further options' backwards in the ids `RematChain::option_ids` gives them
+/// (after every one-option op and tensor, layer by layer); each group
+/// `exactly_once`, the blocks in increasing order.
+fn option_ids(inst: &Instance, l: usize) -> Result<Vec<Vec<(OpId, OpId, TensorId)>>, String> {
+    let mut opts: Vec<Vec<(OpId, OpId, TensorId)>> = (1..=l + 1)
+        .map(|k| {
+            vec![(
+                OpId((l + k - 1) as u32),
+                OpId((2 * l + k) as u32),
+                TensorId((l + k) as u32),
+            )]
+        })
+        .collect();
+    let (mut o, mut t) = (3 * l as u32 + 2, 3 * l as u32 + 3);
+    let mut prev = 0;
+    for g in &inst.groups {
+        let first = g.members.first().map_or(0, |m| m.ix());
+        let k = first.wrapping_sub(2 * l);
+        if !(1..=l).contains(&k) || k <= prev || g.members.len() < 2 {
+            return Err(format!("group {} is not a block's backwards", g.name));
+        }
+        if g.runs != crate::model::Multiplicity::ExactlyOnce {
+            return Err(format!("group {} is not exactly_once", g.name));
+        }
+        prev = k;
+        for m in &g.members[1..] {
+            if m.0 != o + 1 {
+                return Err(format!("group {}: member {} out of place", g.name, m.0));
+            }
+            opts[k - 1].push((OpId(o), OpId(o + 1), TensorId(t)));
+            o += 2;
+            t += 1;
+        }
+    }
+    Ok(opts)
 }
 
 /// Which structural limits of `proofs/REMAT-EXACT.md` §3 the enumerator keeps.
@@ -166,14 +250,14 @@ pub struct Sequence {
 /// Every sequence within the limits (proofs/REMAT-EXACT.md §2) whose compute
 /// is below `cap`, sorted by compute (stable); `None` beyond
 /// [`MAX_SEQUENCES`].
-pub fn enumerate(inst: &Instance, lay: Layout, cap: i64) -> Option<Vec<Sequence>> {
+pub fn enumerate(inst: &Instance, lay: &Layout, cap: i64) -> Option<Vec<Sequence>> {
     enumerate_with(inst, lay, cap, SequenceLimits::default())
 }
 
 /// [`enumerate`] under the given limits (limit 4 kept or relaxed).
 pub fn enumerate_with(
     inst: &Instance,
-    lay: Layout,
+    lay: &Layout,
     cap: i64,
     limits: SequenceLimits,
 ) -> Option<Vec<Sequence>> {
@@ -183,7 +267,7 @@ pub fn enumerate_with(
         lay,
         live: vec![false; nt],
         read: vec![false; nt],
-        fall_done: vec![false; lay.l + 2],
+        chosen: vec![None; lay.l + 2],
         stretch_runs: vec![0; lay.l + 2],
         limits,
         seq: vec![],
@@ -203,12 +287,14 @@ pub fn enumerate_with(
 
 struct Dfs<'a> {
     inst: &'a Instance,
-    lay: Layout,
+    lay: &'a Layout,
     /// Per tensor: a value exists (on the GPU or the CPU) and may be read.
     live: Vec<bool>,
     /// Per tensor: its live value has been read.
     read: Vec<bool>,
-    fall_done: Vec<bool>,
+    /// Per layer: the option whose F_all has run (its backward is the one
+    /// that can read the saved value: R1, R11), if any.
+    chosen: Vec<Option<usize>>,
     /// Per layer: its forwards since the previous backward (relaxed limit 4).
     stretch_runs: Vec<u8>,
     limits: SequenceLimits,
@@ -221,16 +307,17 @@ struct Dfs<'a> {
 
 impl Dfs<'_> {
     /// The least compute still to come with `m` the next backward: every
-    /// B_k (k ≤ m) and a forward of each layer whose F_all has not run.
+    /// B_k (k ≤ m) and a forward of each layer whose F_all has not run (the
+    /// chosen option's B, or the least F_all + B over the options).
     fn rest(&self, m: usize) -> i64 {
+        let d = |o: OpId| self.inst.op(o).duration.0;
         (1..=m)
             .map(|k| {
-                let fall = if self.fall_done[k] {
-                    0
-                } else {
-                    self.inst.op(self.lay.fall(k)).duration.0
-                };
-                self.inst.op(self.lay.b(k)).duration.0 + fall
+                let opts = self.lay.options(k);
+                match self.chosen[k] {
+                    Some(j) => d(opts[j].1),
+                    None => opts.iter().map(|&(f, b, _)| d(f) + d(b)).min().unwrap_or(0),
+                }
             })
             .sum()
     }
@@ -245,7 +332,7 @@ impl Dfs<'_> {
         }
         // Before B_m, δ_m exists and cannot move (nor go: B_m reads it), so a
         // forward whose footprint and δ_m exceed the memory cannot run (limit 6).
-        if m_after > 0 && m_after <= self.lay.l && op.ix() <= 2 * self.lay.l {
+        if m_after > 0 && m_after <= self.lay.l && self.lay.is_forward(op) {
             let d = self.inst.tensor(self.lay.d(m_after)).size.0 as u128;
             if crate::semantics::op_footprint(self.inst, op).0 as u128 + d
                 > self.inst.machine.gpu_capacity.0 as u128
@@ -263,7 +350,7 @@ impl Dfs<'_> {
         let saved = (
             self.live.clone(),
             self.read.clone(),
-            self.fall_done.clone(),
+            self.chosen.clone(),
             self.stretch_runs.clone(),
         );
         if last == 0 {
@@ -286,7 +373,7 @@ impl Dfs<'_> {
         self.go(m_after, last);
         self.compute -= o.duration.0;
         self.seq.pop();
-        (self.live, self.read, self.fall_done, self.stretch_runs) = saved;
+        (self.live, self.read, self.chosen, self.stretch_runs) = saved;
     }
 
     /// Extend the sequence; `m` is the next backward (0: all done), `last` the
@@ -315,7 +402,11 @@ impl Dfs<'_> {
             }
             return;
         }
-        self.try_op(self.lay.b(m), m - 1, 0);
+        // The backward of the option whose F_all ran (no other can read its
+        // saved value; none before an F_all).
+        if let Some(j) = self.chosen[m] {
+            self.try_op(self.lay.options(m)[j].1, m - 1, 0);
+        }
         let from = if self.limits.forwards_in_order {
             last + 1
         } else {
@@ -325,10 +416,12 @@ impl Dfs<'_> {
             if !self.limits.forwards_in_order && self.stretch_runs[k] >= RELAXED_RUNS_PER_STRETCH {
                 continue;
             }
-            if !self.fall_done[k] {
-                self.fall_done[k] = true;
-                self.try_op(self.lay.fall(k), m, k);
-                self.fall_done[k] = false;
+            if self.chosen[k].is_none() {
+                for j in 0..self.lay.options(k).len() {
+                    self.chosen[k] = Some(j);
+                    self.try_op(self.lay.options(k)[j].0, m, k);
+                    self.chosen[k] = None;
+                }
             }
             if k <= l {
                 self.try_op(self.lay.f(k), m, k);
@@ -425,6 +518,10 @@ pub fn rename(inst: &Instance, seq: &[OpId]) -> Renamed {
             tensors,
             ops,
             order: ComputeOrder::Fixed((0..n).map(|p| OpId(p as u32)).collect()),
+            // The sequence runs one backward per block, of the option whose
+            // F_all it ran: the groups (R11) hold by construction, and a
+            // fixed order runs exactly its ops (R8).
+            groups: vec![],
             ..inst.clone()
         },
         op_of: seq.to_vec(),

@@ -68,6 +68,14 @@ pub(crate) fn solve(inst: &Instance, limits: &Limits) -> Result<Outcome, ExactEr
 /// instance is out of the search's scope.
 pub(super) fn search_scope(inst: &Instance) -> Result<(Vec<OpId>, Vec<Vec<usize>>), ExactError> {
     SCOPE.direct(Method::Search, inst)?;
+    // Groups, slots and `after` reach the search as fixed orders (`solve`,
+    // `exact::variants`); an entry point that gives them here refuses them.
+    if let Some(&e) = inst.extensions().first() {
+        return Err(ExactError::Unencoded {
+            method: Method::Search,
+            feature: e.into(),
+        });
+    }
     let cyclic = inst.mode == Mode::Cyclic;
     let order = match &inst.order {
         ComputeOrder::Fixed(v) => v.clone(),

@@ -17,7 +17,9 @@
 //! reductions (a free order reaches the search through `remat`, which the
 //! door applies), heuristics.
 //!
-//! Scope: a fixed order of GPU ops (each once), no CPU capacity. One-shot: no
+//! Scope: a fixed order of GPU ops (each once), no CPU capacity that a
+//! schedule could reach; groups, slots and `after` as one fixed order per
+//! GPU op sequence they allow (`exact::variants`, shared with the MILP). One-shot: no
 //! modified transferable tensor, each tensor produced at most once. Cyclic
 //! (`weight_chain` and core instances of its shape): only persistent tensors
 //! move; every per-iteration tensor is produced once, before it is read, and
@@ -43,15 +45,37 @@ mod expand;
 mod node;
 
 use crate::exact::scope::{Feature, Reduction, Scope};
-use crate::exact::{ExactError, Method};
-pub(super) use driver::solve;
+use crate::exact::{variants, ExactError, Limits, Method, Outcome};
+use crate::model::{Extension, Instance};
 
-/// What the search accepts: fixed orders, one-shot or cyclic; a free order
-/// through the `remat` reduction (one search per op sequence).
+/// What the search accepts: fixed orders, one-shot or cyclic; variant groups,
+/// a slotted order and `after` where every op runs on the GPU (one search per
+/// GPU op sequence that R11–R13 allow: `exact::variants`); a free order
+/// through the `remat` reduction (one search per op sequence; several options
+/// per block included). A CPU capacity only where no schedule can reach it
+/// (`variants::unreachable_cpu_capacity`; a lower one is refused).
 pub const SCOPE: Scope = Scope {
-    encodes: &[Feature::Cyclic],
+    encodes: &[
+        Feature::Cyclic,
+        Feature::Extension(Extension::Groups),
+        Feature::Extension(Extension::Slots),
+        Feature::Extension(Extension::After),
+        Feature::CpuCapacity,
+    ],
     reductions: &[Reduction::Remat],
 };
+
+/// The plain solver: an instance with groups, slots or `after` is searched
+/// once per GPU op sequence those rules allow, the best kept (the choice of
+/// each group's member is the search's, over every sequence: complete,
+/// `proofs/SEARCH.md`); any other directly.
+pub(super) fn solve(inst: &Instance, limits: &Limits) -> Result<Outcome, ExactError> {
+    if inst.extensions().is_empty() && !variants::unreachable_cpu_capacity(inst) {
+        driver::solve(inst, limits)
+    } else {
+        variants::solve_each(inst, limits, Method::Search, driver::solve)
+    }
+}
 
 /// Stop (status `Unknown`) after expanding this many states.
 pub const MAX_STATES: usize = 3_000_000;
