@@ -123,7 +123,6 @@ pub(super) fn context(inst: &Instance, order: Vec<OpId>, reads_at: Vec<Vec<usize
     }
     Ctx {
         inst,
-        order,
         dur,
         reads_at,
         tau: (0..nt)
@@ -138,8 +137,14 @@ pub(super) fn context(inst: &Instance, order: Vec<OpId>, reads_at: Vec<Vec<usize
         } else {
             vec![false; nt]
         },
+        born: if cyclic {
+            cyclic::born(inst, &order)
+        } else {
+            vec![0; nt]
+        },
         roots: vec![],
         after_end: inst.release == ReleaseRule::AfterEnd,
+        order,
     }
 }
 
