@@ -469,3 +469,69 @@ fn latest_release(ctx: &Ctx, n: &Node, t: TensorId) -> Option<Ticks> {
     }
     (r < n.time).then_some(Ticks(r))
 }
+
+/// A lower bound on the period reachable from `n` from what its root needs at
+/// P (admissible; the driver takes the larger of it and `Ctx::estimate`).
+/// Every tensor that the root has current on the CPU needs, unless its CPU copy
+/// is current now and no op still to end writes it, an offload that starts
+/// once its last writer of the period has ended (now at the earliest) and ends
+/// by P; every persistent tensor that the root has on the GPU and that is
+/// absent now needs a prefetch that ends by P. One transfer at a time per
+/// channel, after the one in flight on it.
+pub(super) fn estimate(ctx: &Ctx, n: &Node) -> i64 {
+    let root = &ctx.roots[n.root];
+    // (channel, earliest start, ticks) of each transfer still needed.
+    let mut needs: Vec<(usize, i64, i64)> = vec![];
+    for &t in &root.cpu {
+        let ts = n.state.tensor(t);
+        let ready = last_write_end(ctx, n, t);
+        let in_flight = n.flights.iter().flatten().any(|f| f.tensor == t);
+        if ready.is_some() || !ts.cpu_current() && !in_flight {
+            let ch = ctx.channel_ix(Direction::Offload);
+            needs.push((ch, ready.unwrap_or(n.time), ctx.tau[t.ix()]));
+        }
+    }
+    for &t in &root.gpu {
+        if ctx.always[t.ix()] && matches!(n.state.tensor(t).gpu, GpuCopy::Absent) {
+            let ch = ctx.channel_ix(Direction::Prefetch);
+            needs.push((ch, n.time, ctx.tau[t.ix()]));
+        }
+    }
+    needs.sort();
+    let mut bound = n.time;
+    let mut free: Vec<i64> = n
+        .flights
+        .iter()
+        .map(|f| f.map_or(n.time, |f| f.end.max(n.time)))
+        .collect();
+    for (ch, ready, tau) in needs {
+        free[ch] = free[ch].max(ready) + tau;
+        bound = bound.max(free[ch]);
+    }
+    bound
+}
+
+/// The earliest end of the last op still to end at `n` that produces or
+/// modifies `t` (the running op, or one still to start: the ops up to it run
+/// one after the other); `None` if none does.
+fn last_write_end(ctx: &Ctx, n: &Node, t: TensorId) -> Option<i64> {
+    let writes = |k: usize| {
+        let op = ctx.inst.op(ctx.order[k]);
+        op.produces.contains(&t) || op.modifies.contains(&t)
+    };
+    let mut end = n.time;
+    let mut found = None;
+    if let Some((k, e)) = n.running {
+        end = e;
+        if writes(k) {
+            found = Some(e);
+        }
+    }
+    for k in n.next..ctx.order.len() {
+        end += ctx.dur[k];
+        if writes(k) {
+            found = Some(end);
+        }
+    }
+    found
+}
