@@ -1,8 +1,11 @@
 //! The cyclic part of the search: a schedule of period P is a cycle of length P
 //! in the state graph. This module owns the boundary states S₀ the cycle may
 //! pass through at time 0 (their enumeration, the scope in which that
-//! enumeration is complete), the root node built from each one, and the
-//! signature that says whether a node at time P closes the cycle.
+//! enumeration is complete), the root node built from each one, the
+//! signature that says whether a node at time P closes the cycle, where a
+//! per-iteration tensor's reads start to be needs ([`born`]), and the A* term
+//! of what a root still needs at P ([`estimate`]). Persistent and
+//! per-iteration tensors may move (proofs/SEARCH.md, "Cyclic instances").
 //! Must not import: the driver, the expansion, the anytime search, the MILP,
 //! the SMT method, heuristics.
 //!
