@@ -30,6 +30,7 @@ mod groups_exact;
 mod offmate;
 mod offmate_ilp;
 mod op_sequence;
+mod op_sequence_exact;
 mod op_sequence_import;
 mod op_sequence_model;
 mod plot;

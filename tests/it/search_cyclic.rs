@@ -131,16 +131,45 @@ fn a_long_weight_chain_stops_with_unknown() {
     assert!(out.elapsed < Duration::from_secs(30), "{:?}", out.elapsed);
 }
 
-/// Out of the cyclic scope: a per-iteration tensor that moves.
+/// In the cyclic scope since issue 25: a per-iteration tensor that moves. Making
+/// a3 (2 B, δ₃ of weight_discount_lowers) transferable only adds schedules, so
+/// the period is at most the original's 14, and the MILP proves the same one.
 #[test]
-fn a_moving_per_iteration_tensor_is_refused() {
+fn a_moving_per_iteration_tensor_is_searched() {
+    let fixed = tiny("weight_discount_lowers");
+    let mut inst = fixed.clone();
+    let a3 = tensor(&inst, "a3");
+    inst.tensors[a3.ix()].transferable = true;
+    let (st, p, _) = solve(&inst);
+    let (st0, p0, _) = solve(&fixed);
+    assert_eq!((st, st0), (Status::Optimal, Status::Optimal));
+    assert!(p <= p0, "{p:?} > {p0:?}");
+    let milp = exact::solve(Method::Milp, &inst, &limits(30)).unwrap();
+    assert_eq!(milp.status, Status::Optimal);
+    assert_eq!(milp.schedule.map(|s| check(&inst, &s).makespan.0), p);
+}
+
+/// Still out of the cyclic scope, with the reason named: a per-iteration
+/// tensor of size 0 that no op releases (the search deletes only copies that
+/// take memory, so it would block its next production, R1).
+#[test]
+fn a_per_iteration_tensor_of_size_zero_never_released_is_refused() {
     let mut inst = tiny("weight_fits");
     let a1 = tensor(&inst, "a1");
-    inst.tensors[a1.ix()].transferable = true;
-    assert!(matches!(
-        exact::solve(Method::Search, &inst, &limits(10)),
-        Err(ExactError::Unsupported { .. })
-    ));
+    inst.tensors[a1.ix()].size = offcert::units::Bytes(0);
+    for op in &mut inst.ops {
+        op.frees.retain(|t| *t != a1);
+        op.consumes.retain(|t| *t != a1);
+    }
+    match exact::solve(Method::Search, &inst, &limits(10)) {
+        Err(ExactError::Unsupported { reason, .. }) => {
+            assert!(
+                reason.contains("a1") && reason.contains("size 0"),
+                "{reason}"
+            )
+        }
+        other => panic!("expected Unsupported, got {other:?}"),
+    }
 }
 
 static CASES: AtomicUsize = AtomicUsize::new(0);

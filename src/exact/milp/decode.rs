@@ -66,6 +66,7 @@ pub fn decode(st: &Structure, enc: &Encoding, x: &[f64]) -> Schedule {
         })
         .collect();
     early_frees(&sol, &mut events);
+    let dropped_at_p = drops(&sol, &mut events);
     // Offload per epoch (unrolled start) and evictions per window.
     let off_at: Vec<Option<i64>> = enc
         .offloads
@@ -92,8 +93,42 @@ pub fn decode(st: &Structure, enc: &Encoding, x: &[f64]) -> Schedule {
     if !st.cyclic {
         return Schedule::one_shot(events);
     }
-    let state = boundary_state(st, enc.len, &off_at, &evictions);
+    let mut state = boundary_state(st, enc.len, &off_at, &evictions);
+    state.gpu.extend(dropped_at_p);
+    state.gpu.sort();
     Schedule::cyclic(Ticks(enc.len), state, events)
+}
+
+/// The releases of dropped per-iteration tensors (`Structure::dropped`): an
+/// explicit delete at the instant the model frees them (the end of their last
+/// use, or an early free under the relaxation). A release at P itself is the
+/// next period's time-0 delete (a delete at P is outside the period, MODEL.md
+/// R8): the copy is then on the GPU at the boundary, and so in S₀ (returned).
+fn drops(sol: &Solution, events: &mut Vec<Event>) -> Vec<TensorId> {
+    let (st, enc, x) = (sol.st, sol.enc, sol.x);
+    let mut at_p = vec![];
+    for (i, b) in st.base.iter().enumerate() {
+        let Base::Produced(_, Some(Release::Freed(f))) = *b else {
+            continue;
+        };
+        if !st.dropped[i] {
+            continue;
+        }
+        let t = TensorId(i as u32);
+        let end = sol.start[f] + st.dur[f];
+        let at = enc.frees[i]
+            .as_ref()
+            .and_then(|q| q.value(x))
+            .map_or(end, |q| q.min(end));
+        if st.cyclic && at == enc.len {
+            at_p.push(t);
+        }
+        events.push(Event::Delete {
+            tensor: t,
+            at: Ticks(sol.wrap(at)),
+        });
+    }
+    at_p
 }
 
 /// Early frees (relaxation only): a delete while the last reader runs.
@@ -102,6 +137,9 @@ fn early_frees(sol: &Solution, events: &mut Vec<Event>) {
     for (i, q) in enc.frees.iter().enumerate() {
         let Some(q) = q else { continue };
         let Some(at) = q.value(x) else { continue };
+        if st.dropped[i] {
+            continue; // written by `drops`
+        }
         if let Base::Initial(Some(Release::Freed(f))) | Base::Produced(_, Some(Release::Freed(f))) =
             st.base[i]
         {

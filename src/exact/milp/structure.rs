@@ -104,6 +104,11 @@ pub struct Structure {
     /// Persistent tensors whose CPU copy is declared current in the cyclic
     /// boundary state because nothing ever modifies them.
     pub unmodified_persistent: Vec<TensorId>,
+    /// Cyclic per-iteration tensors that no op releases (`op_sequence`): their
+    /// static life ends at the end of their last use, as if that op freed
+    /// them, and the decoder writes that release as an explicit delete
+    /// (proofs/EXACTNESS.md §3.9).
+    pub dropped: Vec<bool>,
 }
 
 fn unsupported(reason: impl Into<String>) -> ExactError {
@@ -159,6 +164,7 @@ impl Structure {
         let mut windows = Vec::new();
         let mut epochs = Vec::new();
         let mut unmodified_persistent = Vec::new();
+        let mut dropped = vec![false; nt];
         for i in 0..nt {
             let t = TensorId(i as u32);
             let ten = inst.tensor(t);
@@ -183,7 +189,9 @@ impl Structure {
                 }
                 life
             } else {
-                u.temporary_life(&ten.name)?
+                let (life, drop) = u.temporary_life(&ten.name, &dur)?;
+                dropped[i] = drop;
+                life
             };
             base[i] = life.base;
             if !(ten.transferable && size[i] > 0) {
@@ -211,6 +219,7 @@ impl Structure {
             unit,
             static_mem,
             unmodified_persistent,
+            dropped,
         })
     }
 
@@ -553,30 +562,49 @@ impl TensorUses<'_> {
         })
     }
 
-    /// Cyclic, temporary: produced and released within one iteration.
-    fn temporary_life(&self, name: &str) -> Result<Life, ExactError> {
-        let release = self.release();
+    /// Cyclic, temporary: produced and released within one iteration, by an
+    /// op, or (no op releases it: `op_sequence`) dropped at the end of its
+    /// last use, which then acts as its freeing op (the bool: dropped).
+    fn temporary_life(&self, name: &str, dur: &[i64]) -> Result<(Life, bool), ExactError> {
         let p = self.prods[0];
+        let (release, dropped) = match self.release() {
+            Some(r) => (r, false),
+            None => {
+                let last = self.reads.iter().copied().chain([p]).max().unwrap_or(p);
+                if dur[last] == 0 {
+                    return Err(unsupported(format!(
+                        "per-iteration tensor {name} is released by no op and last used by a zero-duration op (a delete at its instant would precede it)"
+                    )));
+                }
+                (Release::Freed(last), true)
+            }
+        };
         match release {
-            Some(Release::Consumed(k)) | Some(Release::Freed(k)) if k >= p => {}
+            Release::Consumed(k) | Release::Freed(k) if k >= p => {}
             _ => {
                 return Err(unsupported(format!(
                     "tensor {name} must be produced and released within one iteration"
                 )))
             }
         }
-        if !self.mods.is_empty() || self.reads.iter().any(|&j| j <= p) {
+        if !self.mods.is_empty() {
             return Err(unsupported(format!(
-                "tensor {name}: unsupported use pattern"
+                "per-iteration tensor {name} is modified (one value per iteration is encoded)"
             )));
         }
-        Ok(Life {
-            base: Base::Produced(p, release),
+        if self.reads.iter().any(|&j| j <= p) {
+            return Err(unsupported(format!(
+                "per-iteration tensor {name} is read before it is produced"
+            )));
+        }
+        let life = Life {
+            base: Base::Produced(p, Some(release)),
             anchor: Anchor::Ready(p),
             ready: Some(p),
             needs_offload: true,
             needs: self.reads.to_vec(),
-        })
+        };
+        Ok((life, dropped))
     }
 }
 

@@ -1,8 +1,11 @@
 //! The cyclic part of the search: a schedule of period P is a cycle of length P
 //! in the state graph. This module owns the boundary states S₀ the cycle may
 //! pass through at time 0 (their enumeration, the scope in which that
-//! enumeration is complete), the root node built from each one, and the
-//! signature that says whether a node at time P closes the cycle.
+//! enumeration is complete), the root node built from each one, the
+//! signature that says whether a node at time P closes the cycle, where a
+//! per-iteration tensor's reads start to be needs ([`born`]), and the A* term
+//! of what a root still needs at P ([`estimate`]). Persistent and
+//! per-iteration tensors may move (proofs/SEARCH.md, "Cyclic instances").
 //! Must not import: the driver, the expansion, the anytime search, the MILP,
 //! the SMT method, heuristics.
 //!
@@ -36,23 +39,8 @@ pub const MAX_ROOTS: usize = 200_000;
 /// single productions are checked by the caller.)
 pub(super) fn scope(inst: &Instance, order: &[OpId]) -> Result<(), ExactError> {
     let persistent = inst.persistent();
-    let nt = inst.tensors.len();
-    let mut produced_at = vec![None; nt];
-    let mut last_read = vec![None; nt];
-    let mut first_read = vec![None; nt];
-    let mut released_at: Vec<Vec<usize>> = vec![vec![]; nt];
-    for (k, o) in order.iter().enumerate() {
-        let op = inst.op(*o);
-        for t in &op.reads {
-            last_read[t.ix()] = Some(k);
-            first_read[t.ix()].get_or_insert(k);
-        }
-        for t in &op.produces {
-            produced_at[t.ix()] = Some(k);
-        }
-        for t in op.consumes.iter().chain(op.frees.iter()) {
-            released_at[t.ix()].push(k);
-        }
+    let uses = Uses::of(inst, order);
+    for op in order.iter().map(|o| inst.op(*o)) {
         if op.modifies.iter().any(|t| !op.reads.contains(t)) {
             return Err(super::unsupported(format!(
                 "cyclic: {} modifies a tensor it does not read",
@@ -62,7 +50,7 @@ pub(super) fn scope(inst: &Instance, order: &[OpId]) -> Result<(), ExactError> {
     }
     for (i, t) in inst.tensors.iter().enumerate() {
         if persistent[i] {
-            if !t.transferable && t.size.0 > 0 && last_read[i].is_none() {
+            if !t.transferable && t.size.0 > 0 && uses.last_read[i].is_none() {
                 return Err(super::unsupported(format!(
                     "cyclic: the persistent tensor {} is never read",
                     t.name
@@ -70,26 +58,27 @@ pub(super) fn scope(inst: &Instance, order: &[OpId]) -> Result<(), ExactError> {
             }
             continue;
         }
-        if t.transferable {
-            return Err(super::unsupported(format!(
-                "cyclic: the per-iteration tensor {} is transferable (only persistent tensors move)",
-                t.name
-            )));
-        }
-        let Some(p) = produced_at[i] else {
+        let Some(p) = uses.produced_at[i] else {
             // Produced only by ops outside the order: never exists.
             continue;
         };
-        if first_read[i].is_some_and(|r| r <= p) {
+        if uses.first_read[i].is_some_and(|r| r <= p) {
             return Err(super::unsupported(format!(
                 "cyclic: {} is read before it is produced in the period",
                 t.name
             )));
         }
-        let need = last_read[i].unwrap_or(p).max(p);
-        if !released_at[i].iter().any(|&r| r >= need) {
+        let need = uses.last_read[i].unwrap_or(p).max(p);
+        let released = &uses.released_at[i];
+        if !released.is_empty() && !released.iter().any(|&r| r >= need) {
             return Err(super::unsupported(format!(
-                "cyclic: {} is not released by an op of the period after its last read",
+                "cyclic: {} is released by an op before its last read",
+                t.name
+            )));
+        }
+        if released.is_empty() && t.size.0 == 0 {
+            return Err(super::unsupported(format!(
+                "cyclic: {} is a per-iteration tensor of size 0 that no op releases (the search deletes only copies that take memory)",
                 t.name
             )));
         }
@@ -97,33 +86,104 @@ pub(super) fn scope(inst: &Instance, order: &[OpId]) -> Result<(), ExactError> {
     Ok(())
 }
 
-/// Every boundary state in scope. Per-iteration tensors are absent at time 0
-/// (released by ops of the period). A persistent tensor that cannot move (not
-/// transferable, or of size 0: the search never transfers it) is on the GPU.
-/// A movable persistent tensor t is, at time 0, one of: present; present with a
-/// current CPU copy; on the CPU only; on the CPU with a prefetch in flight
-/// (1 ≤ ticks left < τ_t); present with an offload in flight (idem) and no
-/// current CPU copy (one offload per value). At most one transfer is in flight
-/// per channel.
+/// Each tensor's uses by position in the order.
+struct Uses {
+    produced_at: Vec<Option<usize>>,
+    first_read: Vec<Option<usize>>,
+    last_read: Vec<Option<usize>>,
+    /// The last position that reads, produces or modifies it.
+    last_use: Vec<Option<usize>>,
+    released_at: Vec<Vec<usize>>,
+}
+
+impl Uses {
+    fn of(inst: &Instance, order: &[OpId]) -> Uses {
+        let nt = inst.tensors.len();
+        let mut u = Uses {
+            produced_at: vec![None; nt],
+            first_read: vec![None; nt],
+            last_read: vec![None; nt],
+            last_use: vec![None; nt],
+            released_at: vec![vec![]; nt],
+        };
+        for (k, o) in order.iter().enumerate() {
+            let op = inst.op(*o);
+            for t in &op.reads {
+                u.last_read[t.ix()] = Some(k);
+                u.first_read[t.ix()].get_or_insert(k);
+            }
+            for t in &op.produces {
+                u.produced_at[t.ix()] = Some(k);
+            }
+            for t in op.reads.iter().chain(&op.produces).chain(&op.modifies) {
+                u.last_use[t.ix()] = Some(k);
+            }
+            for t in op.consumes.iter().chain(op.frees.iter()) {
+                u.released_at[t.ix()].push(k);
+            }
+        }
+        u
+    }
+}
+
+/// Per tensor, the first position of the order from which a read of it is a
+/// need (R6, MODEL.md §3): one past its producer (the production is its next
+/// use before that: the value left from the last period is dead); 0 for a
+/// tensor no op of the order produces.
+pub(super) fn born(inst: &Instance, order: &[OpId]) -> Vec<usize> {
+    Uses::of(inst, order)
+        .produced_at
+        .iter()
+        .map(|p| p.map_or(0, |p| p + 1))
+        .collect()
+}
+
+/// Every boundary state in scope (proofs/SEARCH.md, "Which boundary
+/// states"). A persistent tensor that cannot move (not transferable, or of
+/// size 0: the search never transfers it) is on the GPU. A movable persistent
+/// tensor t is, at time 0, one of: present; present with a current CPU copy;
+/// on the CPU only; on the CPU with a prefetch in flight (1 ≤ ticks left <
+/// τ_t); present with an offload in flight (idem) and no current CPU copy (one
+/// offload per value). A per-iteration tensor is absent, or (if it moves)
+/// absent with a current CPU copy; if its last use may end at P
+/// ([`droppable`]), it may also be present, with or without a current CPU
+/// copy (it is then dropped at time 0). At most one transfer is in flight per
+/// channel, and S₀ with its prefetches in flight fits the GPU memory (it is
+/// the memory at P).
 ///
 /// `None` if there are more than [`MAX_ROOTS`] of them (the search then stops
 /// with status `Unknown` before it starts).
 pub(super) fn boundaries(ctx: &Ctx) -> Option<Vec<Boundary>> {
     let inst = ctx.inst;
     let persistent = inst.persistent();
+    let uses = Uses::of(inst, &ctx.order);
     let mut fixed = vec![];
-    let mut movable = vec![];
+    let mut choices = vec![];
     for (i, t) in inst.tensors.iter().enumerate() {
         let id = TensorId(i as u32);
-        if !persistent[i] {
+        let moves = t.transferable && t.size.0 > 0;
+        if persistent[i] {
+            if moves {
+                choices.push((id, PERSISTENT));
+            } else {
+                fixed.push(id);
+            }
             continue;
         }
-        if t.transferable && t.size.0 > 0 {
-            movable.push(id);
-        } else {
-            fixed.push(id);
-        }
+        let Some(p) = uses.produced_at[i] else {
+            continue;
+        };
+        let offloadable = moves && uses.last_read[i].is_some_and(|r| r > p);
+        let dropped = uses.released_at[i].is_empty() && droppable(ctx, &uses, i);
+        let places: &[Place] = match (offloadable, dropped) {
+            (false, false) => continue,
+            (true, false) => &[ABSENT, CPU],
+            (false, true) => &[ABSENT, GPU],
+            (true, true) => &[ABSENT, CPU, GPU, BOTH],
+        };
+        choices.push((id, places));
     }
+    let bytes: i128 = fixed.iter().map(|t| inst.tensor(*t).size.0 as i128).sum();
     let mut out = vec![];
     let start = Boundary {
         gpu: fixed,
@@ -131,7 +191,9 @@ pub(super) fn boundaries(ctx: &Ctx) -> Option<Vec<Boundary>> {
         flights: vec![],
         left: vec![0; ctx.channels.len()],
     };
-    enumerate(ctx, &movable, start, &mut out);
+    if bytes <= ctx.cap {
+        enumerate(ctx, &choices, (start, bytes), &mut out);
+    }
     if out.len() > MAX_ROOTS {
         return None;
     }
@@ -140,44 +202,103 @@ pub(super) fn boundaries(ctx: &Ctx) -> Option<Vec<Boundary>> {
     Some(out)
 }
 
-fn enumerate(ctx: &Ctx, movable: &[TensorId], cur: Boundary, out: &mut Vec<Boundary>) {
+/// A per-iteration tensor that no op releases may still be on the GPU at P
+/// only if its last use may end there: the search deletes a dead copy at the
+/// first decision instant where nothing holds it (limit 4), at the latest one
+/// tick after its last user's start; so the ops after that user last at most
+/// one tick in all (none under `after_end` unless the user lasts 0 ticks).
+fn droppable(ctx: &Ctx, uses: &Uses, i: usize) -> bool {
+    let Some(l) = uses.last_use[i] else {
+        return false;
+    };
+    let rest = ctx.suffix[l + 1];
+    rest == 0 || rest == 1 && (!ctx.after_end || ctx.dur[l] == 0)
+}
+
+/// Where a tensor is at time 0.
+#[derive(Clone, Copy)]
+enum Place {
+    /// Present or not on the GPU, CPU copy current or not.
+    Held { gpu: bool, cpu: bool },
+    /// A transfer in this direction crosses the boundary.
+    Moving(Direction),
+}
+
+const ABSENT: Place = Place::Held {
+    gpu: false,
+    cpu: false,
+};
+const CPU: Place = Place::Held {
+    gpu: false,
+    cpu: true,
+};
+const GPU: Place = Place::Held {
+    gpu: true,
+    cpu: false,
+};
+const BOTH: Place = Place::Held {
+    gpu: true,
+    cpu: true,
+};
+const PERSISTENT: &[Place] = &[
+    GPU,
+    BOTH,
+    CPU,
+    Place::Moving(Direction::Prefetch),
+    Place::Moving(Direction::Offload),
+];
+
+/// The boundaries extending `cur` (with its GPU bytes) by a place for every
+/// tensor of `choices`, within the GPU memory.
+fn enumerate(
+    ctx: &Ctx,
+    choices: &[(TensorId, &[Place])],
+    (cur, bytes): (Boundary, i128),
+    out: &mut Vec<Boundary>,
+) {
     if out.len() > MAX_ROOTS {
         return;
     }
-    let Some((&t, rest)) = movable.split_first() else {
+    let Some((&(t, places), rest)) = choices.split_first() else {
         let mut b = cur;
         b.gpu.sort();
         b.cpu.sort();
         out.push(b);
         return;
     };
+    let size = ctx.inst.tensor(t).size.0 as i128;
     let tau = ctx.tau[t.ix()];
-    // Present; present with a current CPU copy; on the CPU only.
-    for (g, c) in [(true, false), (true, true), (false, true)] {
-        let mut b = cur.clone();
-        if g {
-            b.gpu.push(t);
-        }
-        if c {
-            b.cpu.push(t);
-        }
-        enumerate(ctx, rest, b, out);
-    }
-    // A transfer in flight across the boundary.
-    for dir in [Direction::Prefetch, Direction::Offload] {
-        let ch = ctx.channel_ix(dir);
-        if cur.left[ch] != 0 {
-            continue;
-        }
-        for left in 1..tau {
-            let mut b = cur.clone();
-            match dir {
-                Direction::Prefetch => b.cpu.push(t),
-                Direction::Offload => b.gpu.push(t),
+    for &place in places {
+        match place {
+            Place::Held { gpu, cpu } => {
+                let mut b = cur.clone();
+                if gpu {
+                    b.gpu.push(t);
+                }
+                if cpu {
+                    b.cpu.push(t);
+                }
+                let m = bytes + if gpu { size } else { 0 };
+                if m <= ctx.cap {
+                    enumerate(ctx, rest, (b, m), out);
+                }
             }
-            b.flights.push((dir, t, left));
-            b.left[ch] = left;
-            enumerate(ctx, rest, b, out);
+            Place::Moving(dir) => {
+                let ch = ctx.channel_ix(dir);
+                if cur.left[ch] != 0 || bytes + size > ctx.cap {
+                    continue;
+                }
+                for left in 1..tau {
+                    let mut b = cur.clone();
+                    match dir {
+                        Direction::Prefetch => b.cpu.push(t),
+                        Direction::Offload => b.gpu.push(t),
+                    }
+                    b.flights.push((dir, t, left));
+                    b.left[ch] = left;
+                    enumerate(ctx, rest, (b, bytes + size), out);
+                }
+            }
         }
     }
 }
@@ -223,8 +344,8 @@ pub(super) fn root(ctx: &Ctx, ix: usize) -> Option<Node> {
 /// What a node at a period boundary (every op done, this instant's completions
 /// applied) must share with the root for the next period to replay this one:
 /// everything the transitions read, with versions reduced to "current or
-/// not". Per-iteration tensors must be gone.
-pub(super) fn signature(ctx: &Ctx, n: &Node) -> Vec<i64> {
+/// not", for every tensor (persistent or per-iteration).
+pub(super) fn signature(_ctx: &Ctx, n: &Node) -> Vec<i64> {
     let mut k = Vec::with_capacity(4 * n.flights.len() + 4 * n.state.tensors.len());
     for f in &n.flights {
         match f {
@@ -240,11 +361,7 @@ pub(super) fn signature(ctx: &Ctx, n: &Node) -> Vec<i64> {
             None => k.push(-1),
         }
     }
-    for (i, ts) in n.state.tensors.iter().enumerate() {
-        if !ctx.always[i] {
-            k.push(ts.on_gpu() as i64);
-            continue;
-        }
+    for ts in &n.state.tensors {
         match ts.gpu {
             GpuCopy::Absent => k.push(-1),
             GpuCopy::Pending { ready, version } => {
@@ -279,11 +396,7 @@ pub(super) fn run_at_period_end(ctx: &Ctx, n: &Node) -> Option<(Node, Vec<Tensor
     for i in 0..m.state.tensors.len() {
         let t = TensorId(i as u32);
         let ts = m.state.tensor(t);
-        if !ctx.always[i]
-            || root.gpu.contains(&t)
-            || !matches!(ts.gpu, GpuCopy::Present(_))
-            || !ts.cpu_current()
-        {
+        if root.gpu.contains(&t) || !matches!(ts.gpu, GpuCopy::Present(_)) || !ts.cpu_current() {
             continue;
         }
         if n.offloaded_now.contains(&t) {
@@ -358,4 +471,70 @@ fn latest_release(ctx: &Ctx, n: &Node, t: TensorId) -> Option<Ticks> {
         cur = tr.prev.clone();
     }
     (r < n.time).then_some(Ticks(r))
+}
+
+/// A lower bound on the period reachable from `n` from what its root needs at
+/// P (admissible; the driver takes the larger of it and `Ctx::estimate`).
+/// Every tensor that the root has current on the CPU needs, unless its CPU copy
+/// is current now and no op still to end writes it, an offload that starts
+/// once its last writer of the period has ended (now at the earliest) and ends
+/// by P; every persistent tensor that the root has on the GPU and that is
+/// absent now needs a prefetch that ends by P. One transfer at a time per
+/// channel, after the one in flight on it.
+pub(super) fn estimate(ctx: &Ctx, n: &Node) -> i64 {
+    let root = &ctx.roots[n.root];
+    // (channel, earliest start, ticks) of each transfer still needed.
+    let mut needs: Vec<(usize, i64, i64)> = vec![];
+    for &t in &root.cpu {
+        let ts = n.state.tensor(t);
+        let ready = last_write_end(ctx, n, t);
+        let in_flight = n.flights.iter().flatten().any(|f| f.tensor == t);
+        if ready.is_some() || !ts.cpu_current() && !in_flight {
+            let ch = ctx.channel_ix(Direction::Offload);
+            needs.push((ch, ready.unwrap_or(n.time), ctx.tau[t.ix()]));
+        }
+    }
+    for &t in &root.gpu {
+        if ctx.always[t.ix()] && matches!(n.state.tensor(t).gpu, GpuCopy::Absent) {
+            let ch = ctx.channel_ix(Direction::Prefetch);
+            needs.push((ch, n.time, ctx.tau[t.ix()]));
+        }
+    }
+    needs.sort();
+    let mut bound = n.time;
+    let mut free: Vec<i64> = n
+        .flights
+        .iter()
+        .map(|f| f.map_or(n.time, |f| f.end.max(n.time)))
+        .collect();
+    for (ch, ready, tau) in needs {
+        free[ch] = free[ch].max(ready) + tau;
+        bound = bound.max(free[ch]);
+    }
+    bound
+}
+
+/// The earliest end of the last op still to end at `n` that produces or
+/// modifies `t` (the running op, or one still to start: the ops up to it run
+/// one after the other); `None` if none does.
+fn last_write_end(ctx: &Ctx, n: &Node, t: TensorId) -> Option<i64> {
+    let writes = |k: usize| {
+        let op = ctx.inst.op(ctx.order[k]);
+        op.produces.contains(&t) || op.modifies.contains(&t)
+    };
+    let mut end = n.time;
+    let mut found = None;
+    if let Some((k, e)) = n.running {
+        end = e;
+        if writes(k) {
+            found = Some(e);
+        }
+    }
+    for k in n.next..ctx.order.len() {
+        end += ctx.dur[k];
+        if writes(k) {
+            found = Some(end);
+        }
+    }
+    found
 }

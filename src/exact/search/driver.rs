@@ -131,7 +131,6 @@ pub(super) fn context(inst: &Instance, order: Vec<OpId>, reads_at: Vec<Vec<usize
     }
     Ctx {
         inst,
-        order,
         dur,
         reads_at,
         tau: (0..nt)
@@ -146,8 +145,14 @@ pub(super) fn context(inst: &Instance, order: Vec<OpId>, reads_at: Vec<Vec<usize
         } else {
             vec![false; nt]
         },
+        born: if cyclic {
+            cyclic::born(inst, &order)
+        } else {
+            vec![0; nt]
+        },
         roots: vec![],
         after_end: inst.release == ReleaseRule::AfterEnd,
+        order,
     }
 }
 
@@ -211,7 +216,7 @@ fn best_first(
     let mut closed: HashMap<Vec<i64>, i64> = HashMap::new();
     let mut counter: usize = 0;
     for n in starts {
-        heap.push(Reverse((ctx.estimate(&n), 0, nodes.len())));
+        heap.push(Reverse((estimate(ctx, &n), 0, nodes.len())));
         nodes.push(Some(n));
     }
     let mut out = Searched {
@@ -272,13 +277,24 @@ fn best_first(
                     usize::MAX / 2 + done.len() - 1,
                 )));
             } else {
-                let est = ctx.estimate(&child.0);
+                let est = estimate(ctx, &child.0);
                 nodes.push(Some(child.0));
                 heap.push(Reverse((est, -(counter as i64), nodes.len() - 1)));
             }
         }
     }
     out
+}
+
+/// The A* priority: `Ctx::estimate`, and (cyclic) what the root's boundary
+/// state still needs (`cyclic::estimate`); both admissible.
+fn estimate(ctx: &Ctx, n: &Node) -> i64 {
+    let e = ctx.estimate(n);
+    if ctx.cyclic {
+        e.max(cyclic::estimate(ctx, n))
+    } else {
+        e
+    }
 }
 
 /// Cyclic: the period closes at `n` if every op has run and the state (after

@@ -21,9 +21,11 @@
 //! schedule could reach; groups, slots and `after` as one fixed order per
 //! GPU op sequence they allow (`exact::variants`, shared with the MILP). One-shot: no
 //! modified transferable tensor, each tensor produced at most once. Cyclic
-//! (`weight_chain` and core instances of its shape): only persistent tensors
-//! move; every per-iteration tensor is produced once, before it is read, and
-//! released by an op of the period. A cyclic schedule of period P is a cycle of
+//! (`weight_chain`, `op_sequence` and core instances of their shapes):
+//! persistent and per-iteration tensors move; every per-iteration tensor is
+//! produced once, before it is read, and released by an op of the period after
+//! its last read or by no op (then dropped by a delete, possibly at time 0 of
+//! the next period). A cyclic schedule of period P is a cycle of
 //! length P in the state graph: the search starts from every boundary state
 //! S₀ (with the transfers in flight across the boundary) at once and stops at
 //! the first node, at time P, whose state equals its own S₀ up to versions.

@@ -18,17 +18,30 @@ use crate::units::Ticks;
 use std::rc::Rc;
 
 /// "Needed later" for rule R6: read by an op at a position not yet started,
-/// or (cyclic) persistent, hence always needed (MODEL.md §3).
+/// or (cyclic) persistent, hence always needed (MODEL.md §3). Cyclic, a
+/// per-iteration tensor whose producer has not started yet is not needed: its
+/// next use is that production (the value left from the last period is dead).
 pub(super) struct Future<'a> {
     pub(super) reads_at: &'a [Vec<usize>],
     pub(super) always: &'a [bool],
+    pub(super) born: &'a [usize],
     pub(super) next: usize,
 }
 
 impl Lookahead for Future<'_> {
     fn needed_after(&self, t: TensorId, _at: Ticks) -> bool {
-        self.always[t.ix()] || self.reads_at[t.ix()].iter().any(|&p| p >= self.next)
+        needed(self.reads_at, self.always, self.born, t, self.next)
     }
+}
+
+fn needed(
+    reads_at: &[Vec<usize>],
+    always: &[bool],
+    born: &[usize],
+    t: TensorId,
+    next: usize,
+) -> bool {
+    always[t.ix()] || next >= born[t.ix()] && reads_at[t.ix()].iter().any(|&p| p >= next)
 }
 
 #[derive(Clone, Copy, Debug)]
@@ -80,6 +93,10 @@ pub(super) struct Ctx<'a> {
     pub(super) cyclic: bool,
     /// Tensors always needed later (cyclic: the persistent ones; one-shot: none).
     pub(super) always: Vec<bool>,
+    /// The first position from which a read of the tensor counts as a need
+    /// (cyclic: one past its producer's position, whose production comes
+    /// first; 0 otherwise).
+    pub(super) born: Vec<usize>,
     /// Cyclic: the boundary states searched from (empty for one-shot).
     pub(super) roots: Vec<Boundary>,
     /// The default release rule (MODEL.md R10): a copy in use by a running op
@@ -99,12 +116,13 @@ impl Ctx<'_> {
         Future {
             reads_at: &self.reads_at,
             always: &self.always,
+            born: &self.born,
             next,
         }
     }
 
     pub(super) fn needed(&self, t: TensorId, next: usize) -> bool {
-        self.always[t.ix()] || self.reads_at[t.ix()].iter().any(|&p| p >= next)
+        needed(&self.reads_at, &self.always, &self.born, t, next)
     }
 
     /// Under the default rule, is the GPU copy of `t` in use at `n.time` (a pin
