@@ -292,6 +292,9 @@ fn improve_best(
     }
 }
 
+/// The most candidates [`improve_remat`] gives the re-timing (count mode).
+const RETIME_REMAT: u64 = 1000;
+
 /// `remat_chain`: re-plan the checkpoints and offloads
 /// ([`heuristic::remat::replan`], half the effort; also where no heuristic
 /// found a schedule), then re-time the best
@@ -320,8 +323,12 @@ fn improve_remat(
     if !moves || target.is_some_and(|t| start.makespan() <= t) {
         return;
     }
+    // Re-timing a long chain checks the whole schedule per move: at most
+    // RETIME_REMAT candidates (on the bundled chains it has not yet moved a
+    // re-planned schedule, whose prefetches the simulator starts as early as
+    // memory allows).
     let left = match limit {
-        Effort::Candidates(n) => Effort::Candidates(n - n / 2),
+        Effort::Candidates(n) => Effort::Candidates((n - n / 2).min(RETIME_REMAT)),
         Effort::Time(d) => Effort::Time(d.saturating_sub(began.elapsed())),
     };
     if let Some(k) = heuristic::improve::retime(inst, start.checked(), left) {
