@@ -105,6 +105,9 @@ pub fn write(
     readme.push_str(&write_instance(dir, source, inst, scale)?);
     let Some(checked) = &v.checked else {
         readme.push_str("no schedule was found: nothing to certify\n");
+        if v.label.is_none_within_limits() {
+            readme.push_str("no schedule exists within the op-sequence limits of proofs/REMAT-EXACT.md; a schedule outside them may exist, so infeasibility is NOT claimed\n");
+        }
         readme.push_str(&evidence_lines(v));
         return write_file(dir.join("README.txt"), &readme);
     };

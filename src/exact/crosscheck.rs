@@ -23,6 +23,11 @@
 //!   loses optima (issue 23, `instances/regressions/remat/limit4.json`): a
 //!   checked schedule, never an optimum nor a bound. The verdict's bound there
 //!   is the compute of the ops every schedule runs, not the methods' value.
+//! - `no schedule within sequence limits (cross-checked)` / `(solver-reported)`:
+//!   on a free-order instance, the methods refuted every op sequence within
+//!   those limits: no proof that no schedule exists (`infeasible` is kept only
+//!   where each method proved it over every schedule: an op every schedule
+//!   runs does not fit).
 //!
 //! A method whose schedule the checker rejects (or that claims a schedule and
 //! returns none) is kept out of the vote, but never silently: its claim stays in
@@ -65,6 +70,11 @@ pub enum Label {
     BestWithinLimitsCrossChecked,
     /// One method proves the best makespan over the limited op sequences.
     BestWithinLimitsSolverReported,
+    /// Two methods find no schedule over the limited op sequences (free
+    /// order): not a proof that none exists.
+    NoneWithinLimitsCrossChecked,
+    /// One method finds no schedule over the limited op sequences.
+    NoneWithinLimitsSolverReported,
 }
 
 impl Label {
@@ -94,6 +104,12 @@ impl Label {
             Label::BestWithinLimitsSolverReported => {
                 "best within sequence limits (solver-reported)".into()
             }
+            Label::NoneWithinLimitsCrossChecked => {
+                "no schedule within sequence limits (cross-checked)".into()
+            }
+            Label::NoneWithinLimitsSolverReported => {
+                "no schedule within sequence limits (solver-reported)".into()
+            }
         }
     }
 
@@ -102,6 +118,14 @@ impl Label {
         matches!(
             self,
             Label::BestWithinLimitsCrossChecked | Label::BestWithinLimitsSolverReported
+        )
+    }
+
+    /// No schedule over a limited search space: no proof that none exists.
+    pub fn is_none_within_limits(&self) -> bool {
+        matches!(
+            self,
+            Label::NoneWithinLimitsCrossChecked | Label::NoneWithinLimitsSolverReported
         )
     }
 }
@@ -266,13 +290,27 @@ fn within_sequence_limits(inst: &Instance, v: &mut Verdict) {
     } else {
         super::remat::SCOPE_WORDS.into()
     });
+    // Infeasible over every schedule only where each method that says so
+    // proved it over every schedule (not by refuting each limited sequence).
+    let limited = v.methods.iter().any(|m| {
+        m.status == Some(Status::Infeasible)
+            && m.notes
+                .iter()
+                .any(|n| n.starts_with(super::remat::NONE_WITHIN_LIMITS_NOTE))
+    });
     v.label = match v.label.clone() {
         Label::OptimalCrossChecked => Label::BestWithinLimitsCrossChecked,
         Label::OptimalSolverReported => Label::BestWithinLimitsSolverReported,
+        Label::Infeasible if limited => Label::NoneWithinLimitsCrossChecked,
+        Label::InfeasibleSolverReported if limited => Label::NoneWithinLimitsSolverReported,
         l => l,
     };
     for e in &mut v.evidence {
         *e = e
+            .replace(
+                "proves no schedule exists",
+                "finds no schedule within the sequence limits",
+            )
             .replace(
                 "each prove optimum",
                 "each prove the best within the sequence limits,",

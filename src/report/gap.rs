@@ -272,6 +272,9 @@ fn improve_best(
     target: Option<i64>,
     limit: Effort,
 ) {
+    if let InstanceFile::RematChain(c) = file {
+        return improve_remat(c, inst, best, target, limit);
+    }
     let Some(start) = best.as_ref() else {
         return;
     };
@@ -285,6 +288,51 @@ fn improve_best(
         // One-shot, fixed-order instances (`activation_chain` and the like):
         // re-plan and re-time the transfers (`heuristic::improve`).
         let by = format!("{}+improve", start.by);
+        offer(best, &k, &by);
+    }
+}
+
+/// The most candidates [`improve_remat`] gives the re-timing (count mode).
+const RETIME_REMAT: u64 = 1000;
+
+/// `remat_chain`: re-plan the checkpoints and offloads
+/// ([`heuristic::remat::replan`], half the effort; also where no heuristic
+/// found a schedule), then re-time the best
+/// schedule's events ([`heuristic::improve::retime`], the rest) where it has
+/// transfers to move (a schedule without any is already left-shifted by the
+/// simulator). Offered as `<finder>+retime`.
+fn improve_remat(
+    c: &crate::family::remat_chain::RematChain,
+    inst: &Instance,
+    best: &mut Option<BestCell>,
+    target: Option<i64>,
+    limit: Effort,
+) {
+    let began = Instant::now();
+    let start = best.as_ref().map(BestCell::checked);
+    if let Some((by, k)) = heuristic::remat::replan::improve(c, inst, start, target, limit.half()) {
+        offer(best, &k, &by);
+    }
+    let Some(start) = best.as_ref() else { return };
+    let moves = start
+        .checked()
+        .schedule()
+        .events
+        .iter()
+        .any(|e| matches!(e, crate::schedule::Event::Transfer { .. }));
+    if !moves || target.is_some_and(|t| start.makespan() <= t) {
+        return;
+    }
+    // Re-timing a long chain checks the whole schedule per move: at most
+    // RETIME_REMAT candidates (on the bundled chains it has not yet moved a
+    // re-planned schedule, whose prefetches the simulator starts as early as
+    // memory allows).
+    let left = match limit {
+        Effort::Candidates(n) => Effort::Candidates((n - n / 2).min(RETIME_REMAT)),
+        Effort::Time(d) => Effort::Time(d.saturating_sub(began.elapsed())),
+    };
+    if let Some(k) = heuristic::improve::retime(inst, start.checked(), left) {
+        let by = format!("{}+retime", start.by);
         offer(best, &k, &by);
     }
 }

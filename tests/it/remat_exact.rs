@@ -378,3 +378,77 @@ fn limit4_chain_is_best_within_limits_not_optimal() {
     .unwrap();
     assert_eq!(offcert::check::check(&inst, &s).makespan.0, 10);
 }
+
+/// A fixed-order method that refutes every op sequence it is given (as a
+/// method with its own structural limits may): the reduction then finds no
+/// schedule within the sequence limits.
+fn refutes_every_sequence(
+    _: &offcert::model::Instance,
+    _: &Limits,
+) -> Result<offcert::exact::Outcome, offcert::exact::ExactError> {
+    Ok(offcert::exact::Outcome {
+        method: Method::Search,
+        status: Status::Infeasible,
+        schedule: None,
+        bound: None,
+        elapsed: Duration::ZERO,
+        notes: vec![],
+    })
+}
+
+fn through_remat_refuting(
+    i: &offcert::model::Instance,
+    l: &Limits,
+) -> Result<offcert::exact::Outcome, offcert::exact::ExactError> {
+    let seq = offcert::exact::remat::sequences::SequenceLimits::default_for(i);
+    offcert::exact::remat::solve_with(i, l, (Method::Search, refutes_every_sequence, None), seq)
+}
+
+/// Issue 23, Deliver 3: a remat search that finds no schedule over its op
+/// sequences proved nothing about the schedules outside them. On
+/// `limit4.json` at its own 12 B (where `limit4.better.valid.schedule.json`
+/// is valid), two methods that refute every sequence within the limits were
+/// labelled `infeasible (cross-checked)`; the label is now `no schedule within
+/// sequence limits (cross-checked)`, its evidence says so, and no method
+/// "proves no schedule exists". Below an op's footprint (9 B: Fall2 needs
+/// 11 B) the real methods still prove infeasibility over every schedule.
+#[test]
+fn an_empty_remat_search_is_no_schedule_within_limits_not_infeasible() {
+    let text =
+        std::fs::read_to_string(repo().join("instances/regressions/remat/limit4.json")).unwrap();
+    let (f, inst) = offcert::io::parse_instance("limit4.json", &text).unwrap();
+    let planted: [(Method, crosscheck::SolveFn); 2] = [
+        (Method::Search, through_remat_refuting),
+        (Method::Milp, through_remat_refuting),
+    ];
+    let v = crosscheck::run_with(&inst, &planted, &Limits::default());
+    assert_eq!(v.label, Label::NoneWithinLimitsCrossChecked, "{v:?}");
+    assert_eq!(
+        v.label.words(),
+        "no schedule within sequence limits (cross-checked)"
+    );
+    assert!(!v.label.is_infeasible() && !v.label.is_optimal());
+    assert!(
+        v.evidence
+            .iter()
+            .all(|e| !e.contains("proves no schedule exists")),
+        "{:?}",
+        v.evidence
+    );
+    let v1 = crosscheck::run_with(&inst, &planted[..1], &Limits::default());
+    assert_eq!(v1.label, Label::NoneWithinLimitsSolverReported, "{v1:?}");
+    // A schedule exists at 12 B: "infeasible" would have been false.
+    let s = offcert::io::load_schedule(
+        &repo().join("instances/regressions/remat/limit4.better.valid.schedule.json"),
+        &inst,
+    )
+    .unwrap();
+    assert!(offcert::check::check(&inst, &s).valid);
+    // The footprint argument holds over every schedule: infeasible stays.
+    let InstanceFile::RematChain(mut c) = f else {
+        panic!("a remat_chain")
+    };
+    c.gpu_memory = 9;
+    let v = solve(&c, &[Method::Search, Method::Milp]);
+    assert_eq!(v.label, Label::Infeasible, "{v:?}");
+}

@@ -15,8 +15,15 @@
 //!   schedule picks, each term is at least that, and A grows with each term.
 //!   One option per block: the appendix's bound unchanged.
 //!
+//! - `remat-knapsack` ([`knapsack`]): at the loss's backward, the bytes that
+//!   cannot stay are offloaded (link time on both sides) or produced again
+//!   after it (forward time after it), whichever mix costs least: a fractional
+//!   knapsack over the layers' forwards. One option per block.
+//!
 //! Owns: [`RematCompute`], [`RematSplit`], [`compute_bound`], [`split_bound`].
 //! Must not import: heuristics, exact solvers, the checker.
+
+pub mod knapsack;
 
 use super::{BoundError, BoundMethod, Failure, LowerBound, Strength};
 use crate::family::remat_chain::RematChain;
@@ -26,7 +33,11 @@ use num_bigint::BigInt;
 use num_rational::BigRational;
 
 pub fn bounds() -> Vec<Box<dyn BoundMethod>> {
-    vec![Box::new(RematCompute), Box::new(RematSplit)]
+    vec![
+        Box::new(RematCompute),
+        Box::new(RematSplit),
+        Box::new(knapsack::RematKnapsack),
+    ]
 }
 
 fn chain<'a>(name: &'static str, f: &'a InstanceFile) -> Result<&'a RematChain, BoundError> {

@@ -187,7 +187,9 @@ fn exit_code(v: &Verdict) -> ExitCode {
     if v.checked.is_some() && !v.label.is_infeasible() {
         return ExitCode::SUCCESS;
     }
-    if !v.label.is_infeasible() {
+    if v.label.is_none_within_limits() {
+        eprintln!("solve: no schedule within the op-sequence limits of proofs/REMAT-EXACT.md; one outside them may exist (not proved infeasible)");
+    } else if !v.label.is_infeasible() {
         eprintln!("solve: no result: no method found a schedule or proved that none exists");
         for m in &v.methods {
             let why = match (&m.error, m.status) {

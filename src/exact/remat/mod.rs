@@ -43,6 +43,13 @@ pub const SCOPE_WORDS_RELAXED: &str = "within the op-sequence limits of proofs/R
 /// The note an outcome carries when limit 4 was relaxed.
 pub const RELAXED_NOTE: &str = "limit 4 relaxed";
 
+/// The note an `Infeasible` outcome carries when every op sequence within the
+/// limits was refuted: no schedule exists *within the limits*, which is no
+/// proof that none exists (a sequence outside them may have one). Only the
+/// footprint argument (an op every schedule runs does not fit) proves
+/// infeasibility over every schedule; its note starts with `infeasible:`.
+pub const NONE_WITHIN_LIMITS_NOTE: &str = "no schedule within the op-sequence limits";
+
 fn unsupported(method: Method, reason: impl Into<String>) -> ExactError {
     ExactError::Unsupported {
         method,
@@ -185,7 +192,12 @@ pub fn solve_with(
     ));
     let (status, schedule, bound) = match (t.best, t.open_from) {
         (Some((ms, s)), None) => (Status::Optimal, Some(s), Some(ms)),
-        (None, None) => (Status::Infeasible, None, None),
+        (None, None) => {
+            notes.push(format!(
+                "{NONE_WITHIN_LIMITS_NOTE}: each of the {total} sequences is infeasible; a sequence outside the limits may have a schedule"
+            ));
+            (Status::Infeasible, None, None)
+        }
         (Some((ms, s)), Some(lo)) => (Status::Feasible, Some(s), Some(Ticks(lo.min(ms.0)))),
         (None, Some(lo)) => (Status::Unknown, None, Some(Ticks(lo))),
     };

@@ -8,6 +8,7 @@
 //! Must not import: the checker (the caller checks), exact solvers.
 
 pub mod pofo;
+pub mod replan;
 pub mod rotor;
 
 use super::{Heuristic, HeuristicError};

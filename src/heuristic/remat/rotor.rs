@@ -238,6 +238,19 @@ impl Table {
         Some(s)
     }
 
+    /// The op sequence of the table read at a smaller memory `m` (bytes): the
+    /// same slots, budget ⌊m/slot⌋ (the table must have been built over at
+    /// least `m`); `None` when nothing fits.
+    pub fn sequence_within(&self, c: &RematChain, m: u64) -> Option<Sequence> {
+        let top = (m / self.sl.slot).min(self.sl.budget) as i64 - self.sl.a[0] as i64;
+        if self.get(1, self.l1, top) >= INF {
+            return None;
+        }
+        let mut s = Sequence::default();
+        self.emit(c, 1, self.l1, top, &mut s);
+        Some(s)
+    }
+
     fn emit(&self, c: &RematChain, i: usize, j: usize, m: i64, s: &mut Sequence) {
         let want = self.get(i, j, m);
         let (_, choice) = self

@@ -1,0 +1,254 @@
+//! `remat-knapsack`: a memory-aware lower bound for `remat_chain`, proved in
+//! `proofs/REMAT-BOUNDS.md` (section `remat-knapsack`).
+//!
+//! At τ, the start of `B{L+1}`, every tensor of K = {a_0, …, a_{L−1}, s_1,
+//! …, s_L} is still to be read. Those not on the GPU at τ (at least V bytes,
+//! as in `remat-split`) are either on the CPU (offloaded before τ, prefetched
+//! after: X bytes, X/β of link time on each side) or produced again after τ
+//! by a forward of their layer (recomputation: R ticks of compute after τ).
+//! So the makespan is at least
+//! g(X, R) = max(Σ_F, X/β) + max(Σ_B + R, X/β) with X + W(R) ≥ V, where W(R)
+//! is the most bytes of K that forwards of total duration R can free: a
+//! fractional knapsack over the layers (a relaxation, so the minimum over it
+//! is a lower bound). A schedule with no forward after τ has R = 0; one with
+//! such a forward has R ≥ the shortest positive u_F of layers 1..L. The bound
+//! is the least g over both cases, computed exactly (rationals) at the kinks
+//! of the piecewise-linear g.
+//!
+//! Several options per block and a distinct fast forward: each layer enters
+//! with its least forward duration (any of its forward ops), least backward
+//! and least |ā_k| − |a| (the proof's last section).
+//!
+//! Owns: [`RematKnapsack`], [`knapsack_bound`].
+//! Must not import: heuristics, exact solvers, the checker.
+
+use super::{chain, infeasible};
+use crate::bound::{BoundError, BoundMethod, LowerBound, Strength};
+use crate::family::remat_chain::RematChain;
+use crate::family::InstanceFile;
+use crate::model::Instance;
+use num_bigint::BigInt;
+use num_rational::BigRational;
+use num_traits::{Signed, Zero};
+
+type Q = BigRational;
+
+fn q(x: i128) -> Q {
+    Q::from_integer(BigInt::from(x))
+}
+
+/// One layer's recomputation after τ: `cost` ticks frees at most `bytes`.
+struct Item {
+    cost: i128,
+    bytes: i128,
+}
+
+/// The fractional knapsack W(R) as its breakpoints (R_i, W(R_i)), R_0 = 0:
+/// zero-cost items first (W(0)), then by bytes per tick, most first; W is
+/// linear between breakpoints and constant beyond the last.
+fn breakpoints(mut items: Vec<Item>) -> Vec<(Q, Q)> {
+    // An item that frees nothing adds nothing (and has no ratio to sort by).
+    items.retain(|i| i.bytes > 0);
+    items.sort_by(|x, y| {
+        // x before y when x.bytes/x.cost > y.bytes/y.cost (cost 0 first).
+        (y.bytes * x.cost).cmp(&(x.bytes * y.cost))
+    });
+    let (mut r, mut w) = (0i128, 0i128);
+    let mut out = vec![];
+    for it in &items {
+        if it.cost == 0 {
+            w += it.bytes;
+            continue;
+        }
+        if out.is_empty() {
+            out.push((q(r), q(w)));
+        }
+        r += it.cost;
+        w += it.bytes;
+        out.push((q(r), q(w)));
+    }
+    if out.is_empty() {
+        out.push((q(r), q(w)));
+    }
+    out
+}
+
+/// W(R), by linear interpolation between the breakpoints.
+fn freed(bp: &[(Q, Q)], r: &Q) -> Q {
+    for win in bp.windows(2) {
+        let ((r0, w0), (r1, w1)) = (&win[0], &win[1]);
+        if r <= r1 {
+            return w0 + (w1 - w0) * (r - r0) / (r1 - r0);
+        }
+    }
+    bp.last().map(|x| x.1.clone()).unwrap_or_else(Q::zero)
+}
+
+/// The chain's numbers the bound is computed from.
+struct Terms {
+    sf: Q,
+    sb: Q,
+    /// V: bytes of K that cannot be on the GPU at τ.
+    v: Q,
+    /// β as bytes per tick.
+    beta: Q,
+    bp: Vec<(Q, Q)>,
+    /// The shortest positive recomputation (None: every u_F is 0).
+    r0: Option<Q>,
+}
+
+impl Terms {
+    fn of(c: &RematChain) -> Terms {
+        let dm = c.dims();
+        let l = dm.l;
+        // Per layer ℓ = 1..=L: the least forward duration of any of its ops
+        // (the fast forward `F{ℓ}`, every `Fall{ℓ}.{k}`), the least backward,
+        // the least |ā_k| − |a| over its options.
+        let per: Vec<(i128, i128, i128)> = (1..=l)
+            .map(|k| {
+                let x = &c.layers[k - 1];
+                let o = c.options_of(k);
+                let fwd = o
+                    .iter()
+                    .map(|y| y.u_f as i128)
+                    .fold(x.ff_u_f.unwrap_or(x.u_f) as i128, i128::min);
+                let bwd = o.iter().map(|y| y.u_b as i128).min().unwrap_or(0);
+                let sig = o
+                    .iter()
+                    .map(|y| (y.abar - dm.a[k]) as i128)
+                    .min()
+                    .unwrap_or(0);
+                (fwd, bwd, sig)
+            })
+            .collect();
+        let loss = l + 1;
+        let sf: i128 = per.iter().map(|x| x.0).sum::<i128>() + dm.u_f[loss] as i128;
+        let sb: i128 = per.iter().map(|x| x.1).sum::<i128>() + dm.u_b[loss] as i128;
+        let kept: i128 =
+            (0..l).map(|k| dm.a[k] as i128).sum::<i128>() + per.iter().map(|x| x.2).sum::<i128>();
+        let fp = dm.a[l] as i128 + dm.s[loss] as i128 + dm.d[l] as i128 + dm.o_b[loss] as i128;
+        let v = (kept + fp - c.gpu_memory as i128).max(0);
+        // Layer ℓ's forward after τ re-produces a_ℓ (in K for ℓ < L) and s_ℓ.
+        let items: Vec<Item> = per
+            .iter()
+            .enumerate()
+            .map(|(i, x)| Item {
+                cost: x.0,
+                bytes: x.2 + if i + 1 < l { dm.a[i + 1] as i128 } else { 0 },
+            })
+            .collect();
+        // Any forward run after τ (the loss's too) makes R positive.
+        let r0 = per
+            .iter()
+            .map(|x| x.0)
+            .chain([dm.u_f[loss] as i128])
+            .filter(|x| *x > 0)
+            .min()
+            .map(q);
+        let bw = c.bandwidth.to_bandwidth();
+        Terms {
+            sf: q(sf),
+            sb: q(sb),
+            v: q(v),
+            beta: Q::new(BigInt::from(bw.bytes), BigInt::from(bw.ticks)),
+            bp: breakpoints(items),
+            r0,
+        }
+    }
+
+    /// g(R) with X = max(0, V − W(R)).
+    fn g(&self, r: &Q) -> Q {
+        let x = (&self.v - freed(&self.bp, r)).max(Q::zero());
+        let xt = x / &self.beta;
+        self.sf.clone().max(xt.clone()) + (&self.sb + r).max(xt)
+    }
+
+    /// The R ≥ r0 worth evaluating: r0, the breakpoints beyond it, and in
+    /// each linear piece the points where X/β meets Σ_F or Σ_B + R, or X
+    /// reaches 0 (g's kinks).
+    fn candidates(&self, r0: &Q) -> Vec<Q> {
+        let mut out = vec![r0.clone()];
+        for win in self.bp.windows(2) {
+            let ((ra, wa), (rb, wb)) = (&win[0], &win[1]);
+            if rb < r0 {
+                continue;
+            }
+            out.push(rb.clone());
+            // On this piece X(R) = V − wa − s (R − ra), s = slope (bytes/tick).
+            let s = (wb - wa) / (rb - ra);
+            let x0 = &self.v - wa;
+            let mut roots = vec![];
+            if s.is_positive() {
+                // X = 0.
+                roots.push(ra + &x0 / &s);
+                // X/β = Σ_F: V − wa − s(R − ra) = β Σ_F.
+                roots.push(ra + (&x0 - &self.beta * &self.sf) / &s);
+            }
+            // X/β = Σ_B + R: x0 − s(R − ra) = β (Σ_B + R).
+            let den = &s + &self.beta;
+            if den.is_positive() {
+                roots.push(ra + (&x0 - &self.beta * (&self.sb + ra)) / den);
+            }
+            out.extend(roots.into_iter().filter(|t| t >= ra && t <= rb && t >= r0));
+        }
+        out
+    }
+
+    fn value(&self) -> Q {
+        let mut best = self.g(&Q::zero());
+        if let Some(r0) = &self.r0 {
+            for r in self.candidates(r0) {
+                best = best.min(self.g(&r));
+            }
+        }
+        best
+    }
+}
+
+/// The `remat-knapsack` value, exactly.
+pub fn knapsack_bound(c: &RematChain) -> BigRational {
+    Terms::of(c).value()
+}
+
+pub struct RematKnapsack;
+
+impl BoundMethod for RematKnapsack {
+    fn name(&self) -> &'static str {
+        "remat-knapsack"
+    }
+    fn applies(&self, f: &InstanceFile) -> bool {
+        matches!(f, InstanceFile::RematChain(_))
+    }
+    fn bound(&self, f: &InstanceFile, _inst: &Instance) -> Result<LowerBound, BoundError> {
+        let c = chain(self.name(), f)?;
+        infeasible(self.name(), c)?;
+        Ok(LowerBound {
+            value: knapsack_bound(c),
+            source: self.name().into(),
+            strength: Strength::Certified,
+        })
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    /// W(R) over two items: 10 B for 2 ticks (5 B/tick), 3 B for 3 ticks.
+    #[test]
+    fn freed_is_the_fractional_knapsack() {
+        let bp = breakpoints(vec![
+            Item { cost: 3, bytes: 3 },
+            Item { cost: 2, bytes: 10 },
+        ]);
+        assert_eq!(freed(&bp, &q(0)), q(0));
+        assert_eq!(freed(&bp, &q(1)), q(5));
+        assert_eq!(freed(&bp, &q(2)), q(10));
+        assert_eq!(freed(&bp, &q(4)), q(12));
+        assert_eq!(freed(&bp, &q(9)), q(13));
+        // A free item counts at R = 0.
+        let bp = breakpoints(vec![Item { cost: 0, bytes: 4 }, Item { cost: 2, bytes: 2 }]);
+        assert_eq!(freed(&bp, &q(0)), q(4));
+        assert_eq!(freed(&bp, &q(1)), q(5));
+    }
+}
