@@ -99,6 +99,7 @@ fn main() {
         anytime: Some(Duration::from_secs(secs)),
         progress: None,
         improve: Some(Duration::from_secs(secs).into()),
+        solver_limit: offcert::heuristic::SolverLimit::Time(Duration::from_secs(secs)),
     };
     let pct = BudgetSpec::parse("0%:100%:6").unwrap();
     let mut jobs: Vec<(PathBuf, Option<&BudgetSpec>)> = Vec::new();

@@ -27,6 +27,7 @@ mod formats;
 mod gap_cli;
 mod groups;
 mod offmate;
+mod offmate_gap;
 mod offmate_ilp;
 mod op_sequence;
 mod op_sequence_import;
