@@ -4,6 +4,8 @@
 //! - `import rotor|rockmate FILE -o OUT.json`: a rotor chain literal or a rockmate
 //!   `RK_Chain` JSON dump as a `remat_chain` instance
 //!   ([`crate::family::remat_import`]).
+//! - `import offmate-solution INSTANCE SOLUTION`: OFFMATE's own plan, realised,
+//!   checked and compared with Algorithm 1 ([`super::import_offmate`]).
 //!
 //! Exit 0 when written, 2 on bad input (the file and the field named).
 //!
@@ -36,6 +38,9 @@ pub enum ImportKind {
     Rotor(ChainArgs),
     /// A JSON dump of rockmate's `RK_Chain`, as a `remat_chain` instance.
     Rockmate(ChainArgs),
+    /// OFFMATE's own plan for an `offmate` instance (`scripts/export_offmate.py
+    /// --solution`): realised, checked, and compared with Algorithm 1.
+    OffmateSolution(super::import_offmate::OffmateSolutionArgs),
 }
 
 #[derive(clap::Args, Debug)]
@@ -111,6 +116,7 @@ pub fn run(a: ImportArgs) -> anyhow::Result<ExitCode> {
         ImportKind::Et(a) => run_et(a),
         ImportKind::Rotor(a) => run_chain(ChainSource::Rotor, a),
         ImportKind::Rockmate(a) => run_chain(ChainSource::Rockmate, a),
+        ImportKind::OffmateSolution(a) => super::import_offmate::run(a),
     }
 }
 

@@ -13,7 +13,9 @@ use common::*;
 use offcert::check::{check, CheckOutcome};
 use offcert::family::InstanceFile;
 use offcert::heuristic::effort::Effort;
-use offcert::heuristic::offmate::{self as om, algorithm1, improve, Baseline, PlanSource};
+use offcert::heuristic::offmate::{
+    self as om, algorithm1, improve, solution, Baseline, PlanSource,
+};
 use offcert::heuristic::{self, HeuristicError};
 use quickcheck::TestResult;
 use std::process::Command;
@@ -157,4 +159,139 @@ fn gap_lists_algorithm1_with_its_ilp_status() {
     let (c3, three) = gap(&[dir, "--quiet", "--jobs", "3"]);
     assert_eq!((c1, c3), (0, 0));
     assert_eq!(one, three);
+}
+
+static ROUND_TRIP: AtomicUsize = AtomicUsize::new(0);
+
+/// A plan written in OFFMATE's solution format and read back
+/// ([`solution::to_solution`], [`solution::rounded`]) is the same plan, and
+/// the two plans have no differences.
+#[test]
+fn a_plan_round_trips_through_the_solution_format() {
+    fn prop(bytes: Vec<u8>, tight: bool) -> TestResult {
+        let mut d = Draw::new(&bytes);
+        let off = offmate_instance(&mut d, tight);
+        let plan = offmate_plan(&mut d, &off);
+        let Ok(r) = om::round(&off, &plan) else {
+            return TestResult::discard();
+        };
+        let sol = solution::to_solution(&off, &r);
+        let text = serde_json::to_string(&sol).unwrap();
+        let back: offcert::family::offmate_solution::OffmateSolution =
+            serde_json::from_str(&text).unwrap();
+        let again = solution::rounded(&off, &back).expect("valid");
+        assert_eq!(again, r, "{off:?}");
+        let diff = solution::differences(&off, &again, &r);
+        assert!(diff.lines.is_empty() && diff.residency == 0);
+        ROUND_TRIP.fetch_add(1, Ordering::Relaxed);
+        TestResult::passed()
+    }
+    qc(200, 150).quickcheck(prop as fn(Vec<u8>, bool) -> TestResult);
+    assert!(ROUND_TRIP.load(Ordering::Relaxed) >= 20);
+}
+
+fn offcert(args: &[&str]) -> (i32, String, String) {
+    let out = Command::new(env!("CARGO_BIN_EXE_offcert"))
+        .args(args)
+        .current_dir(env!("CARGO_MANIFEST_DIR"))
+        .output()
+        .expect("runs");
+    (
+        out.status.code().unwrap_or(-1),
+        String::from_utf8_lossy(&out.stdout).into(),
+        String::from_utf8_lossy(&out.stderr).into(),
+    )
+}
+
+/// `offcert import offmate-solution`: Algorithm 1's own plan, generated in
+/// OFFMATE's solution format, is realised to the schedule Algorithm 1 gets,
+/// with the same checked period and no difference; the same plan with one
+/// block on another option and one Adam step moved is checked too, and the
+/// comparison names exactly those differences.
+#[test]
+fn import_offmate_solution_checks_and_compares() {
+    let f = "instances/offmate/counterexamples/eq7-off-by-one.json";
+    let file = offcert::io::load_instance(std::path::Path::new(&format!(
+        "{}/{f}",
+        env!("CARGO_MANIFEST_DIR")
+    )))
+    .unwrap()
+    .0;
+    let off = file.offmate().unwrap().clone();
+    let inst = file.compile().unwrap();
+    let run = algorithm1::runs(&off, &inst, Default::default())
+        .into_iter()
+        .find_map(|r| {
+            r.ok()
+                .filter(|r| matches!(r.outcome, CheckOutcome::Valid(_)))
+        })
+        .expect("Algorithm 1 has a checked schedule on eq7");
+    let CheckOutcome::Valid(ours) = &run.outcome else {
+        unreachable!()
+    };
+    let dir = std::env::temp_dir().join(format!("offcert-offgap-{}", std::process::id()));
+    std::fs::create_dir_all(&dir).unwrap();
+    let same = dir.join("same.solution.json");
+    let sol = solution::to_solution(&off, &run.rounded);
+    std::fs::write(&same, serde_json::to_string_pretty(&sol).unwrap()).unwrap();
+    let (code, out, err) = offcert(&["import", "offmate-solution", f, same.to_str().unwrap()]);
+    assert_eq!(code, 0, "{out}{err}");
+    let period = format!(
+        "checked period {} ticks (valid, checked)",
+        ours.makespan().0
+    );
+    assert!(out.contains(&period), "{period}: {out}");
+    assert!(
+        out.contains("differences: 0 block options, 0 Adam placements, 0 parameter residencies, 0 state residencies"),
+        "{out}"
+    );
+    // Another plan: the first trainable parameter's update placed elsewhere.
+    let mut other = run.rounded.clone();
+    let (p, _) = off.updated_params()[0];
+    other.params[p].update = match other.params[p].update {
+        om::Update::Gpu => om::Update::Cpu(0),
+        _ => om::Update::Gpu,
+    };
+    let moved = dir.join("moved.solution.json");
+    let sol = solution::to_solution(&off, &other);
+    std::fs::write(&moved, serde_json::to_string_pretty(&sol).unwrap()).unwrap();
+    let (code, out, err) = offcert(&["import", "offmate-solution", f, moved.to_str().unwrap()]);
+    assert!(code == 0 || code == 1, "{out}{err}");
+    assert!(
+        out.contains("valid, checked") || out.contains("refuted by the checker"),
+        "{out}"
+    );
+    assert!(out.contains(" 1 Adam placements"), "{out}");
+    assert!(out.contains(&off.params[p].name), "{out}");
+    // Bad input names the file and the field.
+    let bad = dir.join("bad.solution.json");
+    let mut v = serde_json::to_value(&sol).unwrap();
+    v["options"] = serde_json::json!([7]);
+    std::fs::write(&bad, v.to_string()).unwrap();
+    let (code, _, err) = offcert(&["import", "offmate-solution", f, bad.to_str().unwrap()]);
+    assert_eq!(code, 2, "{err}");
+    assert!(
+        err.contains("bad.solution.json") && err.contains("options"),
+        "{err}"
+    );
+    let _ = std::fs::remove_dir_all(&dir);
+}
+
+/// The exporter's sample plan (`scripts/export_offmate.py --sample --solution`,
+/// no rockmate needed) for its sample instance is read, realised and judged:
+/// a checked period or the checker's reason, never bad input.
+#[test]
+fn the_exporters_sample_solution_is_judged() {
+    let (code, out, err) = offcert(&[
+        "import",
+        "offmate-solution",
+        "tests/data/offmate_export_sample.json",
+        "tests/data/offmate_export_sample_solution.json",
+        "--no-compare",
+    ]);
+    assert!(code == 0 || code == 1, "{out}{err}");
+    assert!(
+        out.contains("checked period") || out.contains("refuted by the checker"),
+        "{out}"
+    );
 }

@@ -15,6 +15,7 @@ pub mod improve;
 pub mod postprocess;
 pub mod realise;
 pub mod select;
+pub mod solution;
 
 use super::HeuristicError;
 use crate::bound::offmate::{solve_ilp_with, IlpOptions};
