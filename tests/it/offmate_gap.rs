@@ -210,7 +210,7 @@ fn offcert(args: &[&str]) -> (i32, String, String) {
 /// comparison names exactly those differences.
 #[test]
 fn import_offmate_solution_checks_and_compares() {
-    let f = "instances/offmate/counterexamples/eq7-off-by-one.json";
+    let f = "instances/offmate/counterexamples/eq12-13-race.json";
     let file = offcert::io::load_instance(std::path::Path::new(&format!(
         "{}/{f}",
         env!("CARGO_MANIFEST_DIR")
@@ -225,7 +225,7 @@ fn import_offmate_solution_checks_and_compares() {
             r.ok()
                 .filter(|r| matches!(r.outcome, CheckOutcome::Valid(_)))
         })
-        .expect("Algorithm 1 has a checked schedule on eq7");
+        .expect("Algorithm 1 has a checked schedule on eq12-13-race");
     let CheckOutcome::Valid(ours) = &run.outcome else {
         unreachable!()
     };

@@ -10,7 +10,7 @@
 //! that step until the prefetch before the forward); a CPU-updated parameter's
 //! step moved back to the GPU (its states kept on the GPU, or offloaded after
 //! the update and prefetched before it). A strictly shorter checked period
-//! replaces the current plan. Then [`crate::heuristic::improve::retime`]
+//! replaces the current plan. Then [`crate::heuristic::improve::retime_cyclic`]
 //! re-times the best schedule's events (cyclic: each event as early as the
 //! checker accepts, then the period cut to its last event).
 //!
@@ -59,7 +59,7 @@ pub fn improve(
         Effort::Candidates(n) => Effort::Candidates(n.saturating_sub(first.used())),
         Effort::Time(_) => whole.left(),
     };
-    let retimed = crate::heuristic::improve::retime(inst, base, left);
+    let retimed = crate::heuristic::improve::retime_cyclic(inst, base, left);
     if retimed.is_some() {
         moves.push("retime");
     }
