@@ -291,6 +291,7 @@ fn improve_best(
         // Cyclic OFFMATE schedules: plan moves (a block's option, an Adam
         // step between GPU and CPU), then the re-timing, every candidate
         // checked (`heuristic::offmate::improve`).
+        let limit = heuristic::offmate::improve::cap(limit);
         if let Some(k) = heuristic::offmate::improve::improve(off, inst, start.checked(), limit) {
             let by = format!("{}+improve ({})", start.by, k.moves.join(", "));
             offer(best, &k.checked, &by);

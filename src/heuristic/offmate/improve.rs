@@ -18,7 +18,7 @@
 //! of the re-timing): with [`Effort::Candidates`] the result is the same on
 //! every machine. Half goes to the moves, the rest to the re-timing.
 //!
-//! Owns: [`improve`], [`read_plan`], [`Improved`]. Must not import: exact
+//! Owns: [`improve`], [`read_plan`], [`Improved`], [`cap`]. Must not import: exact
 //! solvers, reports.
 
 use super::postprocess::{group_steps, ParamRound, Rounded, Update};
@@ -30,6 +30,20 @@ use crate::heuristic::effort::{Effort, Meter};
 use crate::model::{Direction, Instance, TensorId};
 use crate::schedule::{Event, Schedule};
 use crate::units::Ticks;
+
+/// The candidates at most of one improvement given a count ([`cap`]): each
+/// realises and checks a whole period (about 2,600 events on the Llama2-7B
+/// instances, tens of milliseconds), so the gap report's default of 20,000
+/// would take minutes per row.
+pub const MAX_CANDIDATES: u64 = 2_000;
+
+/// `effort` with a count capped at [`MAX_CANDIDATES`] (a time is kept).
+pub fn cap(effort: Effort) -> Effort {
+    match effort {
+        Effort::Candidates(n) => Effort::Candidates(n.min(MAX_CANDIDATES)),
+        t => t,
+    }
+}
 
 /// A better checked schedule and what made it better.
 #[derive(Clone, Debug)]
