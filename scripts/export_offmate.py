@@ -29,6 +29,13 @@ Conventions (each written into the file's `note`):
   - H = `--cpu-management-ms` (the paper's 50 ms; rockmate's ILP uses 100).
 The JSON side is tested in offcert on tests/data/offmate_export_sample.json,
 which `--sample` writes without rockmate.
+
+`--solution FILE` also writes OFFMATE's own plan (format offmate-solution/1:
+per block the chosen option, the parameters and states on the GPU at step 0,
+per step the optimizer steps with their device and the offloads, deletes and
+prefetches of parameters, gradients and states in rockmate's order), for
+`offcert import offmate-solution INSTANCE FILE`; `--sample --solution FILE`
+writes a plan for the sample instance.
 """
 import argparse, json, math, sys
 from fractions import Fraction
@@ -131,6 +138,122 @@ def from_rockmate(om, gpu_memory, cpu_memory, name="rockmate-offmate",
                  cpu_management_ms, tick_ns)
 
 
+# ---------------------------------------------------------------------------
+# OFFMATE's solution (offcert `import offmate-solution`, format offmate-solution/1).
+#
+# Read from a solved rockmate `ModelPULPOffload` `md` after
+# `rockmate.solvers.ilp.ilp_schedule.schedule(md)` has run (rockmate HEAD
+# aabc29b, solvers/ilp/ilp_schedule.py), which leaves on `md`:
+#   - `md.active_steps`: the (t, k) steps, in the period's order; `k` indexes
+#     `md.hgraph.list_HCNs` (`.is_fwd`), `md.hcn2sub_c[k]` is the block (the
+#     index into `md.list_list_sched`, as in `from_rockmate`; None: the loss);
+#   - `md.Comp[t, k, o]` (read with `md.sol`): the option of the block;
+#   - `md.opt_ops`, `md.ofl_ops`, `md.del_ops`, `md.prf_ops`: per step the
+#     `OptimizeOp` (`.is_cpu`, `.list_params`), `OffloadOp`, `DeleteOp`,
+#     `PrefetchOp` whose `.target` is a `Parameter` (`.param_name`,
+#     `.is_grad`, `.is_optim_states`); `AllocateOp`s and activation targets
+#     are left out (offcert's realiser places activation transfers itself);
+#   - `op_sched.init_alive_status`: names "P param" / "P param_optim_states"
+#     alive at step 0.
+# Within a step the ops keep `schedule_step`'s order: optimizer steps,
+# offloads and deletes of other blocks' parameters, prefetches, then the
+# offloads and deletes of the step's own block's parameters. A step without a
+# block (the loss) is merged into the step before it.
+
+
+def _param_target(op):
+    """(param name, tensor) of an op on a Parameter, or None (activations, buffers)."""
+    tgt = getattr(op, "target", None)
+    if tgt is None or not hasattr(tgt, "pnode"):
+        return None
+    tensor = "grad" if getattr(tgt, "is_grad", False) else \
+        "states" if getattr(tgt, "is_optim_states", False) else "param"
+    return tgt.pnode.param_name, tensor
+
+
+def _solution_op(op):
+    kind = type(op).__name__
+    if kind == "OptimizeOp":
+        names = list(getattr(op, "list_params", []))
+        dev = "cpu" if getattr(op, "is_cpu", False) else "gpu"
+        return [{"op": "optimize", "param": n, "device": dev} for n in names]
+    word = {"OffloadOp": "offload", "PrefetchOp": "prefetch", "DeleteOp": "delete"}.get(kind)
+    pt = _param_target(op) if word else None
+    if pt is None:
+        return []
+    return [{"op": word, "param": pt[0], "tensor": pt[1]}]
+
+
+def solution_steps(L, active, options_of, ops_of):
+    """The solution's steps in offcert's order from plain data: `active` =
+    [(block or None, is_fwd)] in the period's order, `ops_of(i)` = the i-th
+    active step's ops as dicts, `options_of` = {block: option}."""
+    steps = [{"ops": []} for _ in range(2 * L)]
+    last = None
+    for i, (blk, fwd) in enumerate(active):
+        t = last if blk is None else (blk if fwd else 2 * L - 1 - blk)
+        if t is None:
+            continue
+        steps[t]["ops"].extend(ops_of(i))
+        last = t
+    return steps
+
+
+def solution_from_rockmate(md, op_sched, name="rockmate-offmate"):
+    """OFFMATE's plan as offcert's `offmate-solution/1` JSON (see above)."""
+    L = len(_need(md, "list_list_sched"))
+    hcns = _need(md, "hgraph", "list_HCNs")
+    active, per_step, options = [], [], {}
+    for (t, k) in _need(md, "active_steps"):
+        blk, fwd = md.hcn2sub_c[k], bool(hcns[k].is_fwd)
+        active.append((blk, fwd))
+        if blk is not None and fwd:
+            for o in range(md.nSched[k]):
+                if md.sol(md.Comp[t, k, o]):
+                    options[blk] = o
+                    break
+        own = set(p.param_name for w in md.hcn2param[k] for p in md.parameters[w])
+        is_own = lambda op: (_param_target(op) or ("", ""))[0] in own and \
+            type(op).__name__ in ("OffloadOp", "DeleteOp")
+        ops = list(md.opt_ops[t, k])
+        ops += [op for op in md.ofl_ops[t, k] if not is_own(op)]
+        ops += [op for op in md.del_ops[t, k] if not is_own(op)]
+        ops += list(md.prf_ops[t, k])
+        ops += [op for op in md.ofl_ops[t, k] + md.del_ops[t, k] if is_own(op)]
+        per_step.append([d for op in ops for d in _solution_op(op)])
+    alive = getattr(op_sched, "init_alive_status", {}) or {}
+    initial = {"params": sorted(n[:-len(" param")] for n, a in alive.items()
+                                if a and n.endswith(" param")),
+               "states": sorted(n[:-len(" param_optim_states")] for n, a in alive.items()
+                                if a and n.endswith(" param_optim_states"))}
+    return {"format": "offmate-solution/1", "instance": name,
+            "note": "Exported by scripts/export_offmate.py from rockmate's solved ModelPULPOffload.",
+            "options": [options.get(b, 0) for b in range(L)], "initial": initial,
+            "steps": solution_steps(L, active, options, lambda i: per_step[i])}
+
+
+def sample_solution():
+    """A plan for `sample()` in the solution format (no rockmate needed): every
+    parameter on the GPU, Adam on the GPU after its last backward, except
+    layer 0's q weight, updated on the CPU during the step after its backward
+    and prefetched before its forward."""
+    L = 3
+    q = "layers.0.attn.q.weight"
+    active = [(0, True), (1, True), (2, True), (None, True), (2, False), (1, False), (0, False)]
+    ops = {i: [] for i in range(len(active))}
+    ops[4] = [{"op": "optimize", "param": "lm_head.weight"}]
+    ops[5] = [{"op": "offload", "param": q, "tensor": "grad"}, {"op": "delete", "param": q}]
+    ops[6] = [{"op": "optimize", "param": q, "device": "cpu"},
+              {"op": "optimize", "param": "embed.weight"},
+              {"op": "prefetch", "param": q}]
+    names = ["embed.weight", q, "layers.0.norm.weight", "lm_head.weight"]
+    return {"format": "offmate-solution/1", "instance": "export-sample",
+            "note": "Hand-written sample plan for the sample instance.",
+            "options": [0, 2, 0],
+            "initial": {"params": names, "states": ["embed.weight", "lm_head.weight"]},
+            "steps": solution_steps(L, active, {}, lambda i: ops[i])}
+
+
 def sample():
     """Two Llama-like blocks with rockmate-shaped numbers (no rockmate needed)."""
     p = lambda n, b, t=True: {"name": n, "bytes": b, "trainable": t}
@@ -162,6 +285,8 @@ def dump(d, path):
 def main(argv=None):
     ap = argparse.ArgumentParser(description=__doc__.split("\n")[0])
     ap.add_argument("--sample", action="store_true", help="write the no-rockmate sample")
+    ap.add_argument("--solution", metavar="FILE",
+                    help="also write OFFMATE's plan (offmate-solution/1) to FILE")
     ap.add_argument("--pickle-dir"), ap.add_argument("--id")
     ap.add_argument("--gpu-memory", type=int), ap.add_argument("--cpu-memory", type=int)
     ap.add_argument("--cpu-management-ms", type=float, default=50.0)
@@ -170,6 +295,8 @@ def main(argv=None):
     a = ap.parse_args(argv)
     if a.sample:
         dump(sample(), a.output)
+        if a.solution:
+            dump(sample_solution(), a.solution)
         return 0
     if not (a.pickle_dir and a.id and a.gpu_memory and a.cpu_memory):
         ap.error("--pickle-dir, --id, --gpu-memory and --cpu-memory are needed")
@@ -182,6 +309,13 @@ def main(argv=None):
         om = pickle.load(f)  # the user's own pickle, in the user's rockmate environment
     dump(from_rockmate(om, a.gpu_memory, a.cpu_memory, a.id, a.cpu_management_ms,
                        a.tick_ns), a.output)
+    if a.solution:
+        md = _need(om, "md") if hasattr(om, "md") else om
+        op_sched = getattr(om, "op_sched", None)
+        if op_sched is None:
+            from rockmate.solvers.ilp.ilp_schedule import schedule
+            op_sched = schedule(md)
+        dump(solution_from_rockmate(md, op_sched, a.id), a.solution)
     return 0
 
 

@@ -7,6 +7,7 @@
 
 use crate::family::InstanceFile;
 use crate::heuristic::effort::Effort;
+use crate::heuristic::SolverLimit;
 use crate::io;
 use crate::report::{self, table, BudgetSpec, GapEntry, GapOptions};
 use anyhow::Context;
@@ -208,6 +209,9 @@ fn instance_rows(job: &Job, shared: &Shared, bar: &ProgressBar) -> anyhow::Resul
                 .limit
                 .map_or(Effort::Candidates(IMPROVE_CANDIDATES), Effort::Time),
         ),
+        solver_limit: shared
+            .limit
+            .map_or(SolverLimit::Deterministic, SolverLimit::Time),
     };
     let mut carry = report::gap::CarryOver::default();
     let mut rows = Vec::new();

@@ -7,6 +7,8 @@
 //! - `import rotor-sequence SEQ --chain CHAIN -o OUT` (alias `rockmate-sequence`):
 //!   a rotor or rockmate op sequence as a checked schedule
 //!   ([`super::import_sequence`]).
+//! - `import offmate-solution INSTANCE SOLUTION`: OFFMATE's own plan, realised,
+//!   checked and compared with Algorithm 1 ([`super::import_offmate`]).
 //!
 //! Exit 0 when written, 2 on bad input (the file and the field named).
 //!
@@ -43,6 +45,9 @@ pub enum ImportKind {
     /// `{"ops": [...]}` from scripts/export_rockmate_sequence.py), as a schedule, checked.
     #[command(alias = "rockmate-sequence")]
     RotorSequence(super::import_sequence::SequenceArgs),
+    /// OFFMATE's own plan for an `offmate` instance (`scripts/export_offmate.py
+    /// --solution`): realised, checked, and compared with Algorithm 1.
+    OffmateSolution(super::import_offmate::OffmateSolutionArgs),
 }
 
 #[derive(clap::Args, Debug)]
@@ -119,6 +124,7 @@ pub fn run(a: ImportArgs) -> anyhow::Result<ExitCode> {
         ImportKind::Rotor(a) => run_chain(ChainSource::Rotor, a),
         ImportKind::Rockmate(a) => run_chain(ChainSource::Rockmate, a),
         ImportKind::RotorSequence(a) => super::import_sequence::run(a),
+        ImportKind::OffmateSolution(a) => super::import_offmate::run(a),
     }
 }
 

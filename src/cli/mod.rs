@@ -13,6 +13,7 @@ pub mod export;
 pub mod gap;
 pub mod heuristic;
 pub mod import;
+pub mod import_offmate;
 pub mod import_sequence;
 pub mod offmate;
 pub mod plot;

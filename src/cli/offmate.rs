@@ -102,6 +102,7 @@ pub fn run(a: OffmateArgs) -> anyhow::Result<ExitCode> {
     let mut notes = Vec::new();
     let opts = crate::bound::offmate::IlpOptions {
         cpu_optimizer: !a.no_cpu_optim,
+        ..Default::default()
     };
     for mode in modes {
         for r in om::ilp_runs(off, &inst, mode, limit, opts, a.repairs) {

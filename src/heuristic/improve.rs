@@ -15,8 +15,17 @@
 //! and transfer as early as the checker allows (an event-by-event left
 //! shift; DYNPROG's schedules start each prefetch only at the end of an op).
 //!
+//! A cyclic schedule is re-timed by [`retime_cyclic`]: each event, deletes
+//! included, moves to an early instant the checker accepts (found by
+//! bisection over the event boundaries before it, so each move costs a few
+//! checks), then the period is cut to the last event; groups, slots and
+//! precedences are the checker's business, like every other rule. Today only
+//! OFFMATE's improvement (`heuristic::offmate::improve`) calls it; [`retime`]
+//! leaves cyclic schedules alone (on `op_sequence` rows it would change the
+//! gap report's figures, e.g. the README's `linear.json` row).
+//!
 //! Owns: [`improve`], [`best_run`]'s companion that improves a heuristic run;
-//! [`retime`].
+//! [`retime`], [`retime_cyclic`].
 //! Must not import: exact solvers. Property (`tests/improve.rs`): every
 //! schedule it returns passes the checker and is never worse than its input.
 
@@ -279,4 +288,138 @@ fn earlier_instants(inst: &Instance, events: &[Event], i: usize) -> Vec<Ticks> {
     ts.sort();
     ts.dedup();
     ts
+}
+
+/// [`retime`] for a cyclic schedule: sweeps in order of start move each
+/// event (compute, transfer, delete) to the earliest instant before it that
+/// the checker accepts, found by bisection over the candidate instants
+/// ([`cyclic_instants`]; the checker's verdict need not be monotone, so the
+/// instant found is valid but not always the earliest); after each sweep the
+/// period is cut to the last event ([`cut_period`]). Stops when a sweep moves
+/// nothing or `effort` (one unit per check) is spent.
+pub fn retime_cyclic(inst: &Instance, start: &Checked, effort: Effort) -> Option<Checked> {
+    start.schedule().period?;
+    let mut meter = effort.start();
+    let mut sched = start.schedule().clone();
+    let mut cur = start.clone();
+    loop {
+        let mut moved = false;
+        let mut ix: Vec<usize> = (0..sched.events.len()).collect();
+        ix.sort_by_key(|&i| (sched.events[i].start(), sched.events[i].end()));
+        for i in ix {
+            let ts = cyclic_instants(inst, &sched.events, i);
+            let (mut lo, mut hi) = (0usize, ts.len());
+            while lo < hi && !meter.spent() {
+                let mid = (lo + hi) / 2;
+                meter.charge();
+                let mut cand = sched.clone();
+                cand.events[i] = moved_to(cand.events[i], ts[mid]);
+                match check(inst, &cand) {
+                    CheckOutcome::Valid(c) => {
+                        sched = cand;
+                        cur = c;
+                        moved = true;
+                        hi = mid;
+                    }
+                    CheckOutcome::Invalid(_) => lo = mid + 1,
+                }
+            }
+        }
+        if let Some(c) = cut_period(inst, &mut sched, &mut meter) {
+            cur = c;
+            moved = true;
+        }
+        if !moved || meter.spent() {
+            break;
+        }
+    }
+    (cur.makespan() < start.makespan()).then_some(cur)
+}
+
+/// The event moved to start (a delete: happen) at `t`.
+fn moved_to(e: Event, t: Ticks) -> Event {
+    match e {
+        Event::Delete { tensor, .. } => Event::Delete { tensor, at: t },
+        other => other.starting_at(t),
+    }
+}
+
+/// Candidate instants before event `i` of a cyclic schedule, ascending: from
+/// `lo` (a compute or transfer: the end of the latest event on its stream or
+/// channel starting before it, so that the order on each stream is kept; a
+/// delete: the latest end of an event starting before it that touches its
+/// tensor) to its start, every event boundary in between.
+fn cyclic_instants(inst: &Instance, events: &[Event], i: usize) -> Vec<Ticks> {
+    let me = events[i];
+    let s = me.start();
+    let touches = |e: &Event, t: TensorId| match *e {
+        Event::Compute { op, .. } => {
+            let o = inst.op(op);
+            o.reads.contains(&t) || o.produces.contains(&t) || o.modifies.contains(&t)
+        }
+        Event::Transfer { tensor, .. } => tensor == t,
+        Event::Delete { .. } => false,
+    };
+    let related = |e: &Event| match (me, *e) {
+        (Event::Compute { op: a, .. }, Event::Compute { op: b, .. }) => {
+            inst.op(a).device == inst.op(b).device
+        }
+        (Event::Transfer { dir: a, .. }, Event::Transfer { dir: b, .. }) => {
+            inst.machine.channel(a) == inst.machine.channel(b)
+        }
+        (Event::Delete { tensor, .. }, other) => touches(&other, tensor),
+        _ => false,
+    };
+    let lo = events
+        .iter()
+        .enumerate()
+        .filter(|(j, e)| *j != i && e.start() < s && related(e))
+        .map(|(_, e)| e.end())
+        .max()
+        .unwrap_or(Ticks::ZERO);
+    if lo >= s {
+        return vec![];
+    }
+    let mut ts: Vec<Ticks> = events
+        .iter()
+        .flat_map(|e| [e.start(), e.end()])
+        .filter(|t| *t > lo && *t < s)
+        .collect();
+    ts.push(lo);
+    ts.sort();
+    ts.dedup();
+    ts
+}
+
+/// Cut the period of a cyclic schedule to its last event (computes and
+/// transfers end there, deletes happen before it; a delete at 0 stays at 0,
+/// the boundary): checked, and kept when valid.
+fn cut_period(
+    inst: &Instance,
+    sched: &mut crate::schedule::Schedule,
+    meter: &mut Meter,
+) -> Option<Checked> {
+    let p = sched.period?;
+    let last = sched
+        .events
+        .iter()
+        .map(|e| match *e {
+            Event::Delete { at, .. } if at > Ticks::ZERO => at + Ticks(1),
+            Event::Delete { .. } => Ticks(1),
+            other => other.end(),
+        })
+        .max()?;
+    if last >= p || meter.spent() {
+        return None;
+    }
+    meter.charge();
+    let mut cand = sched.clone();
+    cand.period = Some(last);
+    match check(inst, &cand) {
+        CheckOutcome::Valid(c) if c.makespan() < p => {
+            *sched = cand;
+            Some(c)
+        }
+        _ => None,
+    }
 }

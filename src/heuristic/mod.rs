@@ -48,11 +48,45 @@ pub enum HeuristicError {
     },
 }
 
+/// How long a heuristic that runs a solver (OFFMATE's Algorithm 1, its ILP)
+/// may run it. Heuristics without a solver ignore it.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+pub enum SolverLimit {
+    /// The heuristic's deterministic default: a count (branch-and-bound
+    /// nodes), never a clock, so the schedule is the same on every machine,
+    /// under any load and at any `gap --jobs`.
+    #[default]
+    Deterministic,
+    /// A wall-clock limit per solve (the gap report's `--time-limit`).
+    Time(std::time::Duration),
+}
+
+/// A heuristic's schedule with a note on how it was found (e.g. the ILP's
+/// status in its claim words), before the checker has seen it.
+#[derive(Clone, Debug)]
+pub struct Found {
+    pub schedule: Schedule,
+    pub note: Option<String>,
+}
+
 /// A heuristic builds a schedule; [`run`] checks it.
 pub trait Heuristic: Send + Sync {
     fn name(&self) -> &'static str;
     fn applies(&self, file: &InstanceFile) -> bool;
     fn schedule(&self, file: &InstanceFile, inst: &Instance) -> Result<Schedule, HeuristicError>;
+    /// [`Heuristic::schedule`] under a solver limit, with a note; the default
+    /// ignores the limit and has no note.
+    fn schedule_within(
+        &self,
+        file: &InstanceFile,
+        inst: &Instance,
+        _limit: SolverLimit,
+    ) -> Result<Found, HeuristicError> {
+        Ok(Found {
+            schedule: self.schedule(file, inst)?,
+            note: None,
+        })
+    }
     /// The algorithm's own objective value in its paper's model, when it has one
     /// (reported as `solver-reported`, never as a makespan).
     fn model_value(&self, _file: &InstanceFile) -> Option<f64> {
@@ -65,6 +99,9 @@ pub trait Heuristic: Send + Sync {
 pub struct HeuristicRun {
     pub name: &'static str,
     pub checked: Checked,
+    /// How the schedule was found, where the heuristic says (an ILP's status
+    /// in its claim words).
+    pub note: Option<String>,
 }
 
 /// Run `h` and pass its schedule through the checker.
@@ -73,11 +110,22 @@ pub fn run(
     file: &InstanceFile,
     inst: &Instance,
 ) -> Result<HeuristicRun, HeuristicError> {
-    let schedule = h.schedule(file, inst)?;
+    run_within(h, file, inst, SolverLimit::Deterministic)
+}
+
+/// [`run`] under a solver limit (heuristics that run a solver use it).
+pub fn run_within(
+    h: &dyn Heuristic,
+    file: &InstanceFile,
+    inst: &Instance,
+    limit: SolverLimit,
+) -> Result<HeuristicRun, HeuristicError> {
+    let Found { schedule, note } = h.schedule_within(file, inst, limit)?;
     match check(inst, &schedule) {
         CheckOutcome::Valid(checked) => Ok(HeuristicRun {
             name: h.name(),
             checked,
+            note,
         }),
         CheckOutcome::Invalid(rejected) => Err(HeuristicError::Invalid {
             heuristic: h.name(),

@@ -344,10 +344,26 @@ fn relative_gap(primal: f64, dual: f64) -> f64 {
 /// gap, never optimal; so is an "optimal" whose own gap is not zero. Nothing
 /// here is trusted: the values are solver output (`solver-reported`).
 pub fn solve_mip(m: &Milp, time_limit: Duration) -> Result<MipSolved, LpError> {
+    solve_mip_limited(m, time_limit, None)
+}
+
+/// [`solve_mip`] that also stops after `max_nodes` branch-and-bound nodes
+/// (`None`: no node limit). With `time_limit` = `Duration::MAX` the solve is
+/// cut by the node count alone: single-threaded HiGHS then gives the same
+/// incumbent on every machine and under any load (a stop by the node limit is
+/// [`MipStatus::Feasible`] with its gap).
+pub fn solve_mip_limited(
+    m: &Milp,
+    time_limit: Duration,
+    max_nodes: Option<i32>,
+) -> Result<MipSolved, LpError> {
     let mut model = row_problem(m, false).optimise(Sense::Minimise);
     model.make_quiet();
     model.set_option("time_limit", time_limit.as_secs_f64().max(0.001));
     model.set_option("threads", 1);
+    if let Some(n) = max_nodes {
+        model.set_option("mip_max_nodes", n.max(1));
+    }
     model.set_option("mip_rel_gap", 0.0);
     model.set_option("mip_abs_gap", 0.0);
     let solved = model

@@ -122,6 +122,10 @@ pub struct HeuristicCell {
     /// never a makespan.
     #[serde(skip_serializing_if = "Option::is_none")]
     pub model_value: Option<f64>,
+    /// How a checked schedule was found, where the heuristic says (OFFMATE's
+    /// Algorithm 1: its ILP's status, `solver-reported`).
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub note: Option<String>,
     #[serde(skip)]
     checked: Option<Checked>,
 }
@@ -139,6 +143,7 @@ impl HeuristicCell {
             schedule_sha256: Some(run.checked.report().schedule_sha256.clone()),
             seconds,
             model_value: None,
+            note: run.note,
             checked: Some(run.checked),
         }
     }
@@ -159,6 +164,7 @@ impl HeuristicCell {
             schedule_sha256: None,
             seconds,
             model_value: None,
+            note: None,
             checked: None,
         }
     }

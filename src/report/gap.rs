@@ -17,7 +17,7 @@ use crate::bound::{self, best_of, BoundError, LowerBound, Strength};
 use crate::check::Checked;
 use crate::family::InstanceFile;
 use crate::heuristic::effort::Effort;
-use crate::heuristic::{self, HeuristicError};
+use crate::heuristic::{self, HeuristicError, SolverLimit};
 use crate::model::Instance;
 use num_bigint::BigInt;
 use num_rational::BigRational;
@@ -88,6 +88,10 @@ pub struct GapOptions<'a> {
     /// candidates ([`Effort::Candidates`]) makes the row independent of the
     /// machine's speed and load.
     pub improve: Option<Effort>,
+    /// How long a heuristic that runs a solver (OFFMATE's Algorithm 1) may
+    /// run it: the row's `--time-limit`, or its deterministic default (a node
+    /// count), which keeps the row independent of the machine.
+    pub solver_limit: SolverLimit,
 }
 
 /// m / ⌈b⌉ (display only).
@@ -151,7 +155,8 @@ pub fn gap_with_carry(
     let mut cells = Vec::new();
     for h in heuristic::all().iter().filter(|h| h.applies(file)) {
         if opts.only.is_empty() || opts.only.iter().any(|n| n == h.name()) {
-            cells.push(heuristic_cell(h.as_ref(), file, inst, &mut problems));
+            let limit = opts.solver_limit;
+            cells.push(heuristic_cell(h.as_ref(), file, inst, limit, &mut problems));
         }
     }
     let mut best: Option<BestCell> = None;
@@ -262,9 +267,10 @@ pub fn certified_columns(
 
 /// Local improvement of the best checked schedule, where the family has one
 /// (`weight_chain`: re-planning its transfers, stopping at ⌈best certified
-/// bound⌉; one-shot fixed-order instances such as `activation_chain`:
-/// [`heuristic::improve::improve`]); the result is offered as
-/// `<origin>+improve`.
+/// bound⌉; `offmate`: [`heuristic::offmate::improve::improve`], plan moves and
+/// the cyclic re-timing; one-shot fixed-order instances such as
+/// `activation_chain`: [`heuristic::improve::improve`]); the result is offered
+/// as `<origin>+improve`.
 fn improve_best(
     file: &InstanceFile,
     inst: &Instance,
@@ -283,6 +289,15 @@ fn improve_best(
             heuristic::weight::replan::improve(c, inst, start.checked(), target, limit)
         {
             offer(best, &k, &by);
+        }
+    } else if let Some(off) = file.offmate() {
+        // Cyclic OFFMATE schedules: plan moves (a block's option, an Adam
+        // step between GPU and CPU), then the re-timing, every candidate
+        // checked (`heuristic::offmate::improve`).
+        let limit = heuristic::offmate::improve::cap(limit);
+        if let Some(k) = heuristic::offmate::improve::improve(off, inst, start.checked(), limit) {
+            let by = format!("{}+improve ({})", start.by, k.moves.join(", "));
+            offer(best, &k.checked, &by);
         }
     } else if let Some(k) = heuristic::improve::improve(inst, start.checked(), limit) {
         // One-shot, fixed-order instances (`activation_chain` and the like):
@@ -416,10 +431,11 @@ fn heuristic_cell(
     h: &dyn heuristic::Heuristic,
     file: &InstanceFile,
     inst: &Instance,
+    limit: SolverLimit,
     problems: &mut Vec<String>,
 ) -> HeuristicCell {
     let t = Instant::now();
-    let r = heuristic::run(h, file, inst);
+    let r = heuristic::run_within(h, file, inst, limit);
     let seconds = t.elapsed().as_secs_f64();
     let model_value = h.model_value(file);
     let failed = |verdict: &str, reason: String| {
@@ -559,6 +575,7 @@ mod carry_tests {
             anytime: None,
             progress: None,
             improve: None,
+            solver_limit: SolverLimit::Deterministic,
         }
     }
 

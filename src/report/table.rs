@@ -98,7 +98,10 @@ pub fn rows(entries: &[GapEntry]) -> Vec<Vec<String>> {
                 f4(h.ratio_to_optimum),
                 ov.clone(),
                 oc.clone(),
-                h.reason.clone().unwrap_or_default(),
+                h.reason
+                    .clone()
+                    .or_else(|| h.note.clone())
+                    .unwrap_or_default(),
             ]);
             out.push(r);
         }
@@ -376,6 +379,9 @@ fn heuristic_lines(s: &mut String, e: &GapEntry) {
                 .map(|r| format!("  ({r})"))
                 .unwrap_or_default()
         );
+        if let Some(n) = &h.note {
+            let _ = writeln!(s, "      {}: {n}", h.heuristic);
+        }
         if let Some(v) = h.model_value {
             let _ = writeln!(
                 s,

@@ -28,6 +28,7 @@ mod gap_cli;
 mod groups;
 mod groups_exact;
 mod offmate;
+mod offmate_gap;
 mod offmate_ilp;
 mod op_sequence;
 mod op_sequence_exact;

@@ -93,6 +93,7 @@ fn the_gap_report_offers_the_improvement() {
         anytime: None,
         progress: None,
         improve: Some(Duration::from_secs(120).into()),
+        solver_limit: Default::default(),
     };
     let e = gap("bert-L96-b16", &file, &inst, &opts);
     let best = e.best_schedule.as_ref().expect("a schedule");

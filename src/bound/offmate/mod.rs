@@ -60,12 +60,17 @@ pub struct IlpOptions {
     /// May parameters be updated on the CPU? `false` fixes every Opt_t^w to 0
     /// (Table 2's "w/o CPU optim" ablation).
     pub cpu_optimizer: bool,
+    /// Stop after this many branch-and-bound nodes (`None`: the time limit
+    /// alone). With `Duration::MAX` as the time limit the solve is the same on
+    /// every machine (the gap report's deterministic mode).
+    pub max_nodes: Option<i32>,
 }
 
 impl Default for IlpOptions {
     fn default() -> Self {
         IlpOptions {
             cpu_optimizer: true,
+            max_nodes: None,
         }
     }
 }
@@ -86,7 +91,7 @@ pub fn solve_ilp_with(
             }
         }
     }
-    let s = lp::solve_mip(&model.milp, time_limit)?;
+    let s = lp::solve_mip_limited(&model.milp, time_limit, opts.max_nodes)?;
     let status = match s.status {
         MipStatus::Optimal => PlanStatus::Optimal,
         MipStatus::Feasible { gap } => PlanStatus::Feasible { gap },

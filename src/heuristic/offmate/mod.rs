@@ -6,12 +6,16 @@
 //! peaks) or the [`Rejected`] with its reasons; a rejection is reported, never
 //! dropped.
 //!
-//! Owns: [`run_plan`], [`OffmateRun`], [`PlanSource`], the baseline plans.
+//! Owns: [`run_plan`], [`OffmateRun`], [`PlanSource`], the baseline plans,
+//! Algorithm 1 as a registry heuristic ([`algorithm1`]).
 //! Must not import: exact solvers, reports, the CLI.
 
+pub mod algorithm1;
+pub mod improve;
 pub mod postprocess;
 pub mod realise;
 pub mod select;
+pub mod solution;
 
 use super::HeuristicError;
 use crate::bound::offmate::{solve_ilp_with, IlpOptions};
@@ -249,11 +253,16 @@ pub fn baseline_plan(off: &Offmate, b: Baseline) -> StepPlan {
 /// A baseline whose realised plan exceeds the GPU or CPU memory says `no
 /// schedule` with the checker's reason (its plan fixes what lives where, so
 /// there is nothing to repair); it never returns a schedule that does not fit.
+/// Algorithm 1 (the ILP, [`algorithm1`]) comes first, so that it keeps the
+/// credit on a tie.
 pub fn heuristics() -> Vec<Box<dyn super::Heuristic>> {
-    Baseline::all()
-        .into_iter()
-        .map(|b| Box::new(BaselineHeuristic(b)) as Box<dyn super::Heuristic>)
-        .collect()
+    let mut v: Vec<Box<dyn super::Heuristic>> = vec![Box::new(algorithm1::Algorithm1)];
+    v.extend(
+        Baseline::all()
+            .into_iter()
+            .map(|b| Box::new(BaselineHeuristic(b)) as Box<dyn super::Heuristic>),
+    );
+    v
 }
 
 struct BaselineHeuristic(Baseline);
@@ -303,7 +312,7 @@ impl super::Heuristic for BaselineHeuristic {
 /// Did the checker refute the schedule for the GPU or CPU capacity and
 /// nothing else? (A baseline plan fixes what lives where; when that does not
 /// fit, the baseline has no schedule.)
-fn only_capacity(r: &crate::check::Rejected) -> bool {
+pub(crate) fn only_capacity(r: &crate::check::Rejected) -> bool {
     use crate::check::Violation;
     !r.violations().is_empty()
         && r.violations().iter().all(|v| {

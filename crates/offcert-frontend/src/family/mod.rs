@@ -10,6 +10,7 @@ pub mod activation_chain;
 pub mod core_file;
 pub mod offmate;
 pub mod offmate_compile;
+pub mod offmate_solution;
 pub mod op_sequence;
 pub mod remat_chain;
 pub mod remat_import;
