@@ -16,7 +16,8 @@
 //! shift; DYNPROG's schedules start each prefetch only at the end of an op).
 //!
 //! Owns: [`improve`], [`best_run`]'s companion that improves a heuristic run;
-//! [`retime`].
+//! [`retime`] and its cyclic form [`retime_cyclic`] (`op_sequence`: events
+//! moved earlier, then the period cut to what they need).
 //! Must not import: exact solvers. Property (`tests/improve.rs`): every
 //! schedule it returns passes the checker and is never worse than its input.
 
@@ -199,7 +200,74 @@ pub fn retime(inst: &Instance, start: &Checked, effort: impl Into<Effort>) -> Op
     if inst.mode != Mode::OneShot {
         return None;
     }
+    sweep(inst, start, &mut effort.into().start())
+}
+
+/// [`retime`] for a cyclic schedule (issue 25: `op_sequence`): the same
+/// sweeps move each compute and transfer to the earliest instant the checker
+/// accepts, within the period; after each sweep the period is cut to the
+/// last instant any event needs (the last end; one past the last delete,
+/// since events start in [0, P)) when the checker accepts that schedule.
+/// Returns the result if its period is strictly shorter than `start`'s.
+pub fn retime_cyclic(
+    inst: &Instance,
+    start: &Checked,
+    effort: impl Into<Effort>,
+) -> Option<Checked> {
+    if inst.mode != Mode::Cyclic {
+        return None;
+    }
     let mut meter = effort.into().start();
+    let mut cur = start.clone();
+    loop {
+        let moved = sweep(inst, &cur, &mut meter);
+        let base = moved.as_ref().unwrap_or(&cur);
+        match shorten_period(inst, base) {
+            // A shorter period may let events move again.
+            Some(c) if !meter.spent() => cur = c,
+            Some(c) => {
+                cur = c;
+                break;
+            }
+            None => {
+                cur = moved.unwrap_or(cur);
+                break;
+            }
+        }
+    }
+    (cur.makespan() < start.makespan()).then_some(cur)
+}
+
+/// The cyclic schedule with its period cut to the last instant its events
+/// need, if that is shorter and the checker accepts it.
+fn shorten_period(inst: &Instance, c: &Checked) -> Option<Checked> {
+    let s = c.schedule();
+    let need = s
+        .events
+        .iter()
+        .map(|e| match *e {
+            Event::Delete { at, .. } => at.0 + 1,
+            _ => e.end().0,
+        })
+        .max()
+        .unwrap_or(1)
+        .max(1);
+    if s.period.is_none_or(|p| need >= p.0) {
+        return None;
+    }
+    let mut cand = s.clone();
+    cand.period = Some(Ticks(need));
+    match check(inst, &cand) {
+        CheckOutcome::Valid(k) => Some(k),
+        CheckOutcome::Invalid(_) => None,
+    }
+}
+
+/// Sweeps of [`retime`]: each event, in order of start, to the earliest
+/// instant the checker accepts, until nothing moves or `meter` is spent.
+/// `Some` if some event moved.
+fn sweep(inst: &Instance, start: &Checked, meter: &mut Meter) -> Option<Checked> {
+    let mut any = false;
     let mut sched = start.schedule().clone();
     let mut cur = start.clone();
     'sweeps: loop {
@@ -219,6 +287,7 @@ pub fn retime(inst: &Instance, start: &Checked, effort: impl Into<Effort>) -> Op
                         sched = cand;
                         cur = c;
                         moved = true;
+                        any = true;
                         break;
                     }
                 }
@@ -228,7 +297,10 @@ pub fn retime(inst: &Instance, start: &Checked, effort: impl Into<Effort>) -> Op
             break;
         }
     }
-    (cur.makespan() < start.makespan()).then_some(cur)
+    match inst.mode {
+        Mode::OneShot => (cur.makespan() < start.makespan()).then_some(cur),
+        _ => any.then_some(cur),
+    }
 }
 
 /// The instants before event `i`'s start worth trying, earliest first. An
@@ -279,4 +351,49 @@ fn earlier_instants(inst: &Instance, events: &[Event], i: usize) -> Vec<Ticks> {
     ts.sort();
     ts.dedup();
     ts
+}
+
+/// Events × candidates an `op_sequence` improvement checks at most when its
+/// effort is a count of candidates (a check costs about its event count):
+/// the count is cut to this over the schedule's events, so that a row of a
+/// program of thousands of functions stays within seconds.
+pub const OP_SEQUENCE_EVENT_CHECKS: u64 = 1_000_000;
+
+/// Checked improvement of an `op_sequence` schedule (issue 25): re-plan the
+/// evictions (every `belady` candidate plan realised within the memory, in
+/// order of period, the first the checker accepts that is shorter than
+/// `start`), then [`retime_cyclic`] on the better of the two. `None`: no
+/// strictly shorter checked period found.
+pub fn improve_op_sequence(
+    seq: &crate::family::OpSequence,
+    inst: &Instance,
+    start: &Checked,
+    effort: impl Into<Effort>,
+) -> Option<Checked> {
+    let effort = match effort.into() {
+        Effort::Candidates(n) => {
+            let events = start.schedule().events.len().max(1) as u64;
+            Effort::Candidates(n.min(OP_SEQUENCE_EVENT_CHECKS / events).max(1))
+        }
+        t => t,
+    };
+    let mut meter = effort.start();
+    let u = seq.uses().ok()?;
+    let mut best: Option<Checked> = None;
+    for s in super::op_sequence::belady_candidates(inst, &u) {
+        if s.period.is_none_or(|p| p >= start.makespan()) || meter.spent() {
+            break;
+        }
+        meter.charge();
+        if let CheckOutcome::Valid(c) = check(inst, &s) {
+            best = Some(c);
+            break;
+        }
+    }
+    let left = match effort {
+        Effort::Candidates(n) => Effort::Candidates(n.saturating_sub(meter.used())),
+        Effort::Time(_) => meter.left(),
+    };
+    let base = best.as_ref().unwrap_or(start);
+    retime_cyclic(inst, base, left).or(best)
 }

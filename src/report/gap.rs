@@ -262,7 +262,8 @@ pub fn certified_columns(
 
 /// Local improvement of the best checked schedule, where the family has one
 /// (`weight_chain`: re-planning its transfers, stopping at ⌈best certified
-/// bound⌉; one-shot fixed-order instances such as `activation_chain`:
+/// bound⌉; `op_sequence`: [`heuristic::improve::improve_op_sequence`];
+/// one-shot fixed-order instances such as `activation_chain`:
 /// [`heuristic::improve::improve`]); the result is offered as
 /// `<origin>+improve`.
 fn improve_best(
@@ -279,6 +280,13 @@ fn improve_best(
         if let Some((by, k)) =
             heuristic::weight::replan::improve(c, inst, start.checked(), target, limit)
         {
+            offer(best, &k, &by);
+        }
+    } else if let crate::family::InstanceFile::OpSequence(seq) = file {
+        // Cyclic programs: re-plan the evictions, re-time, cut the period.
+        if let Some(k) = heuristic::improve::improve_op_sequence(seq, inst, start.checked(), limit)
+        {
+            let by = format!("{}+improve", start.by);
             offer(best, &k, &by);
         }
     } else if let Some(k) = heuristic::improve::improve(inst, start.checked(), limit) {

@@ -29,6 +29,7 @@ mod groups;
 mod offmate;
 mod offmate_ilp;
 mod op_sequence;
+mod op_sequence_belady;
 mod op_sequence_import;
 mod op_sequence_model;
 mod plot;

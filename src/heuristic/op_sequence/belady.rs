@@ -20,8 +20,10 @@
 //! 2. swap in what f reads and is away; reserve what f writes;
 //! 3. after f: drop the non-persistent variables f uses last;
 //! 4. prefetch, in order of use, what the next `lookahead` functions read and
-//!    is away, while it fits beside the largest footprint among the functions
-//!    until that use (so that no later function is left without room).
+//!    is away (a value that exists: persistent, or written already in this
+//!    iteration), while it fits beside the largest footprint among the
+//!    functions until that use (so that no later function is left without
+//!    room), evicting for it only variables used after it, as the option says.
 //!
 //! Steady state: S₀'s GPU set starts as every used persistent variable and
 //! shrinks to those still resident at the end of the round; S₀'s host copies
@@ -51,6 +53,24 @@ pub struct BeladyOptions {
     /// Prefetch a variable at most this many functions before its use.
     pub lookahead: usize,
     pub victim: Victim,
+    /// When short of memory, drop a clean evictable variable (no transfer,
+    /// no wait) before WAITing a swap-out; otherwise WAIT first.
+    pub drop_first: bool,
+    /// Whether a prefetch may evict, to make its room, variables whose next
+    /// use comes after the prefetched one's.
+    pub prefetch_room: PrefetchRoom,
+}
+
+/// What a prefetch may evict to make its room (only variables used later
+/// than the prefetched one, Belady's exchange argument).
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum PrefetchRoom {
+    /// Nothing: a prefetch waits for free memory.
+    Never,
+    /// Clean variables (dropped at once).
+    Clean,
+    /// Any, a dirty one swapped out and WAITed before the prefetch.
+    Any,
 }
 
 /// No plan: function `function` needs `need` bytes, the memory is `budget`.
@@ -71,28 +91,45 @@ impl std::fmt::Display for NoRoom {
     }
 }
 
-/// The options the `belady` heuristic tries: every victim rule with the
-/// look-aheads 0, 1, 2, 4, …, up to 256 functions (and n).
+/// The options the `belady` heuristic tries: every victim rule, WAIT or drop
+/// first, every [`PrefetchRoom`], with the look-aheads 0, 1, 2, 4, 16, 64,
+/// 256 functions and n (those below n; at most 64 where a prefetch may
+/// evict).
 pub fn variants(n: usize) -> Vec<BeladyOptions> {
-    let mut las: Vec<usize> = (0..=8).map(|k| 1usize << k).filter(|&l| l < n).collect();
+    let mut las: Vec<usize> = [1usize, 2, 4, 16, 64, 256]
+        .into_iter()
+        .filter(|&l| l < n)
+        .collect();
     las.insert(0, 0);
     las.push(n);
     las.dedup();
     let mut v = Vec::new();
-    for victim in [
-        Victim::Furthest,
-        Victim::FurthestClean,
-        Victim::FurthestBytes,
-    ] {
-        for &lookahead in &las {
-            v.push(BeladyOptions { lookahead, victim });
+    for prefetch_room in [PrefetchRoom::Never, PrefetchRoom::Clean, PrefetchRoom::Any] {
+        for drop_first in [false, true] {
+            for victim in [
+                Victim::Furthest,
+                Victim::FurthestClean,
+                Victim::FurthestBytes,
+            ] {
+                for &lookahead in &las {
+                    if prefetch_room != PrefetchRoom::Never && lookahead > 64 {
+                        continue;
+                    }
+                    v.push(BeladyOptions {
+                        lookahead,
+                        victim,
+                        drop_first,
+                        prefetch_room,
+                    });
+                }
+            }
         }
     }
     v
 }
 
-/// Per variable, the functions using it, in order.
-struct Positions(Vec<Vec<usize>>);
+/// Per variable, the functions using it, in order; per function, its footprint.
+struct Positions(Vec<Vec<usize>>, Vec<u64>);
 
 impl Positions {
     fn of(u: &Uses) -> Positions {
@@ -102,7 +139,7 @@ impl Positions {
                 p[v].push(f);
             }
         }
-        Positions(p)
+        Positions(p, (0..u.n()).map(|f| u.footprint(f)).collect())
     }
     /// The next use of `v` after function `f`; a persistent variable's wraps
     /// to the next iteration (+n); `None`: dead.
@@ -243,12 +280,18 @@ impl<'a> Round<'a> {
     fn make_room(&mut self, f: usize) -> Result<(), NoRoom> {
         let need = self.need(f);
         while self.held + need > self.cap {
+            if self.o.drop_first {
+                if let Some(v) = self.victim(f, true, None) {
+                    self.evict(v);
+                    continue;
+                }
+            }
             if let Some(v) = self.pending.pop_front() {
                 self.p.begin[f].push(Action::Wait(v));
                 self.held -= self.u.bytes[v];
                 continue;
             }
-            let Some(v) = self.victim(f) else {
+            let Some(v) = self.victim(f, false, None) else {
                 return Err(NoRoom {
                     function: f,
                     need: self.u.footprint(f) + self.ahead,
@@ -260,8 +303,10 @@ impl<'a> Round<'a> {
         Ok(())
     }
 
-    /// The evictable variable to evict before f, by the option's rule.
-    fn victim(&self, f: usize) -> Option<usize> {
+    /// The evictable variable to evict before f, by the option's rule (only
+    /// clean ones, whose eviction frees memory at once, when `clean_only`;
+    /// only those next used after function `beyond`, when given).
+    fn victim(&self, f: usize, clean_only: bool, beyond: Option<usize>) -> Option<usize> {
         let u = self.u;
         let mine = |v: usize| u.uses[f].iter().any(|&(x, _)| x == v);
         let mut best: Option<(u128, u64, usize)> = None;
@@ -272,8 +317,15 @@ impl<'a> Round<'a> {
             if self.after[v].is_none() && self.pos.0[v].first().is_some_and(|&g| g < f) {
                 continue;
             }
-            let next = self.pos.next_after(u, v, f).unwrap_or(2 * u.n()) - f;
-            let clean = self.cpu[v];
+            let clean = self.cpu[v] || self.after[v].is_none();
+            if clean_only && !clean {
+                continue;
+            }
+            let next = self.pos.next_after(u, v, f).unwrap_or(2 * u.n());
+            if beyond.is_some_and(|g| next <= g) {
+                continue;
+            }
+            let next = next - f;
             let key = match self.o.victim {
                 Victim::Furthest => next as u128,
                 Victim::FurthestClean => next as u128 * if clean { 2 } else { 1 },
@@ -360,24 +412,59 @@ impl<'a> Round<'a> {
         }
     }
 
+    /// Room for a prefetch of `b` bytes issued after f for function g: free
+    /// memory, or (as the option allows) evictions of variables next used
+    /// after g, a dirty one WAITed before the prefetch. False: no room.
+    fn room_for_prefetch(&mut self, f: usize, g: usize, b: u64) -> bool {
+        while self.held + b > self.cap {
+            let clean_only = match self.o.prefetch_room {
+                PrefetchRoom::Never => return false,
+                PrefetchRoom::Clean => true,
+                PrefetchRoom::Any => false,
+            };
+            let Some(w) = self.victim(f + 1, clean_only, Some(g)) else {
+                return false;
+            };
+            self.evict(w);
+            if let Some(k) = self.pending.iter().position(|&x| x == w) {
+                self.pending.remove(k);
+                self.p.begin[f + 1].push(Action::Wait(w));
+                self.held -= self.u.bytes[w];
+            }
+        }
+        true
+    }
+
     /// Step 4: prefetch for the next functions, issued after f.
     fn prefetch_ahead(&mut self, f: usize) {
         let (u, n) = (self.u, self.u.n());
         let last = (f + self.o.lookahead).min(n - 1);
         let mut foot = 0u64;
         for g in f + 1..=last {
-            foot = foot.max(u.footprint(g));
-            if self.ahead + foot >= self.cap {
+            foot = foot.max(self.pos.1[g]);
+            let stuck = self.o.prefetch_room == PrefetchRoom::Never && self.held >= self.cap;
+            if self.ahead + foot >= self.cap || stuck {
                 break;
             }
             for k in 0..u.uses[g].len() {
                 let (v, acc) = u.uses[g][k];
                 let b = u.bytes[v];
-                if self.res[v] || !acc.needs_data() {
+                // Only a value that exists now: a persistent variable, or one
+                // written already in this iteration (a copy of S₀'s host
+                // copy would be overwritten by the first write, R1).
+                let exists = u.persistent[v] || self.pos.0[v].first().is_some_and(|&w| w <= f);
+                if self.res[v] || !acc.needs_data() || !exists {
                     continue;
                 }
-                if self.ahead + b + foot > self.cap || self.held + b > self.cap {
+                if self.ahead + b + foot > self.cap {
                     continue;
+                }
+                if !self.room_for_prefetch(f, g, b) {
+                    if self.o.prefetch_room == PrefetchRoom::Never {
+                        continue;
+                    }
+                    // No victim is used after g, nor after any later use.
+                    return;
                 }
                 self.take(v, f + 1, true);
                 self.after[v] = None;

@@ -276,7 +276,7 @@ pub fn belady_candidates(inst: &Instance, u: &Uses) -> Vec<Schedule> {
             }
         }
     }
-    out.sort_by_key(|s| s.period);
+    out.sort_by_key(|s| s.period.map(|p| p.0));
     out
 }
 
