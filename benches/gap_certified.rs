@@ -1,13 +1,17 @@
 //! The certified gap at paper scale (issue 14, part 6): every bundled
 //! paper-scale instance of `activation_chain` (8 chains at the README main
 //! job's budgets, `--memory 0%:100%:6`) and of `weight_chain` (15 Table 1
-//! instances at their own memory, as the README runs them), through the gap
+//! instances at their own memory, as the README runs them) and of
+//! `op_sequence` (the programs imported from PyTorch execution traces,
+//! `instances/paper/op_sequence`, at `--memory 0%:100%:5`), through the gap
 //! report with the anytime search under a time limit per row (best checked
 //! heuristic schedule as incumbent, ⌈best certified bound⌉ as known bound);
 //! on open rows the local improvement (weight rows:
 //! `heuristic::weight::replan`; activation rows: `heuristic::improve`,
 //! re-planning then re-timing) runs first within the same limit and the
-//! search gets what it leaves.
+//! search gets what it leaves (op_sequence rows:
+//! `heuristic::improve::improve_op_sequence`, re-planning the evictions then
+//! re-timing the cyclic schedule).
 //! Per row: the best checked schedule and who found it, the best certified
 //! bound and its source, the certified gap (exact fraction, percent rounded
 //! up), how the search ended; then the maximum over all rows.
@@ -17,8 +21,8 @@
 //!   (default 60, the issue's figure; 2 for a quick run);
 //! - `OFFCERT_GAP_FILTER`: comma-separated substrings; only instances whose
 //!   file name contains one of them;
-//! - `OFFCERT_GAP_FAMILIES`: any of `activation`, `weight`, `offmate`
-//!   (default all three).
+//! - `OFFCERT_GAP_FAMILIES`: comma-separated, among `activation`, `weight`,
+//!   `offmate`, `op_sequence` (default all four).
 //!
 //! `offmate` rows (the four Llama2-7B instances of OFFMATE's Table 2, at their
 //! own memory): Algorithm 1 (`offmate-algorithm1`: the corrected ILP with the
@@ -144,8 +148,8 @@ fn main() {
     let filter: Vec<String> = env("OFFCERT_GAP_FILTER")
         .map(|f| f.split(',').map(str::to_string).collect())
         .unwrap_or_default();
-    let families =
-        env("OFFCERT_GAP_FAMILIES").unwrap_or_else(|| "activation,weight,offmate".into());
+    let families = env("OFFCERT_GAP_FAMILIES")
+        .unwrap_or_else(|| "activation,weight,offmate,op_sequence".into());
     let no_exact = |_: &offcert::model::Instance| false;
     let opts = GapOptions {
         optimum: None,
@@ -157,6 +161,7 @@ fn main() {
         solver_limit: offcert::heuristic::SolverLimit::Time(Duration::from_secs(secs)),
     };
     let pct = BudgetSpec::parse("0%:100%:6").unwrap();
+    let pct5 = BudgetSpec::parse("0%:100%:5").unwrap();
     let mut jobs: Vec<(PathBuf, Option<&BudgetSpec>)> = Vec::new();
     if families.contains("activation") {
         jobs.extend(
@@ -177,6 +182,13 @@ fn main() {
             files("instances/paper/offmate", &filter)
                 .into_iter()
                 .map(|f| (f, None)),
+        );
+    }
+    if families.contains("op_sequence") {
+        jobs.extend(
+            files("instances/paper/op_sequence", &filter)
+                .into_iter()
+                .map(|f| (f, Some(&pct5))),
         );
     }
     println!(

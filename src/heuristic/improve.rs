@@ -19,13 +19,12 @@
 //! included, moves to an early instant the checker accepts (found by
 //! bisection over the event boundaries before it, so each move costs a few
 //! checks), then the period is cut to the last event; groups, slots and
-//! precedences are the checker's business, like every other rule. Today only
-//! OFFMATE's improvement (`heuristic::offmate::improve`) calls it; [`retime`]
-//! leaves cyclic schedules alone (on `op_sequence` rows it would change the
-//! gap report's figures, e.g. the README's `linear.json` row).
+//! precedences are the checker's business, like every other rule. OFFMATE's
+//! improvement (`heuristic::offmate::improve`) and [`improve_op_sequence`]
+//! call it; [`retime`] leaves cyclic schedules alone.
 //!
 //! Owns: [`improve`], [`best_run`]'s companion that improves a heuristic run;
-//! [`retime`], [`retime_cyclic`].
+//! [`retime`], [`retime_cyclic`], [`improve_op_sequence`].
 //! Must not import: exact solvers. Property (`tests/improve.rs`): every
 //! schedule it returns passes the checker and is never worse than its input.
 
@@ -208,7 +207,14 @@ pub fn retime(inst: &Instance, start: &Checked, effort: impl Into<Effort>) -> Op
     if inst.mode != Mode::OneShot {
         return None;
     }
-    let mut meter = effort.into().start();
+    sweep(inst, start, &mut effort.into().start())
+}
+
+/// Sweeps of [`retime`]: each event, in order of start, to the earliest
+/// instant the checker accepts, until nothing moves or `meter` is spent.
+/// `Some` if some event moved.
+fn sweep(inst: &Instance, start: &Checked, meter: &mut Meter) -> Option<Checked> {
+    let mut any = false;
     let mut sched = start.schedule().clone();
     let mut cur = start.clone();
     'sweeps: loop {
@@ -228,6 +234,7 @@ pub fn retime(inst: &Instance, start: &Checked, effort: impl Into<Effort>) -> Op
                         sched = cand;
                         cur = c;
                         moved = true;
+                        any = true;
                         break;
                     }
                 }
@@ -237,7 +244,10 @@ pub fn retime(inst: &Instance, start: &Checked, effort: impl Into<Effort>) -> Op
             break;
         }
     }
-    (cur.makespan() < start.makespan()).then_some(cur)
+    match inst.mode {
+        Mode::OneShot => (cur.makespan() < start.makespan()).then_some(cur),
+        _ => any.then_some(cur),
+    }
 }
 
 /// The instants before event `i`'s start worth trying, earliest first. An
@@ -297,9 +307,13 @@ fn earlier_instants(inst: &Instance, events: &[Event], i: usize) -> Vec<Ticks> {
 /// instant found is valid but not always the earliest); after each sweep the
 /// period is cut to the last event ([`cut_period`]). Stops when a sweep moves
 /// nothing or `effort` (one unit per check) is spent.
-pub fn retime_cyclic(inst: &Instance, start: &Checked, effort: Effort) -> Option<Checked> {
+pub fn retime_cyclic(
+    inst: &Instance,
+    start: &Checked,
+    effort: impl Into<Effort>,
+) -> Option<Checked> {
     start.schedule().period?;
-    let mut meter = effort.start();
+    let mut meter = effort.into().start();
     let mut sched = start.schedule().clone();
     let mut cur = start.clone();
     loop {
@@ -422,4 +436,49 @@ fn cut_period(
         }
         _ => None,
     }
+}
+
+/// Events × candidates an `op_sequence` improvement checks at most when its
+/// effort is a count of candidates (a check costs about its event count):
+/// the count is cut to this over the schedule's events, so that a row of a
+/// program of thousands of functions stays within seconds.
+pub const OP_SEQUENCE_EVENT_CHECKS: u64 = 1_000_000;
+
+/// Checked improvement of an `op_sequence` schedule (issue 25): re-plan the
+/// evictions (every `belady` candidate plan realised within the memory, in
+/// order of period, the first the checker accepts that is shorter than
+/// `start`), then [`retime_cyclic`] on the better of the two. `None`: no
+/// strictly shorter checked period found.
+pub fn improve_op_sequence(
+    seq: &crate::family::OpSequence,
+    inst: &Instance,
+    start: &Checked,
+    effort: impl Into<Effort>,
+) -> Option<Checked> {
+    let effort = match effort.into() {
+        Effort::Candidates(n) => {
+            let events = start.schedule().events.len().max(1) as u64;
+            Effort::Candidates(n.min(OP_SEQUENCE_EVENT_CHECKS / events).max(1))
+        }
+        t => t,
+    };
+    let mut meter = effort.start();
+    let u = seq.uses().ok()?;
+    let mut best: Option<Checked> = None;
+    for s in super::op_sequence::belady_candidates(inst, &u) {
+        if s.period.is_none_or(|p| p >= start.makespan()) || meter.spent() {
+            break;
+        }
+        meter.charge();
+        if let CheckOutcome::Valid(c) = check(inst, &s) {
+            best = Some(c);
+            break;
+        }
+    }
+    let left = match effort {
+        Effort::Candidates(n) => Effort::Candidates(n.saturating_sub(meter.used())),
+        Effort::Time(_) => meter.left(),
+    };
+    let base = best.as_ref().unwrap_or(start);
+    retime_cyclic(inst, base, left).or(best)
 }

@@ -268,9 +268,10 @@ pub fn certified_columns(
 /// Local improvement of the best checked schedule, where the family has one
 /// (`weight_chain`: re-planning its transfers, stopping at ⌈best certified
 /// bound⌉; `offmate`: [`heuristic::offmate::improve::improve`], plan moves and
-/// the cyclic re-timing; one-shot fixed-order instances such as
-/// `activation_chain`: [`heuristic::improve::improve`]); the result is offered
-/// as `<origin>+improve`.
+/// the cyclic re-timing; `op_sequence`:
+/// [`heuristic::improve::improve_op_sequence`]; one-shot fixed-order instances
+/// such as `activation_chain`: [`heuristic::improve::improve`]); the result is
+/// offered as `<origin>+improve`.
 fn improve_best(
     file: &InstanceFile,
     inst: &Instance,
@@ -298,6 +299,13 @@ fn improve_best(
         if let Some(k) = heuristic::offmate::improve::improve(off, inst, start.checked(), limit) {
             let by = format!("{}+improve ({})", start.by, k.moves.join(", "));
             offer(best, &k.checked, &by);
+        }
+    } else if let crate::family::InstanceFile::OpSequence(seq) = file {
+        // Cyclic programs: re-plan the evictions, re-time, cut the period.
+        if let Some(k) = heuristic::improve::improve_op_sequence(seq, inst, start.checked(), limit)
+        {
+            let by = format!("{}+improve", start.by);
+            offer(best, &k, &by);
         }
     } else if let Some(k) = heuristic::improve::improve(inst, start.checked(), limit) {
         // One-shot, fixed-order instances (`activation_chain` and the like):

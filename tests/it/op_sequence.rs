@@ -154,7 +154,7 @@ fn func(name: &str, d: i64, reads: &[&str], writes: &[&str], modifies: &[&str]) 
 
 /// Six functions with a skip connection (a is read by f1's successor and by
 /// the backward b3): x, w1, w2 persistent (4 B each), a, b, c, g activations.
-fn six(mem: u64) -> OpSequence {
+pub(crate) fn six(mem: u64) -> OpSequence {
     OpSequence {
         name: "six".into(),
         note: None,
@@ -184,7 +184,7 @@ fn six(mem: u64) -> OpSequence {
     }
 }
 
-fn checked(
+pub(crate) fn checked(
     s: &OpSequence,
     h: &dyn heuristic::Heuristic,
 ) -> Result<heuristic::HeuristicRun, HeuristicError> {
@@ -298,7 +298,7 @@ fn lms_plan_realises_to_a_valid_schedule() {
 /// A random sequence: `spec[i] = (d, size, skip, update)`; function i writes
 /// a_i, reads a_{i-1} and (if skip) a_{i-1-skip}, and a weight w_i (modified by
 /// the last function when `update`). Each activation's last reader is known.
-fn random(spec: &[(u8, u8, u8, bool)], bw: u8, slack: u8) -> OpSequence {
+pub(crate) fn random(spec: &[(u8, u8, u8, bool)], bw: u8, slack: u8) -> OpSequence {
     let n = spec.len().clamp(2, 4);
     let spec = &spec[..n.min(spec.len())];
     let mut vars = Vec::new();
@@ -571,7 +571,8 @@ static HALF: std::sync::atomic::AtomicUsize = std::sync::atomic::AtomicUsize::ne
 /// feasible to above the no-offload peak: every heuristic's schedule passes
 /// the checker or the heuristic says `no schedule`; where no-offload is
 /// valid, every heuristic but `window-paper` has a schedule no longer than
-/// it; `window` and `lms` have one at every memory from the least feasible.
+/// it; `window`, `lms` and `belady` have one at every memory from the least
+/// feasible.
 #[test]
 fn quickcheck_heuristics_valid_and_never_worse_than_no_offload() {
     use std::sync::atomic::Ordering;
@@ -590,6 +591,7 @@ fn quickcheck_heuristics_valid_and_never_worse_than_no_offload() {
         let got = periods(&s);
         let of = |n: &str| got.iter().find(|(h, _)| *h == n).unwrap().1;
         assert!(of("window").is_some(), "{got:?} on {s:?}");
+        assert!(of("belady").is_some(), "{got:?} on {s:?}");
         if let Some(none) = of("no-offload") {
             NO_OFFLOAD_VALID.fetch_add(1, Ordering::Relaxed);
             for (h, p) in &got {

@@ -1,11 +1,13 @@
 //! Heuristics for `op_sequence` (out-of-core window paper; FAMILIES.md §4):
 //! the window (nnabla's variant, `window`, and the paper's, `window-paper`),
-//! an LMS-style threshold baseline over the DAG (`lms`), and `no-offload`.
+//! an LMS-style threshold baseline over the DAG (`lms`), furthest-next-use
+//! eviction with early prefetch (`belady`, [`belady`]), and `no-offload`.
 //!
 //! Owns: the registry of op_sequence heuristics. Every schedule is built by the
 //! shared realiser ([`plan::realise`]) and checked by [`crate::heuristic::run`].
 //! Must not import: exact solvers, the checker.
 
+pub mod belady;
 pub mod plan;
 pub mod window;
 
@@ -22,6 +24,7 @@ pub fn heuristics() -> Vec<Box<dyn Heuristic>> {
         Box::new(Window::nnabla()),
         Box::new(Window::paper()),
         Box::new(Lms),
+        Box::new(Belady),
         Box::new(NoOffload),
     ]
 }
@@ -246,6 +249,57 @@ impl Heuristic for Lms {
             heuristic: "lms",
             reason: format!("every threshold on the grid exceeds the memory ({cap} B)"),
         })
+    }
+}
+
+/// Furthest-next-use eviction with early prefetch ([`belady`]): every
+/// option of [`belady::variants`] (victim rule × prefetch look-ahead) is
+/// planned and realised, candidates whose memory sweep exceeds the budget are
+/// discarded, and the shortest period is kept; the [`NoOffload`] plan is a
+/// candidate too, so `belady` is never worse than no-offload where that is
+/// valid. The checker has the last word ([`crate::heuristic::run`]).
+pub struct Belady;
+
+/// The realised candidates of [`Belady`] within the memory, shortest period
+/// first (ties: the order tried).
+pub fn belady_candidates(inst: &Instance, u: &Uses) -> Vec<Schedule> {
+    let cap = inst.machine.gpu_capacity.0;
+    let mut out: Vec<Schedule> = Vec::new();
+    if u.resident_peak() <= cap {
+        out.push(realise(inst, u, &no_offload_plan(u)));
+    }
+    for o in belady::variants(u.n()) {
+        if let Ok(p) = belady::plan(u, cap, &o) {
+            let s = realise(inst, u, &p);
+            if plan::peak_memory(u, &p, &s) <= cap {
+                out.push(s);
+            }
+        }
+    }
+    out.sort_by_key(|s| s.period.map(|p| p.0));
+    out
+}
+
+impl Heuristic for Belady {
+    fn name(&self) -> &'static str {
+        "belady"
+    }
+    fn applies(&self, file: &InstanceFile) -> bool {
+        matches!(file, InstanceFile::OpSequence(_))
+    }
+    fn schedule(&self, file: &InstanceFile, inst: &Instance) -> Result<Schedule, HeuristicError> {
+        let u = uses(self.name(), file)?;
+        let cap = inst.machine.gpu_capacity.0;
+        belady_candidates(inst, &u)
+            .into_iter()
+            .next()
+            .ok_or_else(|| HeuristicError::NoSchedule {
+                heuristic: "belady",
+                reason: format!(
+                    "no eviction plan fits the memory ({cap} B; the largest function needs {} B)",
+                    u.least_memory()
+                ),
+            })
     }
 }
 
