@@ -39,6 +39,7 @@ mod remat;
 mod remat_exact;
 mod remat_options;
 mod remat_pofo;
+mod remat_pofo_run;
 mod retime;
 mod search_cyclic;
 mod solve_cli;
