@@ -8,6 +8,17 @@
 //! chains). `offload-only` is the same programme with Case 2 (F_ck / F_∅, i.e.
 //! every recomputation) disabled.
 //!
+//! Several options per block (rockmate's `RK_Chain`, `layers[ℓ].options`,
+//! compiled to `Fall{ℓ}.{k}` / `B{ℓ}.{k}` in the variant group `bwd{ℓ}`):
+//! every F^i_all choice (B.1 Case 1, B.3 Case 1 and its base case) ranges over
+//! the block's options k, with that option's u_F, u_B, |ā|, o_f and o_b; the
+//! forward state's x, which says whether the subchain input is a_{i−1} or
+//! ā_{i−1}, is 1 + k when it is option k's ā (so its size and the tensor an
+//! offload moves are that option's); the reconstruction runs `Fall{i}.{k}` and
+//! the backward `B{i}.{k}` of the same k. Runs (F_ck, F_∅) use the fast
+//! forward `F{ℓ}` (`ff_u_f`, `ff_o_f`; by default option 0's u_F and o_f).
+//! One option per block: the same programme, bit for bit.
+//!
 //! The programme's own value assumes **fluid** transfers (memory freed and taken
 //! continuously at rate β). It is only a model value: [`PofoPlan::model_value`],
 //! printed as `solver-reported (paper model, fluid transfers)`. The decisions

@@ -35,7 +35,8 @@ use crate::units::Ticks;
 
 /// The programme's discretisation in `pofo-as-run`: twice the appendix's 50
 /// slots (on ResNet-101 at 50 % it brings pofo from 3.7 % above rotor to
-/// 2.3 % below it; 200 slots cost about ten times as long).
+/// 2.3 % below it; 200 slots do better still but cost several times as long:
+/// `docs/RESULTS.md`).
 pub const RUN_SLOTS: u64 = 100;
 
 /// `pofo-as-run` (see the module documentation).
