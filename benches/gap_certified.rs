@@ -3,7 +3,10 @@
 //! job's budgets, `--memory 0%:100%:6`) and of `weight_chain` (15 Table 1
 //! instances at their own memory, as the README runs them) and of
 //! `op_sequence` (the programs imported from PyTorch execution traces,
-//! `instances/paper/op_sequence`, at `--memory 0%:100%:5`), through the gap
+//! `instances/paper/op_sequence`, at `--memory 0%:100%:5`), of `offmate` (the
+//! four Llama2-7B rows, below) and of `remat_chain` (issue 23, item 7: the 8
+//! chains of `instances/paper/remat` and the small and imported rockmate chains
+//! of `instances/remat`, at `--memory 0%:100%:5`), through the gap
 //! report with the anytime search under a time limit per row (best checked
 //! heuristic schedule as incumbent, ⌈best certified bound⌉ as known bound);
 //! on open rows the local improvement (weight rows:
@@ -14,7 +17,11 @@
 //! re-timing the cyclic schedule).
 //! Per row: the best checked schedule and who found it, the best certified
 //! bound and its source, the certified gap (exact fraction, percent rounded
-//! up), how the search ended; then the maximum over all rows.
+//! up), how the search ended; then the maximum over all rows. Remat rows come
+//! in a table of their own that also gives each remat heuristic's checked
+//! makespan: rotor, pofo as printed (50 slots), pofo as run (`pofo-as-run`;
+//! "= rotor" where its makespan is rotor's, i.e. rotor's plan may be the one it
+//! returned) and offload-only.
 //!
 //! Run: `cargo bench --bench gap_certified` (release profile). Environment:
 //! - `OFFCERT_GAP_SECS`: the anytime search's limit per row, seconds
@@ -22,7 +29,7 @@
 //! - `OFFCERT_GAP_FILTER`: comma-separated substrings; only instances whose
 //!   file name contains one of them;
 //! - `OFFCERT_GAP_FAMILIES`: comma-separated, among `activation`, `weight`,
-//!   `offmate`, `op_sequence` (default all four).
+//!   `offmate`, `op_sequence`, `remat` (default all five).
 //!
 //! `offmate` rows (the four Llama2-7B instances of OFFMATE's Table 2, at their
 //! own memory): Algorithm 1 (`offmate-algorithm1`: the corrected ILP with the
@@ -142,6 +149,37 @@ fn offmate_row(e: &GapEntry) -> String {
     )
 }
 
+/// A heuristic's checked makespan in a remat row (`-`: no schedule).
+fn heuristic_makespan(e: &GapEntry, name: &str) -> Option<i64> {
+    e.heuristics
+        .iter()
+        .find(|h| h.heuristic == name)
+        .and_then(|h| h.makespan())
+}
+
+fn remat_row(e: &GapEntry, wall: Duration) -> String {
+    let cell = |n: &str| heuristic_makespan(e, n).map_or("-".into(), |m| m.to_string());
+    let rotor = heuristic_makespan(e, "rotor");
+    let as_run = match (heuristic_makespan(e, "pofo-as-run"), rotor) {
+        (Some(p), Some(r)) if p == r => format!("{p} (= rotor)"),
+        (Some(p), _) => p.to_string(),
+        (None, _) => "-".into(),
+    };
+    let base = row(e, wall);
+    // `row`'s cells after the name and memory: best, bound, gap, claim,
+    // search, wall; the heuristics go in between.
+    let cells: Vec<&str> = base.trim_matches('|').split(" | ").collect();
+    format!(
+        "| {} | {} | {} | {} | {as_run} | {} | {} |",
+        cells[0].trim(),
+        cells[1],
+        cell("rotor"),
+        cell("pofo"),
+        cell("offload-only"),
+        cells[2..].join(" | ").trim()
+    )
+}
+
 fn main() {
     let secs: u64 =
         env("OFFCERT_GAP_SECS").map_or(60, |s| s.parse().expect("OFFCERT_GAP_SECS: seconds"));
@@ -149,7 +187,7 @@ fn main() {
         .map(|f| f.split(',').map(str::to_string).collect())
         .unwrap_or_default();
     let families = env("OFFCERT_GAP_FAMILIES")
-        .unwrap_or_else(|| "activation,weight,offmate,op_sequence".into());
+        .unwrap_or_else(|| "activation,weight,offmate,op_sequence,remat".into());
     let no_exact = |_: &offcert::model::Instance| false;
     let opts = GapOptions {
         optimum: None,
@@ -191,6 +229,11 @@ fn main() {
                 .map(|f| (f, Some(&pct5))),
         );
     }
+    if families.contains("remat") {
+        for folder in ["instances/paper/remat", "instances/remat"] {
+            jobs.extend(files(folder, &filter).into_iter().map(|f| (f, Some(&pct5))));
+        }
+    }
     println!(
         "anytime search limit per row: {secs} s; {} instance files",
         jobs.len()
@@ -200,8 +243,16 @@ fn main() {
     let mut worst: Option<(num_rational::BigRational, String)> = None;
     let mut offmate_rows: Vec<String> = Vec::new();
     let started = Instant::now();
+    let mut remat_header = false;
     for (path, spec) in jobs {
         let (file, _) = offcert::io::load_instance(&path).expect("bundled instance loads");
+        let remat = matches!(file, offcert::family::InstanceFile::RematChain(_));
+        if remat && !remat_header {
+            remat_header = true;
+            println!();
+            println!("| instance | memory | rotor | pofo (as printed, 50 slots) | pofo-as-run | offload-only | best checked schedule (by) | ⌈best certified bound⌉ (source) | certified gap | claim | anytime search | wall s |");
+            println!("|---|---|---|---|---|---|---|---|---|---|---|---|");
+        }
         let budgets = match spec {
             Some(s) => s.budgets(&file).expect("budgets"),
             None => vec![report::budget::own_budget(&file)],
@@ -214,7 +265,11 @@ fn main() {
             let label = path.display().to_string();
             let e = report::gap::gap_with_carry(&label, &f, &inst, &opts, carry.carried());
             carry.keep(&e, &format!("{b} B"));
-            println!("{}", row(&e, t.elapsed()));
+            if remat {
+                println!("{}", remat_row(&e, t.elapsed()));
+            } else {
+                println!("{}", row(&e, t.elapsed()));
+            }
             if e.family == "offmate" {
                 offmate_rows.push(offmate_row(&e));
             }

@@ -31,8 +31,9 @@ pub enum HeuristicError {
         heuristic: &'static str,
         reason: String,
     },
-    /// The instance has a feature the heuristic does not model (e.g. a
-    /// `remat_chain` block with several options): refused, never approximated.
+    /// The instance has a feature the heuristic does not model: refused,
+    /// never approximated. (No remat heuristic refuses any more: all take
+    /// several options per block and a distinct fast forward.)
     #[error("heuristic {heuristic} does not model this instance: {feature}")]
     Unsupported {
         heuristic: &'static str,

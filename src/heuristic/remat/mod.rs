@@ -1,5 +1,6 @@
 //! Heuristics for `remat_chain` (rematerialisation with offloading): rotor's
-//! persistent DP, the appendix's DP (`pofo`) and that DP without recomputation
+//! persistent DP, the appendix's DP as printed (`pofo`, 50 slots) and as it
+//! should be run (`pofo-as-run`), and that DP without recomputation
 //! (`offload-only`). Each DP's decisions become a [`Sequence`] (ops in order,
 //! explicit deletes, offloads per position), realised by
 //! [`crate::simulate::asap_sequence`] and then checked by [`super::run`].
@@ -8,6 +9,7 @@
 //! Must not import: the checker (the caller checks), exact solvers.
 
 pub mod pofo;
+pub mod pofo_run;
 pub mod replan;
 pub mod rotor;
 
@@ -17,14 +19,13 @@ use crate::family::InstanceFile;
 use crate::model::{OpId, TensorId};
 use crate::simulate::SeqPlan;
 
-/// The remat heuristics. `rotor` takes every `remat_chain` (several options
-/// per block, a distinct fast forward); `pofo` and `offload-only` refuse a
-/// chain beyond the appendix's problem ([`RematChain::plain`]) with
-/// [`HeuristicError::Unsupported`].
+/// The remat heuristics. Each takes every `remat_chain` (several options per
+/// block, a distinct fast forward).
 pub fn heuristics() -> Vec<Box<dyn Heuristic>> {
     vec![
         Box::new(rotor::Rotor::default()),
         Box::new(pofo::Pofo::default()),
+        Box::new(pofo_run::PofoAsRun::default()),
         Box::new(pofo::Pofo::offload_only()),
     ]
 }
@@ -36,27 +37,6 @@ pub(crate) fn chain_any<'a>(
 ) -> Result<&'a RematChain, HeuristicError> {
     match file {
         InstanceFile::RematChain(c) => Ok(c),
-        other => Err(HeuristicError::NotApplicable {
-            heuristic: name,
-            family: other.family().into(),
-        }),
-    }
-}
-
-/// A `remat_chain` within the appendix's problem ([`RematChain::plain`]).
-pub(crate) fn chain<'a>(
-    name: &'static str,
-    file: &'a InstanceFile,
-) -> Result<&'a RematChain, HeuristicError> {
-    match file {
-        InstanceFile::RematChain(c) => {
-            c.plain()
-                .map(|()| c)
-                .map_err(|feature| HeuristicError::Unsupported {
-                    heuristic: name,
-                    feature,
-                })
-        }
         other => Err(HeuristicError::NotApplicable {
             heuristic: name,
             family: other.family().into(),

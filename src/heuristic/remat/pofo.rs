@@ -8,6 +8,17 @@
 //! chains). `offload-only` is the same programme with Case 2 (F_ck / F_∅, i.e.
 //! every recomputation) disabled.
 //!
+//! Several options per block (rockmate's `RK_Chain`, `layers[ℓ].options`,
+//! compiled to `Fall{ℓ}.{k}` / `B{ℓ}.{k}` in the variant group `bwd{ℓ}`):
+//! every F^i_all choice (B.1 Case 1, B.3 Case 1 and its base case) ranges over
+//! the block's options k, with that option's u_F, u_B, |ā|, o_f and o_b; the
+//! forward state's x, which says whether the subchain input is a_{i−1} or
+//! ā_{i−1}, is 1 + k when it is option k's ā (so its size and the tensor an
+//! offload moves are that option's); the reconstruction runs `Fall{i}.{k}` and
+//! the backward `B{i}.{k}` of the same k. Runs (F_ck, F_∅) use the fast
+//! forward `F{ℓ}` (`ff_u_f`, `ff_o_f`; by default option 0's u_F and o_f).
+//! One option per block: the same programme, bit for bit.
+//!
 //! The programme's own value assumes **fluid** transfers (memory freed and taken
 //! continuously at rate β). It is only a model value: [`PofoPlan::model_value`],
 //! printed as `solver-reported (paper model, fluid transfers)`. The decisions
@@ -30,11 +41,11 @@
 //! Owns: the `pofo` and `offload-only` dynamic programmes.
 //! Must not import: exact solvers, traces, reports, the CLI.
 
-use super::{chain, Sequence, Slots};
+use super::{chain_any, Sequence, Slots};
 use crate::family::remat_chain::{Dims, RematChain};
 use crate::family::InstanceFile;
 use crate::heuristic::{Heuristic, HeuristicError};
-use crate::model::Instance;
+use crate::model::{Instance, OpId, TensorId};
 use crate::schedule::Schedule;
 use crate::simulate::asap_sequence;
 use std::collections::HashMap;
@@ -189,21 +200,88 @@ struct Dp<'a> {
     /// `fck_peak[i][j]` = max_{k=i..j} (M^{i,L}(F^k_∅) − ⌊β Σ_{h=i}^{k−1} u_{F_h}⌋),
     /// B.1 Case 2's ε_F peak (it depends on no state variable).
     fck_peak: Vec<Vec<i64>>,
-    /// `uf_pre[k]` = Σ_{h<k} u_{F_h}.
+    /// `uf_pre[k]` = Σ_{h<k} u_{F_h} of the fast forwards `F{h}` (the ops of
+    /// a run F_ck, F_∅, …).
     uf_pre: Vec<i64>,
+    /// Per layer ℓ = 1..=L+1 (entry 0 empty): its options (the loss: one).
+    opts: Vec<Vec<LayerOption>>,
+    /// Per layer ℓ = 1..=L+1 (entry ℓ): the fast forward's scratch in slots.
+    ff_o_f: Vec<u64>,
+    /// 1 + the most options of a layer: the forward state's x is 0 (the
+    /// subchain input is a_{i−1}) or 1 + k (ā_{i−1} of option k).
+    xs: usize,
 }
 
+/// One option of a layer, in slots and ticks, with its ops and saved tensor.
+#[derive(Clone, Debug)]
+struct LayerOption {
+    u_f: i64,
+    u_b: i64,
+    /// |ā| − |a| in slots (rounded up).
+    s: u64,
+    o_f: u64,
+    o_b: u64,
+    fall: OpId,
+    b: OpId,
+    saved: TensorId,
+}
+
+/// Every layer's options in slots (option 0 is the layer's own fields; the
+/// loss has one) and every fast forward's scratch.
+fn layer_options(c: &RematChain, dm: &Dims, sl: &Slots) -> (Vec<Vec<LayerOption>>, Vec<u64>) {
+    let up = |x: u64| x.div_ceil(sl.slot);
+    let ids = c.option_ids();
+    let mut opts = vec![vec![]];
+    let mut ff = vec![0];
+    for l in 1..=dm.l {
+        let x = &c.layers[l - 1];
+        ff.push(up(x.ff_o_f.unwrap_or(x.o_f)));
+        let v = c
+            .options_of(l)
+            .iter()
+            .zip(&ids[l - 1])
+            .map(|(o, id)| LayerOption {
+                u_f: o.u_f,
+                u_b: o.u_b,
+                s: up(o.abar - dm.a[l]),
+                o_f: up(o.o_f),
+                o_b: up(o.o_b),
+                fall: id.0,
+                b: id.1,
+                saved: id.2,
+            })
+            .collect();
+        opts.push(v);
+    }
+    let loss = dm.l + 1;
+    // The loss is never in a run; its entry keeps the tables' shape.
+    ff.push(sl.o_f[loss]);
+    opts.push(vec![LayerOption {
+        u_f: dm.u_f[loss],
+        u_b: dm.u_b[loss],
+        s: sl.s[loss],
+        o_f: sl.o_f[loss],
+        o_b: sl.o_b[loss],
+        fall: c.fall_id(loss),
+        b: c.b_id(loss),
+        saved: c.s_id(loss),
+    }]);
+    (opts, ff)
+}
+
+/// A forward-phase choice; `k` is the option F^i_all saves.
 #[derive(Clone, Copy, Debug, PartialEq)]
 enum FChoice {
     Loss,
-    All { v: u8 },
+    All { v: u8, k: usize },
     Ck { j: usize, v: u8 },
 }
 
+/// A backward-phase choice; `k` is the option F^i_all saves (B_i reads it).
 #[derive(Clone, Copy, Debug, PartialEq)]
 enum BChoice {
-    Base,
-    All,
+    Base { k: usize },
+    All { k: usize },
     Ck { ip: usize },
 }
 
@@ -221,16 +299,25 @@ impl<'a> Dp<'a> {
         };
         let m = sl.budget as i64;
         let n = dm.l + 2;
+        let (opts, ff_o_f) = layer_options(c, &dm, &sl);
+        let xs = 1 + opts.iter().map(Vec::len).max().unwrap_or(1);
         // A, Δ_F, Δ_B ≤ M + 1 slots in the tables (the forward one has
-        // 2(L+2)(cap+1)² rows; with many slots the range shrinks so that it
+        // xs·(L+2)(cap+1)² rows; with many slots the range shrinks so that it
         // stays at most MAX_ROWS, and the rest spills: same values, slower).
         let mut cap = sl.budget as usize + 1;
-        while cap > 0 && n * 2 * (cap + 1) * (cap + 1) > MAX_ROWS {
+        while cap > 0 && n * xs * (cap + 1) * (cap + 1) > MAX_ROWS {
             cap /= 2;
         }
+        // Runs use the fast forward F{h} (its own duration when the file
+        // sets one; the loss is never in a run).
         let mut uf_pre = vec![0i64; n + 1];
         for k in 0..n {
-            uf_pre[k + 1] = uf_pre[k] + dm.u_f[k];
+            let ff = if (1..=dm.l).contains(&k) {
+                c.layers[k - 1].ff_u_f.unwrap_or(dm.u_f[k])
+            } else {
+                dm.u_f[k]
+            };
+            uf_pre[k + 1] = uf_pre[k] + ff;
         }
         let mut dp = Dp {
             c,
@@ -240,11 +327,14 @@ impl<'a> Dp<'a> {
             beta,
             m,
             cap,
-            fw: Memo::new(n * 2 * (cap + 1) * (cap + 1), cap + 1),
+            fw: Memo::new(n * xs * (cap + 1) * (cap + 1), cap + 1),
             bw: Memo::new(n * n * (cap + 1), cap + 1),
             ck_peak: Vec::new(),
             fck_peak: Vec::new(),
             uf_pre,
+            opts,
+            ff_o_f,
+            xs,
         };
         dp.ck_peak = dp.ck_peaks();
         dp.fck_peak = dp.fck_peaks();
@@ -292,7 +382,7 @@ impl<'a> Dp<'a> {
             return None;
         }
         let w = self.cap + 1;
-        let r = (((i * 2 + x as usize) * w) + a as usize) * w + df as usize;
+        let r = (((i * self.xs + x as usize) * w) + a as usize) * w + df as usize;
         Some((r, db as usize))
     }
     #[inline]
@@ -329,30 +419,32 @@ impl<'a> Dp<'a> {
             self.sl.d[j] as i64
         }
     }
+    /// The memory of F^k_ck / F^k_∅ (the fast forward) in a run from i.
     fn m_f0(&self, i: usize, k: usize, dj: i64) -> i64 {
         let s = &self.sl;
         if k == i {
-            dj + (s.a[i] + s.o_f[i]) as i64
+            dj + (s.a[i] + self.ff_o_f[i]) as i64
         } else {
-            dj + (s.a[k - 1] + s.a[k] + s.o_f[k]) as i64
+            dj + (s.a[k - 1] + s.a[k] + self.ff_o_f[k]) as i64
         }
     }
+    /// |ā_i| of option `k`, in slots.
+    fn abar(&self, i: usize, k: usize) -> u64 {
+        self.sl.a[i] + self.opts[i][k].s
+    }
+    /// M^{i,j}(F^i_all) with option `k`.
     fn m_fall(&self, i: usize, k: usize, dj: i64) -> i64 {
-        let s = &self.sl;
-        if k == i {
-            dj + (s.abar(i) + s.o_f[i]) as i64
-        } else {
-            dj + (s.a[k - 1] + s.abar(k) + s.o_f[k]) as i64
-        }
+        dj + (self.abar(i, k) + self.opts[i][k].o_f) as i64
     }
+    /// M^{i,j}(B_i) with option `k`.
     fn m_b(&self, i: usize, k: usize) -> i64 {
         let s = &self.sl;
-        let base = s.abar(k) + s.d[k] + s.d[k - 1] + s.o_b[k];
-        (if k == i { base } else { base + s.a[k - 1] }) as i64
+        (self.abar(i, k) + s.d[i] + s.d[i - 1] + self.opts[i][k].o_b) as i64
     }
+    /// The subchain input: a_{i−1} (x = 0) or ā_{i−1} of option x − 1.
     fn input(&self, i: usize, x: u8) -> u64 {
-        if x == 1 {
-            self.sl.abar(i - 1)
+        if x >= 1 {
+            self.abar(i - 1, x as usize - 1)
         } else {
             self.sl.a[i - 1]
         }
@@ -394,12 +486,15 @@ impl<'a> Dp<'a> {
         let ii = self.input(i, x) as i64;
         let free = self.m - a as i64;
         let dl = self.dj(self.dm.l, true);
-        let (uf, ub) = (self.dm.u_f[i] as f64, self.dm.u_b[i] as f64);
-        // Case 1 (and the loss, B.2).
+        // Case 1 (and the loss, B.2), with each option of F^i_all in turn.
         let dj = if i == l1 { 0 } else { dl };
-        let mf = self.m_fall(i, i, dj);
-        let mb = self.m_b(i, i);
-        if mf + ii <= free && mb + ii <= free {
+        for k in 0..self.opts[i].len() {
+            let (uf, ub) = (self.opts[i][k].u_f as f64, self.opts[i][k].u_b as f64);
+            let mf = self.m_fall(i, k, dj);
+            let mb = self.m_b(i, k);
+            if mf + ii > free || mb + ii > free {
+                continue;
+            }
             let ef = self.eps(mf - self.m + a as i64 + df as i64 + ii);
             let eb = self.eps(mb - self.m + a as i64 + db as i64 + ii);
             let (dfv, dbv) = (self.vol(uf + ef), self.vol(ub + eb));
@@ -407,16 +502,16 @@ impl<'a> Dp<'a> {
                 let (_, df2, db2) = self.next_state(2, a, df, db, ii as u64, dfv, dbv);
                 let eg = self.eps((df2 + db2) as i64);
                 out(uf + ub + ef + eb + eg, FChoice::Loss);
-            } else {
-                for v in [1u8, 2] {
-                    if v == 1 && !self.cfg.offload {
-                        continue;
-                    }
-                    let (a2, df2, db2) = self.next_state(v, a, df, db, ii as u64, dfv, dbv);
-                    let rest = self.oc(i + 1, 1, a2, df2, db2);
-                    if rest.is_finite() {
-                        out(uf + ub + ef + eb + rest, FChoice::All { v });
-                    }
+                continue;
+            }
+            for v in [1u8, 2] {
+                if v == 1 && !self.cfg.offload {
+                    continue;
+                }
+                let (a2, df2, db2) = self.next_state(v, a, df, db, ii as u64, dfv, dbv);
+                let rest = self.oc(i + 1, 1 + k as u8, a2, df2, db2);
+                if rest.is_finite() {
+                    out(uf + ub + ef + eb + rest, FChoice::All { v, k });
                 }
             }
         }
@@ -494,14 +589,16 @@ impl<'a> Dp<'a> {
     ) {
         let free = self.m - a as i64;
         let base = -self.m + a as i64 + d as i64;
-        let (uf, ub) = (self.dm.u_f[i] as f64, self.dm.u_b[i] as f64);
         let dj = self.sl.d[j] as i64;
         if i == j {
-            let (mf, mb) = (self.m_fall(i, i, dj), self.m_b(i, i));
-            if mf <= free && mb <= free {
-                let shift = (ub * self.beta / self.sl.slot as f64).floor() as i64;
-                let e = self.eps(mf - shift + base).max(self.eps(mb + base));
-                out(uf + ub + e, BChoice::Base);
+            for k in 0..self.opts[i].len() {
+                let (uf, ub) = (self.opts[i][k].u_f as f64, self.opts[i][k].u_b as f64);
+                let (mf, mb) = (self.m_fall(i, k, dj), self.m_b(i, k));
+                if mf <= free && mb <= free {
+                    let shift = (ub * self.beta / self.sl.slot as f64).floor() as i64;
+                    let e = self.eps(mf - shift + base).max(self.eps(mb + base));
+                    out(uf + ub + e, BChoice::Base { k });
+                }
             }
             return;
         }
@@ -509,15 +606,19 @@ impl<'a> Dp<'a> {
         // and M^{i,j}(B_i), layer i's (the first version used layer j's, which
         // missed e.g. a B_i that does not fit:
         // instances/regressions/remat/pofo-no-offload-vs-rotor.json).
-        let (mf, mb) = (self.m_fall(i, i, dj), self.m_b(i, i));
-        if mf <= free && mb <= free {
+        for k in 0..self.opts[i].len() {
+            let (uf, ub) = (self.opts[i][k].u_f as f64, self.opts[i][k].u_b as f64);
+            let (mf, mb) = (self.m_fall(i, k, dj), self.m_b(i, k));
+            if mf > free || mb > free {
+                continue;
+            }
             let eb = self.eps(mb + base);
             let d1 = d.saturating_sub(self.vol(ub + eb));
-            let r = self.c_delta(i + 1, j, a + self.sl.abar(i), d1);
+            let r = self.c_delta(i + 1, j, a + self.abar(i, k), d1);
             if r.is_finite() {
                 let d2 = d1.saturating_sub(self.vol(r));
                 let ef = self.eps(mf - self.m + a as i64 + d2 as i64);
-                out(uf + r + ub + ef + eb, BChoice::All);
+                out(uf + r + ub + ef + eb, BChoice::All { k });
             }
         }
         // Case 2: F^i_ck, F^{i+1..i'}_∅, checkpoint a_{i'}.
@@ -582,10 +683,11 @@ impl<'a> Dp<'a> {
         let ch = self.f_argmin(i, x, a, df, db);
         let c = self.c;
         let ii = self.input(i, x);
+        let saved = (x >= 1).then(|| self.opts[i - 1][x as usize - 1].saved);
         let offload = |s: &mut Sequence| {
             s.offload_after_last(c.a_id(i - 1));
-            if x == 1 {
-                s.offload_after_last(c.s_id(i - 1));
+            if let Some(t) = saved {
+                s.offload_after_last(t);
             }
         };
         // Recompute the transfer volumes exactly as in f_options.
@@ -594,20 +696,21 @@ impl<'a> Dp<'a> {
                 s.f_all(c, i);
                 s.b(c, i);
             }
-            FChoice::All { v } => {
-                let (uf, ub) = (self.dm.u_f[i] as f64, self.dm.u_b[i] as f64);
+            FChoice::All { v, k } => {
+                let o = self.opts[i][k].clone();
+                let (uf, ub) = (o.u_f as f64, o.u_b as f64);
                 let dl = self.dj(self.dm.l, true);
-                let (mf, mb) = (self.m_fall(i, i, dl), self.m_b(i, i));
+                let (mf, mb) = (self.m_fall(i, k, dl), self.m_b(i, k));
                 let ef = self.eps(mf - self.m + a as i64 + df as i64 + ii as i64);
                 let eb = self.eps(mb - self.m + a as i64 + db as i64 + ii as i64);
                 let (dfv, dbv) = (self.vol(uf + ef), self.vol(ub + eb));
                 let (a2, df2, db2) = self.next_state(v, a, df, db, ii, dfv, dbv);
-                s.f_all(c, i);
+                s.plan.seq.push(o.fall);
                 if v == 1 {
                     offload(s);
                 }
-                self.emit_f(i + 1, 1, a2, df2, db2, s);
-                s.b(c, i);
+                self.emit_f(i + 1, 1 + k as u8, a2, df2, db2, s);
+                s.plan.seq.push(o.b);
             }
             FChoice::Ck { j, v } => {
                 let (peak, fsum) = (self.fck_peak[i][j], self.uf_sum(i, j));
@@ -633,17 +736,17 @@ impl<'a> Dp<'a> {
         let ch = self.b_argmin(i, j, a, d);
         let c = self.c;
         match ch {
-            BChoice::Base => {
-                s.f_all(c, i);
-                s.b(c, i);
+            BChoice::Base { k } => {
+                s.plan.seq.push(self.opts[i][k].fall);
+                s.plan.seq.push(self.opts[i][k].b);
             }
-            BChoice::All => {
-                let ub = self.dm.u_b[i] as f64;
-                let eb = self.eps(self.m_b(i, i) - self.m + a as i64 + d as i64);
-                let d1 = d.saturating_sub(self.vol(ub + eb));
-                s.f_all(c, i);
-                self.emit_b(i + 1, j, a + self.sl.abar(i), d1, s);
-                s.b(c, i);
+            BChoice::All { k } => {
+                let o = self.opts[i][k].clone();
+                let eb = self.eps(self.m_b(i, k) - self.m + a as i64 + d as i64);
+                let d1 = d.saturating_sub(self.vol(o.u_b as f64 + eb));
+                s.plan.seq.push(o.fall);
+                self.emit_b(i + 1, j, a + self.abar(i, k), d1, s);
+                s.plan.seq.push(o.b);
             }
             BChoice::Ck { ip } => {
                 let cl = self.c_delta(i, ip, a, d);
@@ -713,14 +816,12 @@ impl Heuristic for Pofo {
     }
     fn model_value(&self, file: &InstanceFile) -> Option<f64> {
         match file {
-            InstanceFile::RematChain(c) if c.plain().is_ok() => {
-                self.solve(c).map(|p| p.model_value)
-            }
+            InstanceFile::RematChain(c) => self.solve(c).map(|p| p.model_value),
             _ => None,
         }
     }
     fn schedule(&self, file: &InstanceFile, inst: &Instance) -> Result<Schedule, HeuristicError> {
-        let c = chain(self.label(), file)?;
+        let c = chain_any(self.label(), file)?;
         let plan = self.solve(c).ok_or_else(|| HeuristicError::NoSchedule {
             heuristic: self.label(),
             reason: format!(

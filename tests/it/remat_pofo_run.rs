@@ -1,0 +1,257 @@
+//! `pofo-as-run` and several options per block in `pofo` / `offload-only`
+//! (issue 23, items 2 and 4):
+//! - on random tight chains (one or several options per block, a fast forward
+//!   sometimes), `pofo-as-run`'s checked makespan is at most rotor's whenever
+//!   rotor has a schedule, and the programme's own plan wins on some of them;
+//! - on random multi-option chains, pofo's and offload-only's schedules pass
+//!   the checker, each block's backward runs the option its saved forward
+//!   used, and more options never raise the programme's value (every
+//!   one-option restriction is at least as slow in the model).
+
+use crate::common;
+use crate::remat_options::{chosen, restrict};
+
+use common::*;
+use offcert::family::remat_chain::{RematChain, RematLayer, RematOption};
+use offcert::family::InstanceFile;
+use offcert::heuristic::remat::pofo::Pofo;
+use offcert::heuristic::remat::pofo_run::{PofoAsRun, RunSource, RUN_MAX_LAYERS};
+use offcert::heuristic::remat::rotor::Rotor;
+use offcert::heuristic::{self, HeuristicError, HeuristicRun};
+use offcert::model::Instance;
+use offcert::schedule::Event;
+use offcert::units::Ticks;
+use quickcheck::TestResult;
+use std::sync::atomic::{AtomicUsize, Ordering};
+
+type Layers = Vec<(u8, u8, u8, u8, u8, u8)>;
+type Extra = Vec<(u8, u8, u8, u8)>;
+
+/// Compute ops of a checked schedule by name, in start order.
+fn names(run: &HeuristicRun, inst: &Instance) -> Vec<String> {
+    let mut ev: Vec<(Ticks, String)> = run
+        .checked
+        .schedule()
+        .events
+        .iter()
+        .filter_map(|e| match *e {
+            Event::Compute { op, start, .. } => Some((start, inst.op(op).name.clone())),
+            _ => None,
+        })
+        .collect();
+    ev.sort_by_key(|e| e.0);
+    ev.into_iter().map(|e| e.1).collect()
+}
+
+static RUN_RAN: AtomicUsize = AtomicUsize::new(0);
+static RUN_BEATS_ROTOR: AtomicUsize = AtomicUsize::new(0);
+static RUN_FELL_BACK: AtomicUsize = AtomicUsize::new(0);
+static RUN_ONLY_ONE: AtomicUsize = AtomicUsize::new(0);
+
+fn as_run_prop(spec: Layers, extra: Extra, bw: u8, slack: u8) -> TestResult {
+    if spec.is_empty() {
+        return TestResult::discard();
+    }
+    let c = remat_options_chain(&spec, &extra, bw, slack);
+    let json = serde_json::to_string(&c).unwrap();
+    let f = InstanceFile::RematChain(c);
+    let inst = f.compile().unwrap();
+    let rotor = heuristic::run(&Rotor::default(), &f, &inst);
+    // Half the cases as a long chain would run: the programme at 50 slots.
+    let h = PofoAsRun {
+        max_layers: if slack % 2 == 0 { 0 } else { RUN_MAX_LAYERS },
+        ..PofoAsRun::default()
+    };
+    let run = heuristic::run(&h, &f, &inst);
+    let source = h.schedule_with_source(&f, &inst).map(|s| s.1);
+    match (&rotor, &run) {
+        (Ok(r), Ok(p)) => {
+            let (mr, mp) = (r.checked.makespan(), p.checked.makespan());
+            if mp > mr {
+                return TestResult::error(format!("{json}: pofo-as-run {mp} above rotor {mr}"));
+            }
+            if mp < mr {
+                RUN_BEATS_ROTOR.fetch_add(1, Ordering::Relaxed);
+            }
+            if matches!(source, Ok(RunSource::Rotor)) {
+                RUN_FELL_BACK.fetch_add(1, Ordering::Relaxed);
+            }
+        }
+        (Err(HeuristicError::NoSchedule { .. }), Ok(_)) => {
+            RUN_ONLY_ONE.fetch_add(1, Ordering::Relaxed);
+        }
+        (Err(HeuristicError::NoSchedule { .. }), Err(HeuristicError::NoSchedule { .. })) => {
+            return TestResult::discard()
+        }
+        (r, p) => {
+            return TestResult::error(format!(
+                "{json}: rotor {:?}, pofo-as-run {:?}",
+                r.as_ref().map(|x| x.checked.makespan()),
+                p.as_ref().map(|x| x.checked.makespan())
+            ))
+        }
+    }
+    RUN_RAN.fetch_add(1, Ordering::Relaxed);
+    TestResult::passed()
+}
+
+/// Random chains of 1–4 blocks (one to three options each, or one), memory
+/// mostly near the least feasible; the programme at 100 slots, or at 50 as on
+/// a chain longer than `RUN_MAX_LAYERS`. Not vacuous: the programme's own plan beats
+/// rotor, rotor's plan is taken, and pofo-as-run finds a schedule where rotor
+/// finds none.
+#[test]
+fn pofo_as_run_is_never_worse_than_rotor() {
+    qc(600, 500).quickcheck(as_run_prop as fn(Layers, Extra, u8, u8) -> TestResult);
+    let counts = [
+        ("ran", &RUN_RAN),
+        ("beats rotor", &RUN_BEATS_ROTOR),
+        ("fell back to rotor", &RUN_FELL_BACK),
+        ("only pofo-as-run", &RUN_ONLY_ONE),
+    ];
+    eprintln!("{:?}", counts.map(|(n, c)| (n, c.load(Ordering::Relaxed))));
+    for (name, c) in counts {
+        assert!(c.load(Ordering::Relaxed) >= 3, "{name}: {c:?}");
+    }
+}
+
+static OPT_RAN: AtomicUsize = AtomicUsize::new(0);
+static OPT_OTHER: AtomicUsize = AtomicUsize::new(0);
+static OPT_MOVED: AtomicUsize = AtomicUsize::new(0);
+static OPT_HELP: AtomicUsize = AtomicUsize::new(0);
+static OPT_OFFLOAD_ONLY: AtomicUsize = AtomicUsize::new(0);
+
+/// Pofo's model value (`None`: no plan).
+fn value(p: &Pofo, c: &RematChain) -> Option<f64> {
+    p.solve_afresh(c).map(|x| x.model_value)
+}
+
+fn options_prop(spec: Layers, extra: Extra, bw: u8, slack: u8) -> TestResult {
+    if spec.is_empty() || extra.is_empty() {
+        return TestResult::discard();
+    }
+    let c = remat_options_chain(&spec, &extra, bw, slack);
+    if c.layers.iter().all(|x| x.options.is_empty()) {
+        return TestResult::discard();
+    }
+    let json = serde_json::to_string(&c).unwrap();
+    let f = InstanceFile::RematChain(c.clone());
+    let inst = f.compile().unwrap();
+    for p in [Pofo::default(), Pofo::offload_only()] {
+        // More options never raise the value: a one-option restriction's
+        // states and choices are among the full chain's.
+        let pick: Vec<usize> = (0..c.l()).map(|l| (slack as usize >> l) & 3).collect();
+        let (full, part) = (value(&p, &c), value(&p, &restrict(&c, &pick)));
+        if part.unwrap_or(f64::INFINITY) < full.unwrap_or(f64::INFINITY) {
+            return TestResult::error(format!("{json}: restricted {part:?} < {full:?}"));
+        }
+        if part.unwrap_or(f64::INFINITY) > full.unwrap_or(f64::INFINITY) {
+            OPT_HELP.fetch_add(1, Ordering::Relaxed);
+        }
+        let run = match heuristic::run(&p, &f, &inst) {
+            Ok(run) => run,
+            Err(HeuristicError::NoSchedule { .. }) => continue,
+            Err(e) => return TestResult::error(format!("{json}: {e}")),
+        };
+        if !p.remat {
+            OPT_OFFLOAD_ONLY.fetch_add(1, Ordering::Relaxed);
+        }
+        match chosen(&c, &names(&run, &inst)) {
+            Ok(ks) if ks.iter().any(|k| *k > 0) => {
+                OPT_OTHER.fetch_add(1, Ordering::Relaxed);
+            }
+            Ok(_) => {}
+            Err(e) => return TestResult::error(format!("{json}: {}: {e}", run.name)),
+        }
+        let moved = run.checked.schedule().events.iter();
+        if moved
+            .into_iter()
+            .any(|e| matches!(e, Event::Transfer { .. }))
+        {
+            OPT_MOVED.fetch_add(1, Ordering::Relaxed);
+        }
+        OPT_RAN.fetch_add(1, Ordering::Relaxed);
+    }
+    TestResult::passed()
+}
+
+/// Random chains of 1–4 blocks, at least one with several options, memory
+/// mostly tight. Not vacuous: both heuristics run, pick options other than 0,
+/// offload, and options beat a one-option restriction in the model.
+#[test]
+fn pofo_and_offload_only_take_several_options_and_pass_the_checker() {
+    qc(600, 500).quickcheck(options_prop as fn(Layers, Extra, u8, u8) -> TestResult);
+    let counts = [
+        ("ran", &OPT_RAN),
+        ("offload-only ran", &OPT_OFFLOAD_ONLY),
+        ("other option", &OPT_OTHER),
+        ("moved", &OPT_MOVED),
+        ("options help", &OPT_HELP),
+    ];
+    eprintln!("{:?}", counts.map(|(n, c)| (n, c.load(Ordering::Relaxed))));
+    for (name, c) in counts {
+        assert!(c.load(Ordering::Relaxed) >= 3, "{name}: {c:?}");
+    }
+}
+
+/// One option per block, listed again as a further option: the same value bit
+/// for bit and the same op sequence (ties go to option 0).
+#[test]
+fn a_repeated_option_changes_nothing() {
+    let mut ran = 0;
+    for seed in 0u8..60 {
+        let spec: Layers = (0..3)
+            .map(|i| {
+                (
+                    seed,
+                    seed / 3 + i,
+                    seed / 7 + 2 * i,
+                    seed / 2,
+                    seed / 5 + i,
+                    0,
+                )
+            })
+            .collect();
+        let single = remat_options_chain(&spec, &[], seed, seed.wrapping_mul(37));
+        let mut dup = single.clone();
+        for x in &mut dup.layers {
+            let o = dup_option(x);
+            x.options = vec![o];
+        }
+        for p in [Pofo::default(), Pofo::offload_only()] {
+            let (a, b) = (p.solve_afresh(&single), p.solve_afresh(&dup));
+            match (&a, &b) {
+                (None, None) => {}
+                (Some(x), Some(y)) => {
+                    assert_eq!(x.model_value.to_bits(), y.model_value.to_bits());
+                    let fs = InstanceFile::RematChain(single.clone()).compile().unwrap();
+                    let fd = InstanceFile::RematChain(dup.clone()).compile().unwrap();
+                    let strip = |v: Vec<String>| -> Vec<String> {
+                        v.into_iter()
+                            .map(|n| n.trim_end_matches(".0").to_string())
+                            .collect()
+                    };
+                    assert_eq!(
+                        strip(x.sequence.names(&fs)),
+                        strip(y.sequence.names(&fd)),
+                        "{}",
+                        serde_json::to_string(&single).unwrap()
+                    );
+                    ran += 1;
+                }
+                _ => panic!("{}", serde_json::to_string(&single).unwrap()),
+            }
+        }
+    }
+    assert!(ran >= 10, "{ran}");
+}
+
+fn dup_option(x: &RematLayer) -> RematOption {
+    RematOption {
+        u_f: x.u_f,
+        u_b: x.u_b,
+        abar: x.abar,
+        o_f: x.o_f,
+        o_b: x.o_b,
+    }
+}
