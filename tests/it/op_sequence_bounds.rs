@@ -104,6 +104,31 @@ fn windows_by_hand() {
     }
 }
 
+/// Four functions (1 tick each), f_i reads only w_i (4 B, persistent), M = 4,
+/// β = 1. At every f_i, D = 16 − 4 = 12 B of the other three weights are off
+/// the GPU; the window [f_i, f_{i+δ}) must bring back 4δ of them while only δ
+/// ticks of compute run: excess 3δ. One window (δ = 3) gives 4 + 9 = 13;
+/// windows that tile the cycle give 4 + 12 = 16. op-transfer-volume: 12.
+#[test]
+fn disjoint_windows_add_up() {
+    let ws: Vec<String> = (0..4).map(|i| format!("w{i}")).collect();
+    let mut s = program(
+        ws.iter().map(|w| var(w, 4)).collect(),
+        (0..4)
+            .map(|i| func(&format!("f{i}"), 1, &[ws[i].clone()], &[], &[]))
+            .collect(),
+        ws.clone(),
+    );
+    s.gpu_memory = 4;
+    let u = s.uses().unwrap();
+    let bw = offcert::units::Bandwidth::new(1, 1);
+    assert_eq!(transfer_volume(&u, 4), 12);
+    assert_eq!(transfer_windows(&u, 4, bw), 16);
+    for p in periods(&s) {
+        assert!(p >= 16, "checked period {p}");
+    }
+}
+
 /// A random program: `spec[i] = (d, size, skip, update)`; function i reads
 /// a_{i−1} (and a_{i−1−skip}) and its weight w_i, writes a_i; a last function
 /// reads the last activation and modifies the weights marked `update`.

@@ -335,14 +335,29 @@ fn search(lines: &[Line], tg: &BigRational) -> Vec<BigRational> {
         .collect()
 }
 
-/// The bound of `which` on `inst` (exact): the larger of the option-free and
-/// the Lagrangian relaxation, and at least 0.
-pub fn forced_bound(inst: &Offmate, which: Lines) -> BigRational {
+/// One set of lines (exact): the larger of the option-free and the
+/// Lagrangian relaxation, and at least 0.
+fn relaxed(inst: &Offmate, which: Lines) -> BigRational {
     let (lines, tg) = lines(inst, which);
     let free = min_of_max(&option_free(&lines), &tg);
     let mu = search(&lines, &tg);
     let lag = lagrangian(&lines, &tg, &mu);
     free.max(lag).max(BigRational::zero())
+}
+
+/// The bound of `which` on `inst` (exact). The line sets nest (Cpu ⊂ Traffic
+/// ⊂ Turnaround), so each smaller set's value is a bound too; the largest is
+/// taken (the f64 search may land lower on a larger set).
+pub fn forced_bound(inst: &Offmate, which: Lines) -> BigRational {
+    let sets: &[Lines] = match which {
+        Lines::Cpu => &[Lines::Cpu],
+        Lines::Traffic => &[Lines::Cpu, Lines::Traffic],
+        Lines::Turnaround => &[Lines::Cpu, Lines::Traffic, Lines::Turnaround],
+    };
+    sets.iter()
+        .map(|&w| relaxed(inst, w))
+        .max()
+        .unwrap_or_else(BigRational::zero)
 }
 
 fn certified(

@@ -7,11 +7,14 @@
 //! use. For δ = 1..n−1, at most R_f(δ) of those bytes (the ones whose next use
 //! is more than δ functions after f) can wait beyond function f+δ; the rest,
 //! ≥ D_f − R_f(δ), must be prefetched between s and the start of f+δ, on one
-//! channel. Functions f+δ, …, f+n−1 (cyclically) run between that start and f's
-//! next start s + P. So P ≥ C_f(δ) + (D_f − R_f(δ))⁺/β, with C_f(δ) their total
-//! duration. δ = n−1… down to the whole period gives back `op-transfer-volume`.
-//! Integers throughout: the maximum of b·(line) is taken over u128, the bound is
-//! that over b (β = b/τ), an exact rational.
+//! channel. So the window [s, start of f+δ) lasts ≥ (D_f − R_f(δ))⁺/β, and at
+//! least the compute of f, …, f+δ−1: its *excess* over that compute is
+//! e_f(δ) = ((D_f − R_f(δ))⁺/β − C⁰_f(δ))⁺. Windows that do not overlap on the
+//! cycle are disjoint stretches of one period, each holding its own
+//! prefetches, so P ≥ Σd + the excesses of any non-overlapping set of windows
+//! (`proofs/OP-SEQUENCE-BOUND.md` §3, §4). One window with δ = n−1 gives back
+//! `op-transfer-volume`'s V/β (plus a function). Integers throughout: b·P′ is
+//! computed in u128, the bound is that over b (β = b/τ), an exact rational.
 //!
 //! Owns: [`TransferWindows`], [`transfer_windows`]. Must not import:
 //! heuristics, exact solvers.
@@ -38,12 +41,13 @@ fn use_positions(u: &Uses) -> Vec<Vec<usize>> {
     pos
 }
 
-/// The largest b·P′ over the lines of function f (module docs), where b, τ
-/// are β's bytes and ticks; 0 when D_f = 0.
-fn best_at(u: &Uses, f: usize, d_f: u128, pos: &[Vec<usize>], bw: Bandwidth) -> u128 {
+/// Per δ = 1..n−1 (index δ; index 0 unused): b times the bound's excess over
+/// the compute of the window, e_f(δ) = (τ·(D_f − R_f(δ))⁺ − b·C⁰_f(δ))⁺, where
+/// C⁰_f(δ) is the duration of f, …, f+δ−1 and β = b/τ. Empty when D_f = 0.
+fn excess(u: &Uses, f: usize, d_f: u128, pos: &[Vec<usize>], bw: Bandwidth) -> Vec<u128> {
     let n = u.n();
     if d_f == 0 || n < 2 {
-        return 0;
+        return Vec::new();
     }
     // bytes[δ]: the bytes of the candidates whose next use is δ functions on.
     let mut bytes = vec![0u128; n];
@@ -60,28 +64,59 @@ fn best_at(u: &Uses, f: usize, d_f: u128, pos: &[Vec<usize>], bw: Bandwidth) -> 
         };
         bytes[next] += u.bytes[v] as u128;
     }
-    // tail[δ] = Σ durations of f+δ, …, f+n−1 (cyclic).
-    let mut best = 0u128;
-    let mut later = 0u128; // R_f(δ): bytes with next use > δ
-    let mut tail = 0u128;
+    let total: u128 = u.durations.iter().map(|&d| d.max(0) as u128).sum();
     let (b, tau) = (bw.bytes as u128, bw.ticks as u128);
+    let mut ex = vec![0u128; n];
+    let mut later = 0u128; // R_f(δ): bytes with next use > δ
+    let mut tail = 0u128; // durations of f+δ, …, f+n−1
     for delta in (1..n).rev() {
         tail += u.durations[(f + delta) % n].max(0) as u128;
+        let head = total - tail;
         let soon = d_f.saturating_sub(later);
-        best = best.max(tail * b + soon * tau);
+        ex[delta] = (soon * tau).saturating_sub(head * b);
         later += bytes[delta];
     }
-    best
+    ex
 }
 
-/// The bound of the module docs as b·P′ (β = b/τ): the largest over f and δ.
+/// b·P′ for the bound of the module docs: b·Σd plus the largest total excess
+/// of windows [f, f+δ) that do not overlap on the cycle (weighted interval
+/// scheduling on the cycle cut at the start of the best single window, so
+/// the best single window is always among the choices).
 pub fn transfer_windows(u: &Uses, cap: u64, bw: Bandwidth) -> u128 {
+    let n = u.n();
     let d = must_be_absent(u, cap);
     let pos = use_positions(u);
-    (0..u.n())
-        .map(|f| best_at(u, f, d[f], &pos, bw))
-        .max()
-        .unwrap_or(0)
+    let total: u128 = u.durations.iter().map(|&x| x.max(0) as u128).sum();
+    let base = total * bw.bytes as u128;
+    // The cut: the start of the window with the largest excess.
+    let (mut cut, mut top) = (0, 0u128);
+    for f in 0..n {
+        let m = excess(u, f, d[f], &pos, bw).into_iter().max().unwrap_or(0);
+        if m > top {
+            (cut, top) = (f, m);
+        }
+    }
+    if top == 0 {
+        return base;
+    }
+    // best[p]: the largest total excess of windows inside positions [0, p)
+    // (position p is function cut+p); ending[p]: of those ending exactly at p.
+    let mut best = vec![0u128; n + 1];
+    let mut ending = vec![0u128; n + 1];
+    for p in 0..n {
+        if p > 0 {
+            best[p] = best[p - 1].max(ending[p]);
+        }
+        let f = (cut + p) % n;
+        for (delta, &e) in excess(u, f, d[f], &pos, bw).iter().enumerate() {
+            if e > 0 && p + delta <= n {
+                ending[p + delta] = ending[p + delta].max(best[p] + e);
+            }
+        }
+    }
+    best[n] = best[n - 1].max(ending[n]);
+    base + best[n]
 }
 
 /// Transfers that must fit between the start of a function and the next uses
