@@ -1,7 +1,8 @@
 //! Lower bounds on the period of an `op_sequence` instance: the compute bound
 //! and the transfer-volume bound (`proofs/OP-SEQUENCE-BOUND.md`).
 //!
-//! Owns: [`Compute`], [`TransferVolume`] and [`transfer_volume`].
+//! Owns: [`Compute`], [`TransferVolume`], [`transfer_volume`],
+//! [`must_be_absent`] and the windows bound ([`windows`]).
 //! Must not import: heuristics, exact solvers.
 //!
 //! Transfer volume. For function f let L_f be the used persistent variables
@@ -12,6 +13,8 @@
 //! host-to-device channel carries V = max_f (Σ_{L_f} b − (M − out_f))⁺ bytes
 //! per period, and P ≥ V/β. Exact rational; certified.
 
+pub mod windows;
+
 use super::{BoundError, BoundMethod, LowerBound, Strength};
 use crate::family::op_sequence::{Access, Uses};
 use crate::family::InstanceFile;
@@ -20,7 +23,11 @@ use num_bigint::BigInt;
 use num_rational::BigRational;
 
 pub fn bounds() -> Vec<Box<dyn BoundMethod>> {
-    vec![Box::new(Compute), Box::new(TransferVolume)]
+    vec![
+        Box::new(Compute),
+        Box::new(TransferVolume),
+        Box::new(windows::TransferWindows),
+    ]
 }
 
 fn uses(name: &'static str, file: &InstanceFile) -> Result<Uses, BoundError> {
@@ -71,6 +78,12 @@ impl BoundMethod for Compute {
 
 /// V bytes (module docs): the least host-to-device volume per period.
 pub fn transfer_volume(u: &Uses, cap: u64) -> u128 {
+    must_be_absent(u, cap).into_iter().max().unwrap_or(0)
+}
+
+/// Per function f: D_f = (Σ_{L_f} b − (M − out_f))⁺, the bytes of L_f that
+/// hold no GPU memory at f's start (module docs).
+pub fn must_be_absent(u: &Uses, cap: u64) -> Vec<u128> {
     let used = u.used_persistent();
     let pers: u128 = (0..u.bytes.len())
         .filter(|&v| used[v])
@@ -88,19 +101,19 @@ pub fn transfer_volume(u: &Uses, cap: u64) -> u128 {
         }
     }
     let mut cur = 0i128;
-    let mut best = 0u128;
-    for f in 0..u.n() {
-        cur += delta[f];
-        let out: u128 = u.uses[f]
-            .iter()
-            .filter(|(_, a)| *a == Access::Write)
-            .map(|(v, _)| u.bytes[*v] as u128)
-            .sum();
-        let room = (cap as u128).saturating_sub(out);
-        let need = pers + cur as u128;
-        best = best.max(need.saturating_sub(room));
-    }
-    best
+    (0..u.n())
+        .map(|f| {
+            cur += delta[f];
+            let out: u128 = u.uses[f]
+                .iter()
+                .filter(|(_, a)| *a == Access::Write)
+                .map(|(v, _)| u.bytes[*v] as u128)
+                .sum();
+            let room = (cap as u128).saturating_sub(out);
+            let need = pers + cur as u128;
+            need.saturating_sub(room)
+        })
+        .collect()
 }
 
 pub struct TransferVolume;

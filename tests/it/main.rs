@@ -33,6 +33,8 @@ mod offmate_ilp;
 mod op_sequence;
 mod op_sequence_belady;
 mod op_sequence_exact;
+mod offmate_bounds;
+mod op_sequence_bounds;
 mod op_sequence_import;
 mod op_sequence_model;
 mod plot;

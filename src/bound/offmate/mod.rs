@@ -8,12 +8,14 @@
 //! in their steps, (19a)/(20) serialise self-offloads with compute, and (7)
 //! makes non-trainable parameters pay an offload): `proofs/OFFMATE-ILP.md` §3
 //! gives a counterexample, so no bound is derived from it. The certified bounds
-//! are [`volume`]'s, re-derived in exact rationals without a solver.
+//! are [`volume`]'s and [`forced`]'s (`proofs/OFFMATE-BOUNDS.md`), re-derived in
+//! exact rationals without a solver.
 //!
 //! Owns: [`solve_ilp`], [`OffmateIlpError`], the ILP ([`ilp`]), the bounds
-//! ([`volume`]) and their registry entries. Must not import: heuristics, exact
+//! ([`volume`], [`forced`]) and their registry entries. Must not import: heuristics, exact
 //! solvers, the simulator. HiGHS is reached only through [`crate::lp`].
 
+pub mod forced;
 pub mod ilp;
 pub mod volume;
 
@@ -24,8 +26,16 @@ use num_rational::BigRational;
 use num_traits::Zero;
 use std::time::Duration;
 
+pub use forced::{forced_bound, Lines, OffmateCpu, OffmateTraffic, OffmateTurnaround};
 pub use ilp::{build, Ilp};
-pub use volume::{bounds, OffmateCompute, OffmateVolume};
+pub use volume::{OffmateCompute, OffmateVolume};
+
+/// Every certified OFFMATE bound, weakest first.
+pub fn bounds() -> Vec<Box<dyn crate::bound::BoundMethod>> {
+    let mut v = volume::bounds();
+    v.extend(forced::bounds());
+    v
+}
 
 /// Why the ILP gave no plan.
 #[derive(Debug, thiserror::Error)]

@@ -35,9 +35,9 @@ pub fn bounds() -> Vec<Box<dyn BoundMethod>> {
 
 /// A line c + s·b.
 #[derive(Clone, Debug)]
-struct Line {
-    c: BigRational,
-    s: BigRational,
+pub(super) struct Line {
+    pub(super) c: BigRational,
+    pub(super) s: BigRational,
 }
 
 impl Line {
@@ -98,7 +98,7 @@ fn lines(inst: &Offmate, volume: bool) -> (Vec<Line>, BigRational) {
 }
 
 /// min over b ∈ [0, T_g] of the maximum of the lines (exact).
-fn min_of_max(lines: &[Line], hi: &BigRational) -> BigRational {
+pub(super) fn min_of_max(lines: &[Line], hi: &BigRational) -> BigRational {
     let mut candidates = vec![BigRational::zero(), hi.clone()];
     for (i, a) in lines.iter().enumerate() {
         for b in &lines[i + 1..] {
