@@ -197,12 +197,14 @@ mod tests {
             Feature::CpuOps,
             Feature::CpuCapacity,
         ]);
+        // The reduction takes variant groups (several options per block),
+        // not slots: the first feature outside is the slotted order.
         let e = WITH_REMAT.admit(Method::Milp, &all).unwrap_err();
         assert!(matches!(
             e,
             ExactError::Unencoded {
                 method: Method::Milp,
-                feature: Feature::Extension(Extension::Groups)
+                feature: Feature::Extension(Extension::Slots)
             }
         ));
         // A cyclic free-order instance: the reduction takes one-shot only.

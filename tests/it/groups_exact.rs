@@ -503,3 +503,16 @@ fn offmate_counterexamples_against_the_exact_methods() {
     }
     assert!(n >= 9, "{n}");
 }
+
+/// Regression: the door relaxes limit 4 on chains of at most two layers; a
+/// block's further options (two ops each) once counted as layers, so a 2-layer
+/// chain with two options per block was searched with limit 4 kept.
+#[test]
+fn limit_4_is_relaxed_on_two_layer_chains_with_options() {
+    use offcert::exact::remat::sequences::SequenceLimits;
+    let spec = [(1, 1, 1, 1, 1, 1), (1, 1, 1, 1, 1, 1)];
+    let c = remat_options_chain(&spec, &[(1, 1, 1, 1)], 1, 0);
+    let inst = InstanceFile::RematChain(c).compile().unwrap();
+    assert_eq!(inst.groups.len(), 2);
+    assert!(!SequenceLimits::default_for(&inst).forwards_in_order);
+}

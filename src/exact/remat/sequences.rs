@@ -221,8 +221,16 @@ impl SequenceLimits {
     /// stays small, and kept on longer ones. Limit 4 loses optima (issue 23,
     /// `instances/regressions/remat/limit4.json`: 11 in order, 10 relaxed).
     pub fn default_for(inst: &Instance) -> SequenceLimits {
-        let layers = if inst.family == "remat_chain" && inst.ops.len() >= 5 {
-            (inst.ops.len() - 2) / 3
+        // A block's further options add two ops each (its group's members
+        // beyond the first): they are not layers.
+        let extra: usize = inst
+            .groups
+            .iter()
+            .map(|g| g.members.len().saturating_sub(1))
+            .sum();
+        let n = inst.ops.len();
+        let layers = if inst.family == "remat_chain" && n >= 5 + 2 * extra {
+            (n - 2 - 2 * extra) / 3
         } else {
             usize::MAX
         };
