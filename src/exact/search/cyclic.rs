@@ -33,6 +33,12 @@ use crate::units::Ticks;
 /// before anything is expanded); beyond this it reports `Unknown` at once.
 pub const MAX_ROOTS: usize = 200_000;
 
+/// The most partial boundary states the enumeration visits: the memory test
+/// cuts branches before they reach a boundary state, so on a large program
+/// (an imported trace) the enumeration could run long with few states listed;
+/// beyond this the search reports `Unknown` at once, as beyond [`MAX_ROOTS`].
+const MAX_VISITS: usize = 20 * MAX_ROOTS;
+
 /// The cyclic scope (else `Unsupported`), in which [`boundaries`] lists every
 /// boundary state a valid schedule can have, up to the structural limits of
 /// proofs/SEARCH.md. (Fixed order, GPU ops each once, no CPU capacity and
@@ -151,8 +157,9 @@ pub(super) fn born(inst: &Instance, order: &[OpId]) -> Vec<usize> {
 /// channel, and S₀ with its prefetches in flight fits the GPU memory (it is
 /// the memory at P).
 ///
-/// `None` if there are more than [`MAX_ROOTS`] of them (the search then stops
-/// with status `Unknown` before it starts).
+/// `None` if there are more than [`MAX_ROOTS`] of them, or the enumeration
+/// visits more than [`MAX_VISITS`] partial ones (the search then stops with
+/// status `Unknown` before it starts).
 pub(super) fn boundaries(ctx: &Ctx) -> Option<Vec<Boundary>> {
     let inst = ctx.inst;
     let persistent = inst.persistent();
@@ -191,10 +198,11 @@ pub(super) fn boundaries(ctx: &Ctx) -> Option<Vec<Boundary>> {
         flights: vec![],
         left: vec![0; ctx.channels.len()],
     };
+    let mut visits = 0;
     if bytes <= ctx.cap {
-        enumerate(ctx, &choices, (start, bytes), &mut out);
+        enumerate(ctx, &choices, (start, bytes), &mut out, &mut visits);
     }
-    if out.len() > MAX_ROOTS {
+    if out.len() > MAX_ROOTS || visits > MAX_VISITS {
         return None;
     }
     // Fewer transfers in flight first (only the order of ties in the queue).
@@ -255,8 +263,10 @@ fn enumerate(
     choices: &[(TensorId, &[Place])],
     (cur, bytes): (Boundary, i128),
     out: &mut Vec<Boundary>,
+    visits: &mut usize,
 ) {
-    if out.len() > MAX_ROOTS {
+    *visits += 1;
+    if out.len() > MAX_ROOTS || *visits > MAX_VISITS {
         return;
     }
     let Some((&(t, places), rest)) = choices.split_first() else {
@@ -280,7 +290,7 @@ fn enumerate(
                 }
                 let m = bytes + if gpu { size } else { 0 };
                 if m <= ctx.cap {
-                    enumerate(ctx, rest, (b, m), out);
+                    enumerate(ctx, rest, (b, m), out, visits);
                 }
             }
             Place::Moving(dir) => {
@@ -296,7 +306,7 @@ fn enumerate(
                     }
                     b.flights.push((dir, t, left));
                     b.left[ch] = left;
-                    enumerate(ctx, rest, (b, bytes + size), out);
+                    enumerate(ctx, rest, (b, bytes + size), out, visits);
                 }
             }
         }
