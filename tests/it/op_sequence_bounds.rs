@@ -1,9 +1,9 @@
-//! `op-transfer-windows` (`proofs/OP-SEQUENCE-BOUND.md` §3): a value by hand,
-//! at least `op-transfer-volume`, and at most every heuristic's checked period
-//! on random small programs (both duplex modes, memory from the least feasible
-//! up). No exact method solves `op_sequence` instances with moving
-//! per-iteration tensors on this branch, so the heuristics' checked periods
-//! are the only schedules compared with.
+//! `op-transfer-windows` (`proofs/OP-SEQUENCE-BOUND.md` §3–§4): values by
+//! hand, at least `op-transfer-volume`, at most every heuristic's checked
+//! period on random small programs (both duplex modes, memory from the least
+//! feasible up), and at most the MILP's optimum of the MILP's encoding (each
+//! activation freed by its last user, release rule `after_start`), whose
+//! optimum is at most the program's (tests/it/op_sequence.rs `milp_instance`).
 
 use crate::common;
 
@@ -11,10 +11,12 @@ use common::*;
 use offcert::bound::op_sequence::windows::transfer_windows;
 use offcert::bound::op_sequence::{transfer_volume, TransferVolume};
 use offcert::bound::BoundMethod;
+use offcert::check::check;
+use offcert::exact::{self, Limits, Method, Status};
 use offcert::family::op_sequence::{Function, OpSequence, Variable};
 use offcert::family::{BandwidthFile, InstanceFile};
 use offcert::heuristic::{self, HeuristicError};
-use offcert::model::{Duplex, ReleaseRule, TensorKind};
+use offcert::model::{Duplex, Instance, ReleaseRule, TensorId, TensorKind};
 use quickcheck::TestResult;
 use std::sync::atomic::{AtomicUsize, Ordering};
 
@@ -210,4 +212,68 @@ fn windows_below_every_checked_period() {
     for (what, n) in [("tested", &TESTED), ("above volume and compute", &ABOVE)] {
         assert!(n.load(Ordering::Relaxed) >= 10, "{what}: {n:?}");
     }
+}
+
+/// The MILP's encoding of `s` (as in tests/it/op_sequence.rs): each
+/// non-persistent variable freed by its last user, release rule
+/// `after_start`. Every schedule of `s` maps to one of it with the same
+/// period, so its optimum is at most the program's; the bound's proof uses
+/// neither the release rule nor when a dead variable is released, so the
+/// bound holds for it too.
+fn milp_instance(s: &OpSequence) -> Instance {
+    let mut inst = s.compile().unwrap();
+    let u = s.uses().unwrap();
+    for (v, sp) in u.span().iter().enumerate() {
+        if let (Some((_, b)), false) = (sp, u.persistent[v]) {
+            inst.ops[*b].frees.push(TensorId(v as u32));
+        }
+    }
+    inst.family = "core".into();
+    inst.release = ReleaseRule::AfterStart;
+    inst
+}
+
+static MILP_COMPARED: AtomicUsize = AtomicUsize::new(0);
+
+/// op-transfer-windows ≤ the MILP's proven optimum (checked) on random
+/// programs of up to three functions and an update, full duplex.
+#[test]
+fn windows_at_most_the_milp_optimum() {
+    fn prop(spec: Vec<(u8, u8, u8, bool)>, bw: u8, mem: u8) -> TestResult {
+        if spec.len() < 2 {
+            return TestResult::discard();
+        }
+        let s = random(&spec[..spec.len().min(3)], bw, mem % 4, false);
+        let file = InstanceFile::OpSequence(s.clone());
+        let inst = file.compile().unwrap();
+        let bound = offcert::bound::op_sequence::windows::TransferWindows
+            .bound(&file, &inst)
+            .unwrap();
+        let d = milp_instance(&s);
+        let limits = Limits {
+            time_limit: std::time::Duration::from_secs(5),
+            ..Limits::default()
+        };
+        match exact::solve(Method::Milp, &d, &limits) {
+            Ok(o) if o.status == Status::Optimal => {
+                let sch = o.schedule.expect("an optimal schedule");
+                let r = check(&d, &sch);
+                assert!(r.valid, "MILP schedule rejected: {:?}", r.violations);
+                assert!(
+                    bound.ceil_ticks() <= r.makespan.0,
+                    "windows {} above the MILP optimum {} on {s:?}",
+                    bound.value,
+                    r.makespan.0
+                );
+                MILP_COMPARED.fetch_add(1, Ordering::Relaxed);
+                TestResult::passed()
+            }
+            Ok(_) => TestResult::discard(),
+            Err(e) => TestResult::error(format!("MILP: {e}")),
+        }
+    }
+    qc(12, 6)
+        .max_tests(cases(60))
+        .quickcheck(prop as fn(Vec<(u8, u8, u8, bool)>, u8, u8) -> TestResult);
+    assert!(MILP_COMPARED.load(Ordering::Relaxed) >= 3);
 }
