@@ -126,7 +126,8 @@ fn gap(args: &[&str]) -> (i32, String) {
 
 /// `offcert gap` on an OFFMATE instance lists Algorithm 1 with its checked
 /// period and its ILP status in claim words (text and JSON); without
-/// `--time-limit` the report is the same byte for byte at every `--jobs`.
+/// `--time-limit` (and without the exact cross-check, which keeps a clock) the
+/// report is the same byte for byte at every `--jobs`.
 #[test]
 fn gap_lists_algorithm1_with_its_ilp_status() {
     let f = "instances/offmate/counterexamples/eq12-13-race.json";
@@ -155,8 +156,11 @@ fn gap_lists_algorithm1_with_its_ilp_status() {
     assert!(cell["makespan"].as_i64().unwrap() > 0);
     assert!(cell["note"].as_str().unwrap().contains("solver-reported"));
     let dir = "instances/offmate/counterexamples";
-    let (c1, one) = gap(&[dir, "--quiet", "--jobs", "1"]);
-    let (c3, three) = gap(&[dir, "--quiet", "--jobs", "3"]);
+    // The exact cross-check keeps its 20 s clock (docs/COMMANDS.md), so it is
+    // left out here (`--exact-max-ops 0`): on a loaded machine the MILP may
+    // prove eq7-off-by-one in one run and not in the other.
+    let (c1, one) = gap(&[dir, "--quiet", "--jobs", "1", "--exact-max-ops", "0"]);
+    let (c3, three) = gap(&[dir, "--quiet", "--jobs", "3", "--exact-max-ops", "0"]);
     assert_eq!((c1, c3), (0, 0));
     assert_eq!(one, three);
 }

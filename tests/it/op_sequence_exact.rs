@@ -42,8 +42,15 @@ fn limits(secs: u64) -> Limits {
 /// checker.
 fn answer(m: Method, inst: &Instance, secs: u64) -> (Status, Option<i64>, bool) {
     let started = Instant::now();
-    let out = exact::solve(m, inst, &limits(secs))
-        .unwrap_or_else(|e| panic!("{m:?} refuses an op_sequence instance: {e}"));
+    let out = match exact::solve(m, inst, &limits(secs)) {
+        Ok(out) => out,
+        // The one refusal the search keeps (proofs/SEARCH.md): a dead output
+        // under the `after_start` relaxation. Counted as unknown (discarded).
+        Err(e) if m == Method::Search && e.to_string().contains("cyclic, after_start:") => {
+            return (Status::Unknown, None, false)
+        }
+        Err(e) => panic!("{m:?} refuses an op_sequence instance: {e}"),
+    };
     SLOWEST_MS.fetch_max(started.elapsed().as_millis() as u64, Ordering::Relaxed);
     let Some(s) = &out.schedule else {
         return (out.status, None, false);
@@ -311,4 +318,25 @@ fn an_activation_swapped_out_and_back_by_both_methods() {
             );
         }
     }
+}
+
+/// A quickcheck case (2026-11-27): under `after_start` the MILP drops the dead
+/// output `a0` one tick into its producer `f0` and reaches period 4 (checked);
+/// the search, which drops it only at `f0`'s end, proved 5 and called it
+/// optimal. The search now refuses such an instance, naming the tensor, and
+/// the MILP's 4 stays valid.
+#[test]
+fn a_dead_output_under_after_start_is_refused_by_the_search() {
+    let text = r#"{"family": "op_sequence", "name":"small","variables":[{"name":"w0","bytes":2,"kind":"weight"},{"name":"a0","bytes":2,"kind":"activation"},{"name":"a1","bytes":1,"kind":"activation"}],"functions":[{"name":"f0","duration":2,"writes":["a0"]},{"name":"f1","duration":1,"writes":["a1"]},{"name":"upd","duration":1,"reads":["a1","w0"]}],"persistent":["w0"],"gpu_memory":3,"bandwidth":1,"duplex":"full_duplex","release":"after_start"}"#;
+    let (_, inst) = offcert::io::parse_instance("small.json", text).unwrap();
+    let e = exact::solve(Method::Search, &inst, &limits(5)).unwrap_err();
+    assert!(e.to_string().contains("cyclic, after_start: a0 is produced, never read"), "{e}");
+    let (status, period, _) = answer(Method::Milp, &inst, 10);
+    assert_eq!((status, period), (Status::Optimal, Some(4)));
+    // Under the default rule the search takes it, and both methods agree.
+    let mut inst = inst;
+    inst.release = offcert::model::ReleaseRule::AfterEnd;
+    let s = answer(Method::Search, &inst, 5);
+    let m = answer(Method::Milp, &inst, 10);
+    assert_eq!((s.0, s.1), (m.0, m.1));
 }

@@ -82,6 +82,20 @@ pub(super) fn scope(inst: &Instance, order: &[OpId]) -> Result<(), ExactError> {
                 t.name
             )));
         }
+        if released.is_empty()
+            && uses.last_read[i].is_none()
+            && inst.release == crate::model::ReleaseRule::AfterStart
+        {
+            // Under the relaxation the rules let such a dead output go while
+            // its producer still runs (the MILP does: tests/it/op_sequence_exact.rs,
+            // `a_dead_output_under_after_start_is_refused_by_the_search`); the
+            // search drops it only at its producer's end, so it could miss the
+            // optimum.
+            return Err(super::unsupported(format!(
+                "cyclic, after_start: {} is produced, never read and released by no op; the relaxation lets it go while its producer runs, an instant the search does not try",
+                t.name
+            )));
+        }
         if released.is_empty() && t.size.0 == 0 {
             return Err(super::unsupported(format!(
                 "cyclic: {} is a per-iteration tensor of size 0 that no op releases (the search deletes only copies that take memory)",
