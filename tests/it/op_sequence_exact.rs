@@ -330,7 +330,11 @@ fn a_dead_output_under_after_start_is_refused_by_the_search() {
     let text = r#"{"family": "op_sequence", "name":"small","variables":[{"name":"w0","bytes":2,"kind":"weight"},{"name":"a0","bytes":2,"kind":"activation"},{"name":"a1","bytes":1,"kind":"activation"}],"functions":[{"name":"f0","duration":2,"writes":["a0"]},{"name":"f1","duration":1,"writes":["a1"]},{"name":"upd","duration":1,"reads":["a1","w0"]}],"persistent":["w0"],"gpu_memory":3,"bandwidth":1,"duplex":"full_duplex","release":"after_start"}"#;
     let (_, inst) = offcert::io::parse_instance("small.json", text).unwrap();
     let e = exact::solve(Method::Search, &inst, &limits(5)).unwrap_err();
-    assert!(e.to_string().contains("cyclic, after_start: a0 is produced, never read"), "{e}");
+    assert!(
+        e.to_string()
+            .contains("cyclic, after_start: a0 is produced, never read"),
+        "{e}"
+    );
     let (status, period, _) = answer(Method::Milp, &inst, 10);
     assert_eq!((status, period), (Status::Optimal, Some(4)));
     // Under the default rule the search takes it, and both methods agree.
