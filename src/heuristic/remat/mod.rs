@@ -5,7 +5,8 @@
 //! explicit deletes, offloads per position), realised by
 //! [`crate::simulate::asap_sequence`] and then checked by [`super::run`].
 //!
-//! Owns: [`Sequence`], the discretisation [`Slots`], the registry.
+//! Owns: [`Sequence`], the discretisation [`Slots`] and the options in slots
+//! ([`SlotOption`], [`slot_options`]) that the DPs share, the registry.
 //! Must not import: the checker (the caller checks), exact solvers.
 
 pub mod pofo;
@@ -108,6 +109,70 @@ pub fn keep_everything(c: &RematChain) -> Sequence {
         s.b(c, l);
     }
     s
+}
+
+/// One option of a layer, in slots and ticks, with its two ops and the tensor
+/// its forward saves (shared by the DPs of `rotor` and `pofo`).
+#[derive(Clone, Debug)]
+pub(crate) struct SlotOption {
+    pub u_f: i64,
+    pub u_b: i64,
+    /// |ā| − |a| in slots (rounded up).
+    pub s: u64,
+    pub o_f: u64,
+    pub o_b: u64,
+    pub fall: OpId,
+    pub b: OpId,
+    pub saved: TensorId,
+}
+
+/// Every layer's options in slots, per layer ℓ = 1..=L+1 (entry ℓ; entry 0
+/// empty; option 0 is the layer's own fields; the loss has one), and per layer
+/// its fast forward `F{ℓ}`'s duration and scratch in slots (u_F, o_f of option
+/// 0 unless the file sets them apart; the loss's entry, never in a run, keeps
+/// the tables' shape).
+pub(crate) fn slot_options(
+    c: &RematChain,
+    dm: &Dims,
+    sl: &Slots,
+) -> (Vec<Vec<SlotOption>>, Vec<(i64, u64)>) {
+    let up = |x: u64| x.div_ceil(sl.slot);
+    let ids = c.option_ids();
+    let mut opts = vec![vec![]];
+    let mut ff = vec![(0, 0)];
+    for l in 1..=dm.l {
+        let x = &c.layers[l - 1];
+        ff.push((x.ff_u_f.unwrap_or(x.u_f), up(x.ff_o_f.unwrap_or(x.o_f))));
+        let v = c
+            .options_of(l)
+            .iter()
+            .zip(&ids[l - 1])
+            .map(|(o, id)| SlotOption {
+                u_f: o.u_f,
+                u_b: o.u_b,
+                s: up(o.abar - dm.a[l]),
+                o_f: up(o.o_f),
+                o_b: up(o.o_b),
+                fall: id.0,
+                b: id.1,
+                saved: id.2,
+            })
+            .collect();
+        opts.push(v);
+    }
+    let loss = dm.l + 1;
+    ff.push((dm.u_f[loss], sl.o_f[loss]));
+    opts.push(vec![SlotOption {
+        u_f: dm.u_f[loss],
+        u_b: dm.u_b[loss],
+        s: sl.s[loss],
+        o_f: sl.o_f[loss],
+        o_b: sl.o_b[loss],
+        fall: c.fall_id(loss),
+        b: c.b_id(loss),
+        saved: c.s_id(loss),
+    }]);
+    (opts, ff)
 }
 
 /// Memory discretisation: sizes rounded **up** to whole slots, the budget

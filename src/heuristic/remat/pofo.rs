@@ -41,11 +41,11 @@
 //! Owns: the `pofo` and `offload-only` dynamic programmes.
 //! Must not import: exact solvers, traces, reports, the CLI.
 
-use super::{chain_any, Sequence, Slots};
+use super::{chain_any, Sequence, SlotOption, Slots};
 use crate::family::remat_chain::{Dims, RematChain};
 use crate::family::InstanceFile;
 use crate::heuristic::{Heuristic, HeuristicError};
-use crate::model::{Instance, OpId, TensorId};
+use crate::model::Instance;
 use crate::schedule::Schedule;
 use crate::simulate::asap_sequence;
 use std::collections::HashMap;
@@ -204,69 +204,12 @@ struct Dp<'a> {
     /// a run F_ck, F_∅, …).
     uf_pre: Vec<i64>,
     /// Per layer ℓ = 1..=L+1 (entry 0 empty): its options (the loss: one).
-    opts: Vec<Vec<LayerOption>>,
+    opts: Vec<Vec<SlotOption>>,
     /// Per layer ℓ = 1..=L+1 (entry ℓ): the fast forward's scratch in slots.
     ff_o_f: Vec<u64>,
     /// 1 + the most options of a layer: the forward state's x is 0 (the
     /// subchain input is a_{i−1}) or 1 + k (ā_{i−1} of option k).
     xs: usize,
-}
-
-/// One option of a layer, in slots and ticks, with its ops and saved tensor.
-#[derive(Clone, Debug)]
-struct LayerOption {
-    u_f: i64,
-    u_b: i64,
-    /// |ā| − |a| in slots (rounded up).
-    s: u64,
-    o_f: u64,
-    o_b: u64,
-    fall: OpId,
-    b: OpId,
-    saved: TensorId,
-}
-
-/// Every layer's options in slots (option 0 is the layer's own fields; the
-/// loss has one) and every fast forward's scratch.
-fn layer_options(c: &RematChain, dm: &Dims, sl: &Slots) -> (Vec<Vec<LayerOption>>, Vec<u64>) {
-    let up = |x: u64| x.div_ceil(sl.slot);
-    let ids = c.option_ids();
-    let mut opts = vec![vec![]];
-    let mut ff = vec![0];
-    for l in 1..=dm.l {
-        let x = &c.layers[l - 1];
-        ff.push(up(x.ff_o_f.unwrap_or(x.o_f)));
-        let v = c
-            .options_of(l)
-            .iter()
-            .zip(&ids[l - 1])
-            .map(|(o, id)| LayerOption {
-                u_f: o.u_f,
-                u_b: o.u_b,
-                s: up(o.abar - dm.a[l]),
-                o_f: up(o.o_f),
-                o_b: up(o.o_b),
-                fall: id.0,
-                b: id.1,
-                saved: id.2,
-            })
-            .collect();
-        opts.push(v);
-    }
-    let loss = dm.l + 1;
-    // The loss is never in a run; its entry keeps the tables' shape.
-    ff.push(sl.o_f[loss]);
-    opts.push(vec![LayerOption {
-        u_f: dm.u_f[loss],
-        u_b: dm.u_b[loss],
-        s: sl.s[loss],
-        o_f: sl.o_f[loss],
-        o_b: sl.o_b[loss],
-        fall: c.fall_id(loss),
-        b: c.b_id(loss),
-        saved: c.s_id(loss),
-    }]);
-    (opts, ff)
 }
 
 /// A forward-phase choice; `k` is the option F^i_all saves.
@@ -299,7 +242,8 @@ impl<'a> Dp<'a> {
         };
         let m = sl.budget as i64;
         let n = dm.l + 2;
-        let (opts, ff_o_f) = layer_options(c, &dm, &sl);
+        let (opts, ff) = super::slot_options(c, &dm, &sl);
+        let ff_o_f: Vec<u64> = ff.iter().map(|f| f.1).collect();
         let xs = 1 + opts.iter().map(Vec::len).max().unwrap_or(1);
         // A, Δ_F, Δ_B ≤ M + 1 slots in the tables (the forward one has
         // xs·(L+2)(cap+1)² rows; with many slots the range shrinks so that it

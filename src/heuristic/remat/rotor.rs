@@ -25,12 +25,11 @@
 //! Owns: the `rotor` persistent DP.
 //! Must not import: exact solvers, traces, reports, the CLI.
 
-use super::{chain_any, Sequence, Slots, DEFAULT_SLOTS};
+use super::{chain_any, Sequence, SlotOption, Slots, DEFAULT_SLOTS};
 use crate::family::remat_chain::{Dims, RematChain};
 use crate::family::InstanceFile;
 use crate::heuristic::{Heuristic, HeuristicError};
 use crate::model::Instance;
-use crate::model::OpId;
 use crate::schedule::Schedule;
 use crate::simulate::asap_sequence;
 
@@ -49,19 +48,6 @@ impl Default for Rotor {
     }
 }
 
-/// One option of a block, in slots and ticks, with its two ops.
-#[derive(Clone, Debug)]
-struct Opt {
-    u_f: i64,
-    u_b: i64,
-    /// |ā| − |a| in slots (rounded up).
-    s: u64,
-    o_f: u64,
-    o_b: u64,
-    fall: OpId,
-    b: OpId,
-}
-
 /// The filled table and what the reconstruction needs.
 pub struct Table {
     l1: usize,
@@ -70,48 +56,10 @@ pub struct Table {
     pub sl: Slots,
     pub dm: Dims,
     /// Per layer ℓ = 1..=L+1 (entry ℓ; entry 0 empty): its options.
-    opts: Vec<Vec<Opt>>,
+    opts: Vec<Vec<SlotOption>>,
     /// Per layer ℓ = 1..=L (entry ℓ): the fast forward `F{ℓ}`'s duration and
     /// scratch in slots (u_F, o_f of option 0 unless the file sets them apart).
     ff: Vec<(i64, u64)>,
-}
-
-/// Every layer's options (the loss: one) and fast forward, in slots.
-fn layer_options(c: &RematChain, dm: &Dims, sl: &Slots) -> (Vec<Vec<Opt>>, Vec<(i64, u64)>) {
-    let up = |x: u64| x.div_ceil(sl.slot);
-    let ids = c.option_ids();
-    let mut opts = vec![vec![]];
-    let mut ff = vec![(0, 0)];
-    for l in 1..=dm.l {
-        let x = &c.layers[l - 1];
-        ff.push((x.ff_u_f.unwrap_or(x.u_f), up(x.ff_o_f.unwrap_or(x.o_f))));
-        let v = c
-            .options_of(l)
-            .iter()
-            .zip(&ids[l - 1])
-            .map(|(o, id)| Opt {
-                u_f: o.u_f,
-                u_b: o.u_b,
-                s: up(o.abar - dm.a[l]),
-                o_f: up(o.o_f),
-                o_b: up(o.o_b),
-                fall: id.0,
-                b: id.1,
-            })
-            .collect();
-        opts.push(v);
-    }
-    let loss = dm.l + 1;
-    opts.push(vec![Opt {
-        u_f: dm.u_f[loss],
-        u_b: dm.u_b[loss],
-        s: sl.s[loss],
-        o_f: sl.o_f[loss],
-        o_b: sl.o_b[loss],
-        fall: c.fall_id(loss),
-        b: c.b_id(loss),
-    }]);
-    (opts, ff)
 }
 
 /// A choice at (i, j, m).
@@ -144,10 +92,10 @@ impl Table {
     }
 
     /// |ā_i| of option `o`, in slots.
-    fn abar(&self, i: usize, o: &Opt) -> u64 {
+    fn abar(&self, i: usize, o: &SlotOption) -> u64 {
         self.sl.a[i] + o.s
     }
-    fn fall_peak(&self, i: usize, j: usize, o: &Opt) -> (i64, i64) {
+    fn fall_peak(&self, i: usize, j: usize, o: &SlotOption) -> (i64, i64) {
         let s = &self.sl;
         let f = s.d[j] + self.abar(i, o) + o.o_f;
         let b = s.d[i] + self.abar(i, o) + s.d[i - 1] + o.o_b;
@@ -202,7 +150,7 @@ impl Table {
         let sl = Slots::new(c, &dm, slots);
         let l1 = dm.l + 1;
         let budget = sl.budget as usize;
-        let (opts, ff) = layer_options(c, &dm, &sl);
+        let (opts, ff) = super::slot_options(c, &dm, &sl);
         let mut t = Table {
             l1,
             budget,
