@@ -18,6 +18,9 @@ use crate::units::{Bandwidth, Bytes, Ticks};
 use serde::{Deserialize, Serialize};
 use std::collections::HashMap;
 
+mod allocator;
+pub use allocator::Allocator;
+
 /// Index of a tensor in [`Instance::tensors`].
 #[derive(Clone, Copy, Debug, PartialEq, Eq, PartialOrd, Ord, Hash, Serialize, Deserialize)]
 #[serde(transparent)]
