@@ -1,6 +1,6 @@
 //! A deterministic model of PyTorch's CUDA caching allocator
 //! (`c10/cuda/CUDACachingAllocator.cpp`, native backend, default settings),
-//! as `models/MODEL.md` §2.7 writes it down:
+//! as `models/MODEL.md` §2.8 writes it down:
 //!
 //! - a request of `r` bytes is rounded up to a multiple of 512 B (at least
 //!   512 B: `round_size`); a rounded size of at most 1 MiB (`kSmallSize`) is
@@ -26,7 +26,7 @@
 //! default), `roundup_power2_divisions`, CUDA graphs' private pools, and the
 //! memory the device keeps for itself. Addresses are the model's own: a new
 //! segment takes the lowest address from 2 MiB on where it fits between the
-//! live segments (`models/MODEL.md` §2.7); only ties in best fit depend on them.
+//! live segments (`models/MODEL.md` §2.8); only ties in best fit depend on them.
 //!
 //! Owns: that state machine. Must not import: `semantics`, `check`.
 

@@ -1,4 +1,4 @@
-//! The allocator models of `models/MODEL.md` §2.7: how many bytes a GPU
+//! The allocator models of `models/MODEL.md` §2.8: how many bytes a GPU
 //! allocation occupies, and whether an allocator can serve it.
 //!
 //! Owns: the pure allocators, each a small state machine on bytes and

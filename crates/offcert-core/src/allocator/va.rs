@@ -1,4 +1,4 @@
-//! Virtual addressing (`models/MODEL.md` §2.7, `va:m_c`): physical chunks of
+//! Virtual addressing (`models/MODEL.md` §2.8, `va:m_c`): physical chunks of
 //! `m_c` bytes are mapped to a contiguous virtual range, so an allocation of
 //! `m_r` bytes occupies m_a = ⌈m_r / m_c⌉ · m_c (the window paper's §4.2).
 //!

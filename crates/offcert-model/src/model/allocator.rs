@@ -1,4 +1,4 @@
-//! Which allocator the memory rule R7 counts with (`models/MODEL.md` §2.7).
+//! Which allocator the memory rule R7 counts with (`models/MODEL.md` §2.8).
 //!
 //! Owns: the name of an allocator model, [`Allocator`], its text form
 //! (`exact`, `va:40MB`, `caching`) and its serde form (the same text).

@@ -1,4 +1,4 @@
-//! The caching allocator's rules, one by one (`models/MODEL.md` §2.7).
+//! The caching allocator's rules, one by one (`models/MODEL.md` §2.8).
 
 use super::*;
 
