@@ -360,6 +360,10 @@ pub struct Instance {
     /// Which release rule the replay applies (the digest covers it).
     #[serde(default)]
     pub release: ReleaseRule,
+    /// Which allocator R7 counts with (`models/MODEL.md` §2.8; the digest
+    /// covers it when it is not the default `exact`).
+    #[serde(default, skip_serializing_if = "Allocator::is_default")]
+    pub allocator: Allocator,
     /// Variant groups (G1); empty for families without op variants.
     #[serde(default, skip_serializing_if = "Vec::is_empty")]
     pub groups: Vec<Group>,
