@@ -5,13 +5,13 @@
 //! `heuristic` and `gap` with `--allocator`, bad text exit 2).
 
 use crate::common::*;
+use crate::gap_cli::offcert;
 use offcert::check::check;
 use offcert::model::{Allocator, Instance};
 use offcert::recheck::recheck;
 use offcert::units::{Bandwidth, Bytes};
 use quickcheck::TestResult;
 use std::collections::BTreeSet;
-use std::process::Command;
 
 /// `inst` with every amount of memory (sizes, scratch, capacities, the bytes
 /// of β) times `k`: exact validity is unchanged, and the sizes reach the
@@ -124,19 +124,6 @@ fn va_needs_less_than_n_max_chunks_over_exact() {
         TestResult::from_bool(check(&inst, &s).valid)
     }
     qc(200, 60).quickcheck(prop as fn(bool, Vec<(u8, u8, u8, u8)>, u8, u8, u16, u8) -> TestResult);
-}
-
-fn offcert(args: &[&str]) -> (i32, String, String) {
-    let out = Command::new(env!("CARGO_BIN_EXE_offcert"))
-        .args(args)
-        .current_dir(env!("CARGO_MANIFEST_DIR"))
-        .output()
-        .expect("runs");
-    (
-        out.status.code().unwrap_or(-1),
-        String::from_utf8_lossy(&out.stdout).into(),
-        String::from_utf8_lossy(&out.stderr).into(),
-    )
 }
 
 const FRAG: [&str; 2] = [
@@ -266,5 +253,32 @@ fn gap_judges_its_rows_under_the_allocator() {
         .is_some_and(|v| !v.is_empty()));
     for h in s["heuristics"].as_array().unwrap() {
         assert_eq!(h["verdict"], "no schedule", "{h}");
+    }
+}
+
+/// The exact methods work in the `exact` model: the door refuses an instance
+/// under another allocator by name (its optimum is judged under the
+/// allocator by `check`, as `gap --allocator` does).
+#[test]
+fn the_exact_door_refuses_another_allocator() {
+    use offcert::exact::{self, scope::Feature, ExactError, Limits, Method};
+    let dir = std::path::Path::new(env!("CARGO_MANIFEST_DIR")).join("instances/fixtures");
+    let (mut inst, _) = load(
+        &dir.join("act3m8.json"),
+        &dir.join("act3m8.valid.schedule.json"),
+    );
+    for a in [Allocator::Caching, Allocator::Va { chunk: Bytes(4) }] {
+        inst.allocator = a;
+        let r = exact::solve(Method::Search, &inst, &Limits::default());
+        assert!(
+            matches!(
+                r,
+                Err(ExactError::Unencoded {
+                    feature: Feature::Allocator,
+                    ..
+                })
+            ),
+            "{r:?}"
+        );
     }
 }
