@@ -281,6 +281,9 @@ fn render_trace(tr: &trace::Trace, ta: &TraceAudit) -> String {
                 t(Nanos(m.peak_at.0 - origin.0))
             );
         }
+        if let Some(r) = &d.reserved {
+            s.push_str(&render_reserved(r, origin));
+        }
     }
     if ta.findings.is_empty() {
         let _ = writeln!(s, "trace-only rules: no violation");
@@ -295,6 +298,41 @@ fn render_trace(tr: &trace::Trace, ta: &TraceAudit) -> String {
     for n in &ta.notes {
         let _ = writeln!(s, "note: {}", n.describe());
     }
+    s
+}
+
+/// Signed bytes, human-readable.
+fn signed_bytes(v: i64) -> String {
+    let b = Bytes(v.unsigned_abs()).human();
+    if v < 0 {
+        format!("-{b}")
+    } else {
+        b
+    }
+}
+
+/// Reserved beside allocated memory (Kineto `Total Reserved`): two lines.
+fn render_reserved(r: &audit::ReservedSummary, origin: Nanos) -> String {
+    let mut s = String::new();
+    let _ = writeln!(
+        s,
+        "  reserved memory: {} events with Total Reserved, peak {} at {} (+{}, {} allocated then); peak reserved - peak allocated {}",
+        r.events,
+        r.peak_reserved.human(),
+        r.peak_reserved_at.0,
+        t(Nanos(r.peak_reserved_at.0 - origin.0)),
+        signed_bytes(r.allocated_at_peak_reserved),
+        signed_bytes(r.peak_reserved_over_peak_allocated)
+    );
+    let _ = writeln!(
+        s,
+        "  reserved - allocated: peak {} at {} (+{}), time-weighted mean {} over {}",
+        signed_bytes(r.peak_difference),
+        r.peak_difference_at.0,
+        t(Nanos(r.peak_difference_at.0 - origin.0)),
+        r.mean_difference.map_or("-".to_string(), signed_bytes),
+        t(r.span)
+    );
     s
 }
 

@@ -2,7 +2,8 @@
 //! one lane per copy channel (HtoD and DtoH at full duplex, `link` at half),
 //! the device-memory timeline ([`crate::trace::audit::memory_timeline`], the
 //! very samples the memory-budget rule measured) with the budget line and the
-//! peak, and every finding the audit's verdict holds against the run
+//! peak, and the allocator's reserved total dashed beside it where the trace
+//! records one, and every finding the audit's verdict holds against the run
 //! ([`crate::trace::audit::findings`]: the trace-only findings, and with a mapping
 //! the checker's violations on the reconstructed schedule) as a numbered red
 //! marker whose legend line is the text's own line. Large traces
@@ -226,7 +227,19 @@ fn memory_panel(
                 ),
             )
         }),
+        second: reserved_curve(tl, origin),
     }
+}
+
+/// The allocator's `Total Reserved` on the same instants, where the trace has it.
+fn reserved_curve(tl: &MemoryTimeline, origin: Nanos) -> Option<(String, Vec<(f64, u64)>)> {
+    let samples: Vec<(f64, u64)> = tl
+        .samples
+        .iter()
+        .zip(&tl.reserved)
+        .filter_map(|((t, _), r)| r.map(|r| (ms(*t, origin), r)))
+        .collect();
+    (!samples.is_empty()).then(|| ("reserved (Total Reserved), dashed".to_string(), samples))
 }
 
 /// The findings on GPU `dev` (and the mapped ones, which name no GPU) as

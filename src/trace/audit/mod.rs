@@ -8,9 +8,11 @@
 //! Must not import: solvers, heuristics, bounds, reports, the CLI.
 
 pub mod mapped;
+pub mod reserved;
 pub mod trace;
 
 pub use mapped::*;
+pub use reserved::*;
 pub use trace::*;
 
 use crate::trace::{CopyKind, Nanos, Trace, TraceError, CUDA_DEVICE_TYPE};
