@@ -699,6 +699,7 @@ mod tests {
             gpu_memory: 18,
             bandwidth: BandwidthFile::Ratio { bytes: 1, ticks: 3 },
             release: Default::default(),
+            allocator: Default::default(),
         };
         let inst = c.compile().unwrap();
         let plan = Plan {

@@ -120,6 +120,7 @@ impl ThreePartition {
             gpu_memory: m as u64 * v,
             bandwidth: BandwidthFile::PerTick(1),
             release: Default::default(),
+            allocator: Default::default(),
         }
     }
 
@@ -166,6 +167,7 @@ impl ThreePartition {
             gpu_memory: m as u64 * v,
             bandwidth: BandwidthFile::PerTick(1),
             release: Default::default(),
+            allocator: Default::default(),
         }
     }
 
@@ -207,6 +209,7 @@ impl ThreePartition {
             gpu_memory: m as u64 * v + v,
             bandwidth: BandwidthFile::PerTick(1),
             release: Default::default(),
+            allocator: Default::default(),
         }
     }
 }

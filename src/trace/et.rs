@@ -641,6 +641,7 @@ impl Storages {
             bandwidth: opts.bandwidth,
             duplex: Duplex::FullDuplex,
             release: ReleaseRule::AfterEnd,
+            allocator: Default::default(),
             tick: Some(crate::units::TickUnit { ns: 1 }),
         };
         let u = seq.uses().map_err(|e| {

@@ -17,5 +17,6 @@
 
 pub use offcert_model::{model, schedule, units};
 
+pub mod allocator;
 pub mod check;
 pub mod semantics;

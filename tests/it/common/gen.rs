@@ -69,6 +69,7 @@ pub fn activation_chain(spec: &[(u8, u8, u8, u8)], bw: u8, slack: u8) -> Activat
             ticks: 1 + (bw / 4 % 3) as u64,
         },
         release: Default::default(),
+        allocator: Default::default(),
     };
     c.gpu_memory = c.m_peak().unwrap().saturating_sub((slack % 10) as u64);
     c
@@ -163,6 +164,7 @@ pub fn activation_chain_4(spec: &[(u8, u8, u8, u8)], mem: u8, bw: u8) -> Activat
             ticks: 1 + (bw / 4 % 2) as u64,
         },
         release: Default::default(),
+        allocator: Default::default(),
     };
     between_least_and_peak(&mut c, mem);
     c
@@ -197,6 +199,7 @@ pub fn activation_chain_5(spec: &[(u8, u8, u8, u8, u8)], mem: u8, bw: u8) -> Act
             ticks: 1 + (bw / 5 % 3) as u64,
         },
         release: Default::default(),
+        allocator: Default::default(),
     };
     between_least_and_peak(&mut c, mem);
     c
@@ -274,6 +277,7 @@ pub fn remat_chain_of(name: &str, layers: Vec<RematLayer>, bw: u8, tail: RematTa
             ticks: 1 + bw / t.bytes as u64 % t.ticks as u64,
         },
         release: Default::default(),
+        allocator: Default::default(),
     }
 }
 
@@ -388,6 +392,7 @@ impl Arbitrary for TinyActivation {
                 ])
                 .unwrap(),
             release: Default::default(),
+            allocator: Default::default(),
         };
         let peak = a.m_peak().unwrap_or(0);
         let least = ChainProfile::new(&a).min_memory() as u64;
@@ -449,6 +454,7 @@ fn tiny_weight_chain(
         gpu_memory: 0,
         bandwidth: *g.choose(bandwidths).unwrap(),
         release: Default::default(),
+        allocator: Default::default(),
     }
 }
 
@@ -617,6 +623,7 @@ impl Arbitrary for Small {
                 gpu_memory: 0,
                 bandwidth: bandwidth(g, largest),
                 release: rule,
+                allocator: Default::default(),
             };
             // Tight or loose: between (one below) the largest single-op
             // footprint, under which nothing fits, and the peak with everything
@@ -658,6 +665,7 @@ impl Arbitrary for Small {
                 gpu_memory: 0,
                 bandwidth: bandwidth(g, largest),
                 release: rule,
+                allocator: Default::default(),
             };
             // Tight or loose: from (one below) the activations plus the largest
             // B_i footprint 2|w_i| (weight and its gradient) up to everything
@@ -717,6 +725,7 @@ impl Arbitrary for SmallChain {
                 ticks: 1 + pick(g, 0, 2),
             },
             release: Default::default(),
+            allocator: Default::default(),
         };
         let peak = (1..=l)
             .map(|i| c.mb(i).unwrap().max(c.mf(i).unwrap()))
@@ -782,6 +791,7 @@ impl Arbitrary for RoomyWeight {
             gpu_memory: 0,
             bandwidth: BandwidthFile::PerTick(1),
             release: Default::default(),
+            allocator: Default::default(),
         };
         let peak = (1..=l).map(|i| c.mb(i).unwrap()).max().unwrap();
         let total: u64 = c.layers.iter().map(|x| x.w).sum();
@@ -967,6 +977,7 @@ pub fn grouped_schedule(ops: &[(u8, u8, u8)], bits: u8) -> Option<(Instance, Sch
         },
         mode: if cyclic { Mode::Cyclic } else { Mode::OneShot },
         release: ReleaseRule::AfterEnd,
+        allocator: Default::default(),
         groups,
     };
     inst.validate().ok()?;

@@ -69,6 +69,8 @@ pub(super) fn confirm(v: &Violation, inst: &Instance, s: &Schedule) -> bool {
         | ReleasedWhileInUse { .. }
         | DataLoss { .. } => confirm_residency(&x, v),
         MemoryExceeded { .. }
+        | VaMemoryExceeded { .. }
+        | AllocatorOutOfMemory { .. }
         | CpuMemoryExceeded { .. }
         | StateMismatch { .. }
         | NotSteady { .. } => confirm_capacity_and_state(&x, v),
@@ -200,6 +202,16 @@ fn confirm_capacity_and_state(x: &Inputs, v: &Violation) -> bool {
             running,
             ..
         } => memory_exceeded(x, (*used, *capacity), resident, running),
+        VaMemoryExceeded {
+            used,
+            occupied,
+            chunk,
+            capacity,
+            resident,
+            running,
+            ..
+        } => va_exceeded(x, (*used, *occupied, *chunk, *capacity), resident, running),
+        AllocatorOutOfMemory { .. } => allocator_out_of_memory(x, v),
         CpuMemoryExceeded { used, capacity, .. } => {
             used > capacity && Some(*capacity) == x.inst.machine.cpu_capacity
         }
@@ -533,6 +545,90 @@ fn memory_exceeded(
         }
     }
     used > capacity && capacity == x.inst.machine.gpu_capacity && sum == used.0 as u128
+}
+
+/// Rule *memory* under `va:m_c`: the copies and the running ops' scratch sum
+/// to `used` exactly and, each rounded up to whole chunks, to `occupied`,
+/// which is over the capacity; the chunk is the instance's.
+fn va_exceeded(
+    x: &Inputs,
+    (used, occupied, chunk, capacity): (Bytes, Bytes, Bytes, Bytes),
+    resident: &[TensorId],
+    running: &[EventId],
+) -> bool {
+    let mut sizes: Vec<u64> = resident.iter().map(|t| x.inst.tensor(*t).size.0).collect();
+    for e in running {
+        if let Some(Event::Compute { op, .. }) = x.ev(e) {
+            sizes.push(x.inst.op(*op).temp.0);
+        }
+    }
+    let c = chunk.0 as u128;
+    let exact: u128 = sizes.iter().map(|s| *s as u128).sum();
+    let occ: u128 = sizes
+        .iter()
+        .map(|s| (*s as u128).div_ceil(c.max(1)) * c)
+        .sum();
+    x.inst.allocator == crate::model::Allocator::Va { chunk }
+        && capacity == x.inst.machine.gpu_capacity
+        && occupied > capacity
+        && exact == used.0 as u128
+        && occ == occupied.0 as u128
+}
+
+/// Rule *memory* under `caching`: the witness is self-consistent (the request
+/// rounded as the allocator rounds it, from the request's pool, no free block
+/// of that pool large enough, the new segment over the capacity, the largest
+/// hole the first free block) and names the request's event, op or tensor.
+fn allocator_out_of_memory(x: &Inputs, v: &Violation) -> bool {
+    use crate::allocator::caching::{rounded as round, segment_size};
+    let Violation::AllocatorOutOfMemory {
+        event,
+        op,
+        tensor,
+        request,
+        rounded,
+        pool,
+        segment,
+        capacity,
+        reserved,
+        allocated,
+        largest_free,
+        free_blocks,
+        ..
+    } = v
+    else {
+        return false;
+    };
+    let size = match (tensor, op) {
+        (Some(t), _) => x.inst.tensor(*t).size,
+        (None, Some(o)) => x.inst.op(*o).temp,
+        (None, None) => return false,
+    };
+    let names_event = match (event, tensor, op) {
+        (None, Some(_), _) => true,
+        (Some(e), Some(t), _) => {
+            x.is_transfer_of(e, t, Some(Direction::Prefetch))
+                || matches!(x.ev(e), Some(Event::Compute { op, .. }) if x.inst.op(*op).produces.contains(t))
+        }
+        (Some(e), None, Some(o)) => x.is_compute_of(e, o),
+        _ => false,
+    };
+    let no_fit = free_blocks
+        .iter()
+        .all(|b| b.pool != *pool || b.size < *rounded);
+    let sorted = free_blocks.windows(2).all(|w| w[0].size >= w[1].size);
+    names_event
+        && x.inst.allocator == crate::model::Allocator::Caching
+        && *request == size
+        && *rounded == round(size)
+        && *pool == crate::allocator::Pool::of(*rounded)
+        && *segment == segment_size(*rounded)
+        && *capacity == x.inst.machine.gpu_capacity
+        && reserved.0.saturating_add(segment.0) > capacity.0
+        && allocated <= reserved
+        && no_fit
+        && sorted
+        && *largest_free == free_blocks.first().map_or(Bytes(0), |b| b.size)
 }
 
 /// Rule *completeness* (cyclic): the presence at the period's end differs from

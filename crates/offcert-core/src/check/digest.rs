@@ -8,8 +8,8 @@
 //! `offcert` module; Cargo enforces it).
 
 use crate::model::{
-    ComputeOrder, Device, Direction, Duplex, Instance, Mode, Multiplicity, Placement, ReleaseRule,
-    TensorKind,
+    Allocator, ComputeOrder, Device, Direction, Duplex, Instance, Mode, Multiplicity, Placement,
+    ReleaseRule, TensorKind,
 };
 use crate::schedule::{Event, Schedule};
 use sha2::{Digest, Sha256};
@@ -165,7 +165,25 @@ pub fn instance_digest(inst: &Instance) -> String {
             });
         }
     }
+    allocator_suffix(&mut e, inst.allocator);
     e.finish()
+}
+
+/// Allocators (MODEL.md §6): only a non-default one appends to the stream, so
+/// every `exact` instance keeps its digest.
+fn allocator_suffix(e: &mut Enc, a: Allocator) {
+    match a {
+        Allocator::Exact => {}
+        Allocator::Va { chunk } => {
+            e.str("allocator");
+            e.u8(1);
+            e.u64(chunk.0);
+        }
+        Allocator::Caching => {
+            e.str("allocator");
+            e.u8(2);
+        }
+    }
 }
 
 pub fn schedule_digest(s: &Schedule) -> String {

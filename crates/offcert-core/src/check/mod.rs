@@ -35,7 +35,7 @@ pub use digest::{instance_digest, schedule_digest};
 pub use profile::MemoryProfile;
 pub use violation::{Violation, Warning, WITNESS_LIST_CAP};
 
-use crate::model::{Channel, Instance, ReleaseRule};
+use crate::model::{Allocator, Channel, Instance, ReleaseRule};
 use crate::schedule::Schedule;
 use crate::units::{Bytes, Ticks};
 use completeness::order_rules;
@@ -57,6 +57,9 @@ pub struct Certificate {
     makespan: Ticks,
     cyclic: bool,
     release: ReleaseRule,
+    /// The allocator R7 counted with (stated only when not `exact`).
+    #[serde(skip_serializing_if = "Allocator::is_default")]
+    allocator: Allocator,
     instance_sha256: String,
     schedule_sha256: String,
 }
@@ -73,12 +76,32 @@ impl Certificate {
     pub fn release(&self) -> ReleaseRule {
         self.release
     }
+    /// The allocator R7 counted with (MODEL.md §2.8).
+    pub fn allocator(&self) -> Allocator {
+        self.allocator
+    }
     pub fn instance_sha256(&self) -> &str {
         &self.instance_sha256
     }
     pub fn schedule_sha256(&self) -> &str {
         &self.schedule_sha256
     }
+}
+
+/// The allocator's own figures (MODEL.md §2.8), over the same instants as the
+/// peak GPU memory: under `va:m_c` the highest occ_GPU and N_max, the most
+/// non-empty allocations alive at once; under `caching` the highest reserved
+/// and allocated bytes.
+#[derive(Clone, Debug, Default, PartialEq, Eq, Serialize, Deserialize)]
+pub struct AllocatorPeaks {
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub peak_occupied: Option<Bytes>,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub max_live_allocations: Option<u64>,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub peak_reserved: Option<Bytes>,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub peak_allocated: Option<Bytes>,
 }
 
 #[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
@@ -100,6 +123,12 @@ pub struct Report {
     pub cyclic: bool,
     /// The release rule the replay applied (R10): every verdict states it.
     pub release: ReleaseRule,
+    /// The allocator R7 counted with (MODEL.md §2.8): stated when not `exact`.
+    #[serde(skip_serializing_if = "Allocator::is_default")]
+    pub allocator: Allocator,
+    /// Its own peaks (absent under `exact`).
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub allocator_peaks: Option<AllocatorPeaks>,
     /// Last event end (one-shot), or the period (cyclic).
     pub makespan: Ticks,
     pub peak_memory: Bytes,
@@ -346,6 +375,7 @@ fn certify(inst: &Instance, r: &Report) -> Option<Certificate> {
         makespan: r.makespan,
         cyclic: r.cyclic,
         release: inst.release,
+        allocator: inst.allocator,
         instance_sha256: r.instance_sha256.clone(),
         schedule_sha256: r.schedule_sha256.clone(),
     })
@@ -379,6 +409,8 @@ fn replay(inst: &Instance, s: &Schedule, profile: Option<&mut MemoryProfile>) ->
         valid: violations.is_empty(),
         cyclic: w.cyclic,
         release: inst.release,
+        allocator: inst.allocator,
+        allocator_peaks: swept.allocator.take(),
         makespan: m.makespan,
         peak_memory: swept.peak.0,
         peak_at: swept.peak.1,

@@ -9,9 +9,9 @@
 use super::profile::MemoryProfile;
 use super::unroll::{Action, Phase, Unrolled, Uses};
 use super::window::Window;
-use super::witness::to_violation;
+use super::witness::{allocator_violation, to_violation};
 use super::{Violation, Warning};
-use crate::model::{Device, Direction, Instance, OpId, TensorId};
+use crate::model::{Allocator, Device, Direction, Instance, OpId, TensorId};
 use crate::schedule::{Event, EventId, Schedule};
 use crate::semantics::{Breach, InFlight, State};
 use crate::units::{Bytes, Ticks};
@@ -29,6 +29,8 @@ pub(super) struct Swept {
     /// The peak CPU memory in the reported window (CPU copies and offloads in
     /// flight; the model never releases a CPU copy).
     pub cpu_peak: Bytes,
+    /// The allocator's own peaks (MODEL.md §2.8; `None` under `exact`).
+    pub allocator: Option<super::AllocatorPeaks>,
     /// The declared start state, and the states at P and 2P (cyclic).
     pub start_boundary: Boundary,
     pub snapshots: Vec<Boundary>,
@@ -104,6 +106,7 @@ impl<'a> Sweep<'a> {
             warnings: Vec::new(),
             peak: (state.gpu_bytes(), Ticks::ZERO),
             cpu_peak: Bytes(state.cpu_used.max(0) as u64),
+            allocator: None,
             start_boundary: state.boundary(),
             snapshots: Vec::new(),
             reads_latest: if w.cyclic {
@@ -112,7 +115,7 @@ impl<'a> Sweep<'a> {
                 vec![]
             },
         };
-        Sweep {
+        let mut sweep = Sweep {
             inst,
             s,
             copies,
@@ -125,6 +128,40 @@ impl<'a> Sweep<'a> {
             exceeded_now: false,
             cpu_exceeded_now: false,
             out,
+        };
+        sweep.start_allocations();
+        sweep
+    }
+
+    /// The initial copies' allocations (MODEL.md §2.8): the requests the
+    /// allocator cannot serve, at time 0 with no event, and the allocator's
+    /// figures of the initial state.
+    fn start_allocations(&mut self) {
+        for b in std::mem::take(&mut self.state.start_breaches) {
+            if let Breach::AllocatorOutOfMemory { tensor, failure } = b {
+                let v = allocator_violation(None, Ticks::ZERO, None, tensor, failure);
+                self.out.violations.push(v);
+            }
+        }
+        if !self.inst.allocator.is_default() {
+            self.out.allocator = Some(super::AllocatorPeaks::default());
+            self.allocator_peaks();
+        }
+    }
+
+    /// Raise the allocator's peaks to the state's figures.
+    fn allocator_peaks(&mut self) {
+        let heap = &self.state.heap;
+        let Some(p) = self.out.allocator.as_mut() else {
+            return;
+        };
+        if let Some(occ) = heap.occupied() {
+            p.peak_occupied = p.peak_occupied.max(Some(occ));
+            p.max_live_allocations = heap.max_live();
+        }
+        if let Some(c) = heap.caching() {
+            p.peak_reserved = p.peak_reserved.max(Some(c.reserved()));
+            p.peak_allocated = p.peak_allocated.max(Some(c.allocated()));
         }
     }
 
@@ -303,11 +340,8 @@ impl<'a> Sweep<'a> {
         if used > self.out.peak.0 .0 as i128 {
             self.out.peak = (Bytes(used as u64), now);
         }
-        if used > self.inst.machine.gpu_capacity.0 as i128 && !self.exceeded_now {
-            self.exceeded_now = true;
-            let v = self.memory_exceeded(a, c, now, used);
-            self.out.violations.push(v);
-        }
+        self.allocator_peaks();
+        self.judge_gpu(a, c, now, used);
         if self.state.cpu_used > self.out.cpu_peak.0 as i128 {
             self.out.cpu_peak = Bytes(self.state.cpu_used as u64);
         }
@@ -320,6 +354,23 @@ impl<'a> Sweep<'a> {
                     capacity: cap,
                 });
             }
+        }
+    }
+
+    /// Rule *memory* on the GPU under the instance's allocator (MODEL.md
+    /// §2.8): the exact sum, the sum in whole chunks (`va`), or nothing here
+    /// (`caching`: its failed requests are breaches of the transitions).
+    fn judge_gpu(&mut self, a: &Action, c: &Unrolled, now: Ticks, used: i128) {
+        let cap = self.inst.machine.gpu_capacity;
+        let over = match self.inst.allocator {
+            Allocator::Exact => used > cap.0 as i128,
+            Allocator::Va { .. } => self.state.heap.occupied().is_some_and(|o| o > cap),
+            Allocator::Caching => false,
+        };
+        if over && !self.exceeded_now {
+            self.exceeded_now = true;
+            let v = self.memory_exceeded(a, c, now, used);
+            self.out.violations.push(v);
         }
     }
 
@@ -347,12 +398,25 @@ impl<'a> Sweep<'a> {
             running.push(c.event);
         }
         running.sort();
-        Violation::MemoryExceeded {
-            at,
-            used: Bytes(used as u64),
-            capacity: self.inst.machine.gpu_capacity,
-            resident,
-            running,
+        let capacity = self.inst.machine.gpu_capacity;
+        let used = Bytes(used as u64);
+        match (self.inst.allocator, self.state.heap.occupied()) {
+            (Allocator::Va { chunk }, Some(occupied)) => Violation::VaMemoryExceeded {
+                at,
+                used,
+                occupied,
+                chunk,
+                capacity,
+                resident,
+                running,
+            },
+            _ => Violation::MemoryExceeded {
+                at,
+                used,
+                capacity,
+                resident,
+                running,
+            },
         }
     }
 }

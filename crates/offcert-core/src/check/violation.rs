@@ -7,6 +7,7 @@
 //! Must not import: anything outside offcert-core (no solver, heuristic or
 //! `offcert` module; Cargo enforces it).
 
+use crate::allocator::{FreeBlock, Pool};
 use crate::model::{Channel, Device, Direction, GroupId, Instance, OpId, TensorId};
 use crate::schedule::{EventId, Schedule};
 use crate::semantics::{Holder, Version};
@@ -154,6 +155,40 @@ pub enum Violation {
         resident: Vec<TensorId>,
         running: Vec<EventId>,
     },
+    /// Rule *memory* under `va:m_c` (MODEL.md §2.8): the GPU memory with every
+    /// allocation rounded up to whole chunks of `chunk` bytes (`occupied`)
+    /// above capacity at `at`; `used` is the exact sum, the copies and running
+    /// ops as in [`Violation::MemoryExceeded`].
+    VaMemoryExceeded {
+        at: Ticks,
+        used: Bytes,
+        occupied: Bytes,
+        chunk: Bytes,
+        capacity: Bytes,
+        resident: Vec<TensorId>,
+        running: Vec<EventId>,
+    },
+    /// Rule *memory* under `caching` (MODEL.md §2.8): `event` (none: the
+    /// initial state) asks for `request` bytes, for the copy of `tensor` or
+    /// (none) the scratch of `op`, and the caching allocator cannot serve it:
+    /// no free block of its `pool` holds `rounded` bytes and a new `segment`
+    /// would take `reserved` over `capacity`. `free_blocks` lists every free
+    /// block, largest first; `largest_free` is the largest hole.
+    AllocatorOutOfMemory {
+        event: Option<EventId>,
+        at: Ticks,
+        op: Option<OpId>,
+        tensor: Option<TensorId>,
+        request: Bytes,
+        rounded: Bytes,
+        pool: Pool,
+        segment: Bytes,
+        capacity: Bytes,
+        reserved: Bytes,
+        allocated: Bytes,
+        largest_free: Bytes,
+        free_blocks: Vec<FreeBlock>,
+    },
     /// Rule *memory*: CPU usage above the optional CPU capacity.
     CpuMemoryExceeded {
         at: Ticks,
@@ -270,7 +305,10 @@ impl Violation {
             | DeleteAbsent { .. } => "dependencies",
             DataLoss { .. } => "no-data-loss",
             ReleasedWhileInUse { .. } => "released-while-in-use",
-            MemoryExceeded { .. } | CpuMemoryExceeded { .. } => "memory",
+            MemoryExceeded { .. }
+            | VaMemoryExceeded { .. }
+            | AllocatorOutOfMemory { .. }
+            | CpuMemoryExceeded { .. } => "memory",
             OutsidePeriod { .. }
             | OutOfOrder { .. }
             | MissingOp { .. }
@@ -318,6 +356,8 @@ impl Violation {
             | DataLoss { at, .. }
             | ReleasedWhileInUse { at, .. }
             | MemoryExceeded { at, .. }
+            | VaMemoryExceeded { at, .. }
+            | AllocatorOutOfMemory { at, .. }
             | CpuMemoryExceeded { at, .. }
             | StartedBeforePredecessor { at, .. } => Some(*at),
             TransferTooFast { .. }
@@ -418,6 +458,13 @@ impl Violation {
                 copies_witness(inst, resident),
                 capped(running.iter().map(|e| format!("events[{}]", e.0)).collect(), String::new())
             ),
+            VaMemoryExceeded { at, used, occupied, chunk, capacity, resident, running } => format!(
+                "at {at}: GPU memory in chunks of {} occupies {occupied} B > capacity {capacity} B (exact bytes {used} B; copies: {}; running: {})",
+                chunk.human(),
+                copies_witness(inst, resident),
+                capped(running.iter().map(|e| format!("events[{}]", e.0)).collect(), String::new())
+            ),
+            AllocatorOutOfMemory { .. } => allocator_witness(self, inst),
             CpuMemoryExceeded { at, used, capacity } => format!("at {at}: CPU memory {used} B > capacity {capacity} B"),
             OutOfOrder { device, position, expected, found, event } => format!(
                 "{device:?} order position {position}: expected {}, found {} (events[{}])", o(expected), o(found), event.0
@@ -508,6 +555,61 @@ fn copies_witness(inst: &Instance, resident: &[TensorId]) -> String {
     capped(
         items,
         format!("{} copies, {} in all", resident.len(), human_bytes(total)),
+    )
+}
+
+/// The sentence of an `allocator_out_of_memory` witness: the request, the
+/// allocator's counters and the free blocks, largest first, capped.
+fn allocator_witness(v: &Violation, inst: &Instance) -> String {
+    let Violation::AllocatorOutOfMemory {
+        event,
+        at,
+        op,
+        tensor,
+        request,
+        rounded,
+        pool,
+        segment,
+        capacity,
+        reserved,
+        allocated,
+        largest_free,
+        free_blocks,
+    } = v
+    else {
+        return String::new();
+    };
+    let who = match (event, tensor, op) {
+        (None, Some(t), _) => format!("the initial copy of {}", inst.tensor(*t).name),
+        (Some(e), Some(t), _) => format!(
+            "events[{}] at {at}: the copy of {}",
+            e.0,
+            inst.tensor(*t).name
+        ),
+        (Some(e), None, Some(o)) => format!(
+            "events[{}] at {at}: the scratch of {}",
+            e.0,
+            inst.op(*o).name
+        ),
+        _ => format!("at {at}: a request"),
+    };
+    let total: u128 = free_blocks.iter().map(|b| b.size.0 as u128).sum();
+    let blocks = free_blocks
+        .iter()
+        .map(|b| format!("{} at {:#x}", b.size.human(), b.addr))
+        .collect();
+    format!(
+        "{who}: the caching allocator cannot serve {} (rounded {}, {} pool): no free block fits and a new segment of {} would reserve more than {} (reserved {}, allocated {}, free {}; largest hole {}; free blocks: {})",
+        request.human(),
+        rounded.human(),
+        match pool { Pool::Small => "small", Pool::Large => "large" },
+        segment.human(),
+        capacity.human(),
+        reserved.human(),
+        allocated.human(),
+        human_bytes(total),
+        largest_free.human(),
+        capped(blocks, format!("{} blocks, {} in all", free_blocks.len(), human_bytes(total)))
     )
 }
 

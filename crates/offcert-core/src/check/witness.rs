@@ -6,6 +6,7 @@
 
 use super::window::Window;
 use super::Violation;
+use crate::allocator::AllocFailure;
 use crate::model::{OpId, TensorId};
 use crate::schedule::{Event, EventId, Schedule};
 use crate::semantics::{Breach, Holder};
@@ -94,6 +95,39 @@ pub(super) fn to_violation(
             from: w.rel(from),
             until: w.rel(until),
         },
+        Breach::AllocatorOutOfMemory { tensor, failure } => allocator_violation(
+            Some(event),
+            at,
+            tensor.is_none().then_some(op),
+            tensor,
+            failure,
+        ),
+    }
+}
+
+/// The witness of a request the caching allocator cannot serve (`event`
+/// none: a copy of the initial state).
+pub(super) fn allocator_violation(
+    event: Option<EventId>,
+    at: Ticks,
+    op: Option<OpId>,
+    tensor: Option<TensorId>,
+    f: AllocFailure,
+) -> Violation {
+    Violation::AllocatorOutOfMemory {
+        event,
+        at,
+        op,
+        tensor,
+        request: f.request,
+        rounded: f.rounded,
+        pool: f.pool,
+        segment: f.segment,
+        capacity: f.capacity,
+        reserved: f.reserved,
+        allocated: f.allocated,
+        largest_free: f.largest_free,
+        free_blocks: f.free_blocks,
     }
 }
 

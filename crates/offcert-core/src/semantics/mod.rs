@@ -23,9 +23,14 @@
 //! kept under the relaxation too: they decide whether a modification reaches
 //! the copy (only the copy that stayed through the whole op takes it).
 
+pub mod heap;
 pub mod order;
 pub mod precedence;
 
+pub use heap::GpuHeap;
+use heap::Owner;
+
+use crate::allocator::AllocFailure;
 use crate::model::{Device, Direction, Instance, OpId, ReleaseRule, TensorId};
 use crate::schedule::CyclicState;
 use crate::units::{Bytes, Ticks};
@@ -140,6 +145,13 @@ pub enum Breach {
         cpu: Option<Version>,
         latest: Version,
     },
+    /// Rule *memory* under the `caching` allocator (R7, MODEL.md §2.8): a GPU
+    /// allocation request it cannot serve: the copy of `tensor`, or the op's
+    /// scratch (`None`).
+    AllocatorOutOfMemory {
+        tensor: Option<TensorId>,
+        failure: AllocFailure,
+    },
 }
 
 /// Who holds a GPU copy in use (rule R10).
@@ -202,6 +214,11 @@ pub struct State {
     /// of the copy an op pinned. Not part of the observable state.
     buffers: Vec<u64>,
     sizes: Vec<i128>,
+    /// The GPU allocations under the instance's allocator (MODEL.md §2.8).
+    pub heap: GpuHeap,
+    /// Requests of the initial state's copies the allocator could not serve
+    /// (`caching` only; MODEL.md §2.8: allocated in tensor order first).
+    pub start_breaches: Vec<Breach>,
 }
 
 fn fresh() -> TensorState {
@@ -233,6 +250,7 @@ impl State {
                 s.cpu_used += s.sizes[i];
             }
         }
+        s.place_initial();
         s
     }
 
@@ -263,7 +281,25 @@ impl State {
                 s.cpu_used += s.sizes[t.ix()];
             }
         }
+        s.place_initial();
         s
+    }
+
+    /// The initial GPU copies take their allocations, in tensor order
+    /// (MODEL.md §2.8).
+    fn place_initial(&mut self) {
+        for i in 0..self.tensors.len() {
+            if self.tensors[i].on_gpu() {
+                let t = TensorId(i as u32);
+                if let Some(failure) = self.heap.take(Owner::Copy(t), self.sizes[i] as u64) {
+                    let b = Breach::AllocatorOutOfMemory {
+                        tensor: Some(t),
+                        failure,
+                    };
+                    self.start_breaches.push(b);
+                }
+            }
+        }
     }
 
     fn empty(inst: &Instance) -> State {
@@ -275,6 +311,12 @@ impl State {
             pins: Vec::new(),
             buffers: vec![0; inst.tensors.len()],
             sizes: inst.tensors.iter().map(|t| t.size.0 as i128).collect(),
+            heap: GpuHeap::new(
+                inst.allocator,
+                inst.machine.gpu_capacity,
+                inst.tensors.len(),
+            ),
+            start_breaches: Vec::new(),
         }
     }
 
@@ -300,14 +342,23 @@ impl State {
         if ts.on_gpu() {
             ts.gpu = GpuCopy::Absent;
             self.gpu_used -= self.sizes[t.ix()];
+            self.heap.give(Owner::Copy(t), self.sizes[t.ix()] as u64);
         }
     }
 
-    /// A new GPU buffer for `t` (a production or a prefetch takes memory).
-    fn allocate_gpu(&mut self, t: TensorId, copy: GpuCopy) {
+    /// A new GPU buffer for `t` (a production or a prefetch takes memory);
+    /// under `caching`, a request the allocator cannot serve is a breach
+    /// (R7), and the copy is taken all the same (MODEL.md §2.3.1).
+    fn allocate_gpu(&mut self, t: TensorId, copy: GpuCopy, out: &mut Vec<Breach>) {
         self.tensors[t.ix()].gpu = copy;
         self.buffers[t.ix()] += 1;
         self.gpu_used += self.sizes[t.ix()];
+        if let Some(failure) = self.heap.take(Owner::Copy(t), self.sizes[t.ix()] as u64) {
+            out.push(Breach::AllocatorOutOfMemory {
+                tensor: Some(t),
+                failure,
+            });
+        }
     }
 
     /// The pin of `t` that covers `at`, if any (rule R10).
@@ -455,6 +506,7 @@ impl State {
                             ready: end,
                             version: None,
                         },
+                        &mut out,
                     );
                 }
                 Device::Cpu => {
@@ -469,6 +521,12 @@ impl State {
         match o.device {
             Device::Gpu => {
                 self.gpu_used += o.temp.0 as i128;
+                if let Some(failure) = self.heap.take(Owner::Temp(op, end), o.temp.0) {
+                    out.push(Breach::AllocatorOutOfMemory {
+                        tensor: None,
+                        failure,
+                    });
+                }
                 // Rule R10: the op holds what it reads (less what it consumes),
                 // produces and modifies until it ends. (CPU copies are never
                 // released in this model, so a CPU op's pins would be vacuous.)
@@ -549,7 +607,10 @@ impl State {
             }
         }
         match o.device {
-            Device::Gpu => self.gpu_used -= o.temp.0 as i128,
+            Device::Gpu => {
+                self.gpu_used -= o.temp.0 as i128;
+                self.heap.give(Owner::Temp(op, at), o.temp.0);
+            }
             Device::Cpu => self.cpu_used -= o.temp.0 as i128,
         }
         for p in &ended {
@@ -586,7 +647,7 @@ impl State {
         at: Ticks,
         end: Ticks,
     ) -> (InFlight, Vec<Breach>) {
-        let out = self.transfer_breaches(inst, dir, t);
+        let mut out = self.transfer_breaches(inst, dir, t);
         if !out.is_empty() {
             return (InFlight { version: None }, out);
         }
@@ -613,7 +674,7 @@ impl State {
                     ready: end,
                     version: Some(v),
                 };
-                self.allocate_gpu(t, pending);
+                self.allocate_gpu(t, pending, &mut out);
                 v
             }
         };
@@ -622,7 +683,7 @@ impl State {
             InFlight {
                 version: Some(version),
             },
-            Vec::new(),
+            out,
         )
     }
 

@@ -59,6 +59,9 @@ pub struct ActivationChain {
     /// The release rule (`after_end` unless the file selects the relaxation).
     #[serde(default, skip_serializing_if = "ReleaseRule::is_default")]
     pub release: ReleaseRule,
+    /// The allocator R7 counts with (`models/MODEL.md` §2.8; `exact` unless the file selects another).
+    #[serde(default, skip_serializing_if = "Allocator::is_default")]
+    pub allocator: Allocator,
 }
 
 impl ActivationChain {
@@ -182,6 +185,7 @@ impl ActivationChain {
             },
             mode: Mode::OneShot,
             release: self.release,
+            allocator: self.allocator,
             groups: vec![],
         })
     }

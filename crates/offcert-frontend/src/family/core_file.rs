@@ -96,6 +96,9 @@ pub struct CoreFile {
     /// The release rule (`after_end` unless the file selects the relaxation).
     #[serde(default, skip_serializing_if = "ReleaseRule::is_default")]
     pub release: ReleaseRule,
+    /// The allocator R7 counts with (`models/MODEL.md` §2.8; `exact` unless the file selects another).
+    #[serde(default, skip_serializing_if = "Allocator::is_default")]
+    pub allocator: Allocator,
 }
 
 impl CoreFile {
@@ -126,6 +129,7 @@ impl CoreFile {
             },
             mode: self.mode,
             release: self.release,
+            allocator: self.allocator,
             groups,
         })
     }
@@ -295,6 +299,7 @@ impl CoreFile {
             bandwidth: BandwidthFile::from_bandwidth(inst.machine.bandwidth),
             mode: inst.mode,
             release: inst.release,
+            allocator: inst.allocator,
         }
     }
 }

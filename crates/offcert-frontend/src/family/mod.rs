@@ -18,7 +18,7 @@ pub mod remat_sequence;
 pub mod resnet50;
 pub mod weight_chain;
 
-use crate::model::{Instance, ModelError, Placement, ReleaseRule, Tensor, TensorKind};
+use crate::model::{Allocator, Instance, ModelError, Placement, ReleaseRule, Tensor, TensorKind};
 use crate::units::{Bandwidth, Bytes};
 use serde::{Deserialize, Serialize};
 
@@ -112,6 +112,30 @@ impl InstanceFile {
             InstanceFile::Core(c) => c.release = r,
             InstanceFile::OpSequence(o) => o.release = r,
             InstanceFile::Offmate(o) => o.release = r,
+        }
+    }
+
+    /// The allocator the file selects (R7, `models/MODEL.md` §2.8).
+    pub fn allocator(&self) -> Allocator {
+        match self {
+            InstanceFile::ActivationChain(a) => a.allocator,
+            InstanceFile::WeightChain(w) => w.allocator,
+            InstanceFile::RematChain(r) => r.allocator,
+            InstanceFile::Core(c) => c.allocator,
+            InstanceFile::OpSequence(o) => o.allocator,
+            InstanceFile::Offmate(o) => o.allocator,
+        }
+    }
+
+    /// Select an allocator (a CLI override).
+    pub fn set_allocator(&mut self, a: Allocator) {
+        match self {
+            InstanceFile::ActivationChain(x) => x.allocator = a,
+            InstanceFile::WeightChain(x) => x.allocator = a,
+            InstanceFile::RematChain(x) => x.allocator = a,
+            InstanceFile::Core(x) => x.allocator = a,
+            InstanceFile::OpSequence(x) => x.allocator = a,
+            InstanceFile::Offmate(x) => x.allocator = a,
         }
     }
 

@@ -20,7 +20,7 @@
 //! checker, solvers.
 
 use super::{invalid, BandwidthFile};
-use crate::model::{Duplex, ModelError, ReleaseRule};
+use crate::model::{Allocator, Duplex, ModelError, ReleaseRule};
 use crate::units::{Bytes, Ticks};
 use serde::{Deserialize, Serialize};
 use std::collections::{BTreeMap, HashMap};
@@ -120,6 +120,9 @@ pub struct Offmate {
     /// The release rule (`after_end` unless the file selects the relaxation).
     #[serde(default, skip_serializing_if = "ReleaseRule::is_default")]
     pub release: ReleaseRule,
+    /// The allocator R7 counts with (`models/MODEL.md` §2.8; `exact` unless the file selects another).
+    #[serde(default, skip_serializing_if = "Allocator::is_default")]
+    pub allocator: Allocator,
 }
 
 fn full_duplex() -> Duplex {

@@ -170,6 +170,7 @@ impl Offmate {
             },
             mode: Mode::Cyclic,
             release: self.release,
+            allocator: self.allocator,
             groups,
         })
     }

@@ -74,6 +74,9 @@ pub struct OpSequence {
     /// The release rule (`after_end` unless the file selects the relaxation).
     #[serde(default, skip_serializing_if = "ReleaseRule::is_default")]
     pub release: ReleaseRule,
+    /// The allocator R7 counts with (`models/MODEL.md` §2.8; `exact` unless the file selects another).
+    #[serde(default, skip_serializing_if = "Allocator::is_default")]
+    pub allocator: Allocator,
     /// How long a tick is, where the program's clock is known (`"1ns"`:
     /// `offcert import et`); reports then show times in it too.
     #[serde(default, skip_serializing_if = "Option::is_none")]
@@ -347,6 +350,7 @@ impl OpSequence {
             },
             mode: Mode::Cyclic,
             release: self.release,
+            allocator: self.allocator,
             groups: vec![],
         })
     }

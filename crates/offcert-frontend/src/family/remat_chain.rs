@@ -132,6 +132,9 @@ pub struct RematChain {
     /// The release rule (`after_end` unless the file selects the relaxation).
     #[serde(default, skip_serializing_if = "ReleaseRule::is_default")]
     pub release: ReleaseRule,
+    /// The allocator R7 counts with (`models/MODEL.md` §2.8; `exact` unless the file selects another).
+    #[serde(default, skip_serializing_if = "Allocator::is_default")]
+    pub allocator: Allocator,
 }
 
 /// Per-layer sizes and times, indexed ℓ = 0..=L+1 (entry 0 is the input, L+1 the loss).
@@ -503,6 +506,7 @@ impl RematChain {
             },
             mode: Mode::OneShot,
             release: self.release,
+            allocator: self.allocator,
             groups,
         })
     }

@@ -537,6 +537,7 @@ fn finish(
         gpu_memory: 0,
         bandwidth: BandwidthFile::PerTick(bandwidth),
         release: Default::default(),
+        allocator: Default::default(),
     };
     c.validate()
         .map_err(|e| field("(converted chain)", e.to_string()))?;

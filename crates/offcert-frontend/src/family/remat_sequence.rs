@@ -300,6 +300,7 @@ mod tests {
             gpu_memory: 100,
             bandwidth: BandwidthFile::PerTick(1),
             release: Default::default(),
+            allocator: Default::default(),
         }
     }
 

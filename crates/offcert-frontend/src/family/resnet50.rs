@@ -271,6 +271,7 @@ pub fn resnet50(batch: u64, gpu_memory: u64, bandwidth: u64) -> OpSequence {
         bandwidth: BandwidthFile::PerTick(bandwidth),
         duplex: Duplex::FullDuplex,
         release: ReleaseRule::AfterEnd,
+        allocator: Default::default(),
         tick: Some(crate::units::TickUnit { ns: 1 }),
     }
 }

@@ -49,6 +49,9 @@ pub struct WeightChain {
     /// The release rule (`after_end` unless the file selects the relaxation).
     #[serde(default, skip_serializing_if = "ReleaseRule::is_default")]
     pub release: ReleaseRule,
+    /// The allocator R7 counts with (`models/MODEL.md` §2.8; `exact` unless the file selects another).
+    #[serde(default, skip_serializing_if = "Allocator::is_default")]
+    pub allocator: Allocator,
 }
 
 impl WeightChain {
@@ -185,6 +188,7 @@ impl WeightChain {
             },
             mode: Mode::Cyclic,
             release: self.release,
+            allocator: self.allocator,
             groups: vec![],
         })
     }

@@ -18,6 +18,9 @@ use crate::units::{Bandwidth, Bytes, Ticks};
 use serde::{Deserialize, Serialize};
 use std::collections::HashMap;
 
+mod allocator;
+pub use allocator::Allocator;
+
 /// Index of a tensor in [`Instance::tensors`].
 #[derive(Clone, Copy, Debug, PartialEq, Eq, PartialOrd, Ord, Hash, Serialize, Deserialize)]
 #[serde(transparent)]
@@ -357,6 +360,10 @@ pub struct Instance {
     /// Which release rule the replay applies (the digest covers it).
     #[serde(default)]
     pub release: ReleaseRule,
+    /// Which allocator R7 counts with (`models/MODEL.md` §2.8; the digest
+    /// covers it when it is not the default `exact`).
+    #[serde(default, skip_serializing_if = "Allocator::is_default")]
+    pub allocator: Allocator,
     /// Variant groups (G1); empty for families without op variants.
     #[serde(default, skip_serializing_if = "Vec::is_empty")]
     pub groups: Vec<Group>,

@@ -37,6 +37,7 @@ pub fn weight_chain(spec: &[(u8, u8, u8, u8)], bw: u8) -> WeightChain {
             ticks: 1 + (bw / 4 % 3) as u64,
         },
         release: Default::default(),
+        allocator: Default::default(),
     };
     let inst = c.compile().unwrap();
     let all: u64 = inst.tensors.iter().map(|t| t.size.0).sum();
