@@ -46,6 +46,7 @@ fn rounding_trap() -> ActivationChain {
         gpu_memory: 14,
         bandwidth: BandwidthFile::PerTick(1),
         release: Default::default(),
+        allocator: Default::default(),
     }
 }
 
@@ -181,6 +182,7 @@ fn tight_one_layer() -> ActivationChain {
         gpu_memory: 3,
         bandwidth: BandwidthFile::Ratio { bytes: 1, ticks: 1 },
         release: ReleaseRule::default(),
+        allocator: Default::default(),
     }
 }
 

@@ -66,6 +66,7 @@ fn whole_x1_trap() -> ActivationChain {
         gpu_memory: 7,
         bandwidth: BandwidthFile::PerTick(1),
         release: ReleaseRule::AfterEnd,
+        allocator: Default::default(),
     }
 }
 

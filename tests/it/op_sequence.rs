@@ -180,6 +180,7 @@ pub(crate) fn six(mem: u64) -> OpSequence {
         bandwidth: BandwidthFile::PerTick(1),
         duplex: Duplex::FullDuplex,
         release: ReleaseRule::AfterEnd,
+        allocator: Default::default(),
         tick: None,
     }
 }
@@ -351,6 +352,7 @@ pub(crate) fn random(spec: &[(u8, u8, u8, bool)], bw: u8, slack: u8) -> OpSequen
         bandwidth: BandwidthFile::PerTick(1 + (bw % 3) as u64),
         duplex: Duplex::FullDuplex,
         release: ReleaseRule::AfterEnd,
+        allocator: Default::default(),
         tick: None,
     };
     let u = s.uses().unwrap();

@@ -54,6 +54,7 @@ fn program(variables: Vec<Variable>, functions: Vec<Function>, pers: Vec<String>
         bandwidth: BandwidthFile::PerTick(1),
         duplex: Duplex::FullDuplex,
         release: ReleaseRule::AfterEnd,
+        allocator: Default::default(),
         tick: None,
     }
 }

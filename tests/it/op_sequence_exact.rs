@@ -164,6 +164,7 @@ fn program(ops: &[(u8, u8, u8)], bw: u8, mem: u8, flags: u8) -> OpSequence {
         } else {
             ReleaseRule::AfterEnd
         },
+        allocator: Default::default(),
         tick: None,
     };
     let u = s.uses().unwrap();

@@ -293,6 +293,7 @@ fn lift(c: &ActivationChain) -> RematChain {
         gpu_memory: c.gpu_memory,
         bandwidth: c.bandwidth,
         release: c.release,
+        allocator: Default::default(),
     }
 }
 

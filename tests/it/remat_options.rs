@@ -79,6 +79,7 @@ fn two_by_two(gpu_memory: u64) -> RematChain {
         gpu_memory,
         bandwidth: BandwidthFile::PerTick(1),
         release: Default::default(),
+        allocator: Default::default(),
     }
 }
 

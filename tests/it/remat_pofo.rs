@@ -54,6 +54,7 @@ fn chain(spec: &[(u8, u8, u8, u8, u8)], bw: u8, slack: u8, scale: u8) -> RematCh
             ticks: 1 + (bw / 3 % 2) as u64,
         },
         release: Default::default(),
+        allocator: Default::default(),
     };
     let lo = c.min_memory().unwrap();
     let hi = c.store_all_peak().unwrap();

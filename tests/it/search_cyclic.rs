@@ -123,6 +123,7 @@ fn a_long_weight_chain_stops_with_unknown() {
         gpu_memory: 30,
         bandwidth: BandwidthFile::PerTick(1),
         release: Default::default(),
+        allocator: Default::default(),
     }
     .compile()
     .unwrap();

@@ -30,6 +30,7 @@ pub fn act(layers: &[(i64, i64, u64)], x_last: u64, mem: u64, beta: u64) -> Inst
         gpu_memory: mem,
         bandwidth: BandwidthFile::PerTick(beta),
         release: Default::default(),
+        allocator: Default::default(),
     }
     .compile()
     .unwrap()
@@ -56,6 +57,7 @@ pub fn weight_chain_of(
         gpu_memory: mem,
         bandwidth: BandwidthFile::PerTick(beta),
         release: Default::default(),
+        allocator: Default::default(),
     }
 }
 

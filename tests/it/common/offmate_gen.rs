@@ -119,6 +119,7 @@ pub fn offmate_instance(d: &mut Draw, tight: bool) -> Offmate {
             Duplex::FullDuplex
         },
         release: Default::default(),
+        allocator: Default::default(),
     }
 }
 

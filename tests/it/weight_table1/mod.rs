@@ -150,5 +150,6 @@ pub fn derive(row: &Row) -> WeightChain {
         gpu_memory: gpu_memory(row.batch),
         bandwidth: BandwidthFile::PerTick(BETA_BYTES_PER_US),
         release: Default::default(),
+        allocator: Default::default(),
     }
 }

@@ -11,7 +11,7 @@ use offcert_core::semantics::{Breach, GpuCopy, Holder, Lookahead, State};
 use offcert_core::units::{Bandwidth, Bytes, Ticks};
 use offcert_recheck::{recheck, Finding};
 
-fn run(instance: &str, schedule: &str) -> CheckOutcome {
+pub(crate) fn run(instance: &str, schedule: &str) -> CheckOutcome {
     let dir = repo().join("instances/fixtures");
     let (inst, s) = load(&dir.join(instance), &dir.join(schedule));
     let r = check(&inst, &s);
@@ -51,7 +51,7 @@ fn finding(
     }
 }
 
-fn valid(instance: &str, schedule: &str) -> CheckOutcome {
+pub(crate) fn valid(instance: &str, schedule: &str) -> CheckOutcome {
     let r = run(instance, schedule);
     assert!(r.valid, "{schedule}: {:?}", r.violations);
     assert!(r.violations.is_empty());
@@ -59,7 +59,7 @@ fn valid(instance: &str, schedule: &str) -> CheckOutcome {
     r
 }
 
-fn invalid(instance: &str, schedule: &str) -> Vec<Violation> {
+pub(crate) fn invalid(instance: &str, schedule: &str) -> Vec<Violation> {
     let r = run(instance, schedule);
     assert!(!r.valid, "{schedule} passed");
     assert!(r.certificate().is_none());
