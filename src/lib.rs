@@ -15,7 +15,7 @@
 // The trusted crates (crates/: the model, the checker, the independent re-check
 // and the front-ends), none with a solver dependency; re-exported so that
 // `crate::model::…`, `offcert::check::…` and `offcert::family::…` paths hold.
-pub use offcert_core::{check, model, schedule, semantics, units};
+pub use offcert_core::{allocator, check, model, schedule, semantics, units};
 pub use offcert_frontend::{family, io};
 pub use offcert_recheck as recheck;
 

@@ -255,7 +255,7 @@ fn memory_panel(inst: &Instance, report: &Report, profile: &MemoryProfile) -> Me
                 report.peak_at
             ),
         )),
-        second: None,
+        others: Vec::new(),
     }
 }
 

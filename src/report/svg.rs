@@ -72,9 +72,9 @@ pub struct Memory {
     pub capacity: Option<(u64, String)>,
     /// The peak to label: bytes, instant, text.
     pub peak: Option<(u64, f64, String)>,
-    /// A second step curve on the same scale, dashed (a trace's reserved
-    /// memory beside its allocated memory): its label and samples.
-    pub second: Option<(String, Vec<(f64, u64)>)>,
+    /// More step curves on the same scale, dashed (a trace's reserved memory,
+    /// and a model's, beside its allocated memory): label and samples each.
+    pub others: Vec<(String, Vec<(f64, u64)>)>,
 }
 
 /// Where a violation marker sits.
@@ -208,6 +208,7 @@ const STYLE: &str = "text{font-family:sans-serif;font-size:11px;fill:#222}\
 .grid{stroke:#e4e4e4}\
 .memory-curve{fill:none;stroke:#1f4e9c;stroke-width:1.5}\
 .second-curve{fill:none;stroke:#8c564b;stroke-width:1.2;stroke-dasharray:5,3}\
+.third-curve{fill:none;stroke:#2ca02c;stroke-width:1.2;stroke-dasharray:2,2}\
 .capacity{stroke:#d62728;stroke-dasharray:6,3}\
 .period{stroke:#444;stroke-dasharray:4,4}\
 .violation circle{fill:#d62728;stroke:#fff}\
@@ -358,7 +359,7 @@ fn draw_legend(s: &mut String, p: &Picture, legend_top: f64) {
 }
 
 fn memory_top_value(m: &Memory) -> f64 {
-    let second = m.second.iter().flat_map(|(_, v)| v.iter().map(|x| x.1));
+    let second = m.others.iter().flat_map(|(_, v)| v.iter().map(|x| x.1));
     let mut top = m
         .samples
         .iter()
@@ -509,15 +510,19 @@ fn curve_points(ax: &Axis, samples: &[(f64, u64)], y: &dyn Fn(u64) -> f64) -> Ve
     pts
 }
 
-/// The dashed second curve and its label at the panel's top right.
-fn draw_second_curve(
+/// The `i`-th dashed curve and its label at the panel's top right.
+fn draw_other_curve(
     s: &mut String,
     ax: &Axis,
-    label: &str,
+    (i, label): (usize, &str),
     samples: &[(f64, u64)],
     y: &dyn Fn(u64) -> f64,
     top: f64,
 ) {
+    let (class, colour) = match i {
+        0 => ("second-curve", "#8c564b"),
+        _ => ("third-curve", "#2ca02c"),
+    };
     let mut p = String::new();
     for (x, yy) in curve_points(ax, samples, y) {
         let _ = write!(p, "{x:.1},{yy:.2} ");
@@ -525,10 +530,10 @@ fn draw_second_curve(
     let max = samples.iter().map(|x| x.1).max().unwrap_or(0);
     let _ = writeln!(
         s,
-        r#"<polyline class="second-curve" data-max-bytes="{max}" points="{}"/><text x="{:.1}" y="{:.1}" text-anchor="end" style="fill:#8c564b">{}</text>"#,
+        r#"<polyline class="{class}" data-max-bytes="{max}" points="{}"/><text x="{:.1}" y="{:.1}" text-anchor="end" style="fill:{colour}">{}</text>"#,
         p.trim_end(),
         LEFT + PLOT_W - 4.0,
-        top + 12.0,
+        top + 12.0 + 12.0 * i as f64,
         esc(label)
     );
 }
@@ -567,8 +572,8 @@ fn draw_memory(s: &mut String, ax: &Axis, m: &Memory, top: f64, h: f64) {
             esc(label)
         );
     }
-    if let Some((label, samples)) = &m.second {
-        draw_second_curve(s, ax, label, samples, &y, top);
+    for (i, (label, samples)) in m.others.iter().enumerate() {
+        draw_other_curve(s, ax, (i, label), samples, &y, top);
     }
     let pts = curve_points(ax, &m.samples, &y);
     let mut p = String::with_capacity(pts.len() * 14);

@@ -16,7 +16,8 @@
 use super::svg::{self, Bar, Kind, Lane, Marker, Memory, Picture, Place};
 use crate::model::Duplex;
 use crate::trace::audit::{
-    self, memory_timeline, MappedAudit, MemorySummary, MemoryTimeline, Options, Spot, TraceAudit,
+    self, memory_timeline, CachingReplay, MappedAudit, MemorySummary, MemoryTimeline, Options,
+    Spot, TraceAudit,
 };
 use crate::trace::{CopyKind, GpuEvent, GpuKind, Nanos, Trace};
 use std::collections::BTreeMap;
@@ -63,7 +64,10 @@ pub fn trace_picture(
     let memory = timeline.as_ref().map(|tl| {
         memory_panel(
             tl,
-            summary.and_then(|d| d.memory.as_ref()),
+            (
+                summary.and_then(|d| d.memory.as_ref()),
+                summary.and_then(|d| d.caching_replay.as_ref()),
+            ),
             opts,
             dev,
             origin,
@@ -195,7 +199,7 @@ fn lanes(
 /// The memory panel: the timeline's samples, the budget and the audit's peak.
 fn memory_panel(
     tl: &MemoryTimeline,
-    m: Option<&MemorySummary>,
+    (m, replay): (Option<&MemorySummary>, Option<&CachingReplay>),
     opts: &Options,
     dev: i64,
     origin: Nanos,
@@ -227,19 +231,32 @@ fn memory_panel(
                 ),
             )
         }),
-        second: reserved_curve(tl, origin),
+        others: reserved_curves(tl, replay, origin),
     }
 }
 
-/// The allocator's `Total Reserved` on the same instants, where the trace has it.
-fn reserved_curve(tl: &MemoryTimeline, origin: Nanos) -> Option<(String, Vec<(f64, u64)>)> {
+/// The allocator's `Total Reserved` on the same instants, where the trace has
+/// it, and the caching model's reserved bytes on the trace's allocations.
+fn reserved_curves(
+    tl: &MemoryTimeline,
+    replay: Option<&CachingReplay>,
+    origin: Nanos,
+) -> Vec<(String, Vec<(f64, u64)>)> {
+    let mut out = Vec::new();
     let samples: Vec<(f64, u64)> = tl
         .samples
         .iter()
         .zip(&tl.reserved)
         .filter_map(|((t, _), r)| r.map(|r| (ms(*t, origin), r)))
         .collect();
-    (!samples.is_empty()).then(|| ("reserved (Total Reserved), dashed".to_string(), samples))
+    if !samples.is_empty() {
+        out.push(("reserved (Total Reserved), dashed".to_string(), samples));
+    }
+    if let Some(r) = replay {
+        let curve = r.curve.iter().map(|(t, b)| (ms(*t, origin), *b)).collect();
+        out.push(("caching model's reserved, dotted".to_string(), curve));
+    }
+    out
 }
 
 /// The findings on GPU `dev` (and the mapped ones, which name no GPU) as

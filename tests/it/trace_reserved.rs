@@ -301,3 +301,162 @@ fn reserved_figures_match_a_direct_computation() {
     }
     qc(300, 100).quickcheck(prop as fn(Vec<(u8, i16, u16, bool)>) -> TestResult);
 }
+
+/// The caching model on `small()`'s allocations, worked by hand from
+/// `models/MODEL.md` §2.8: 100 B → a 512 B block of a new 2 MiB small segment;
+/// 50 B → the next 512 B of it; 3 000 000 B → 3 000 320 B (rounded to 512 B),
+/// large, under 10 MiB, so a new 20 MiB segment. The model reserves 2 MiB,
+/// 2 MiB, 22 MiB, 22 MiB; the trace 2, 2, 6, 6 MiB: trace − model is 0, 0,
+/// −16 MiB, −16 MiB, a mean of −16 MiB · 4000 / 10000 = −6710886.4.
+#[test]
+fn the_caching_model_on_a_small_trace_gives_the_figures_worked_by_hand() {
+    let t = kineto::parse_bytes("small.json", trace_of(&small()).as_bytes()).unwrap();
+    let a = audit_trace(&t, &Options::default());
+    let r = a.devices[0].caching_replay.clone().expect("replayed");
+    assert_eq!((r.allocations, r.frees, r.unpaired_frees), (3, 2, 0));
+    assert_eq!(r.seeded, Bytes(0));
+    assert_eq!(
+        (r.size_mismatches, r.reused_live_addresses, r.model_failures),
+        (0, 0, 0)
+    );
+    assert_eq!(r.model_peak_reserved, Bytes(23_068_672));
+    assert_eq!(r.model_peak_reserved_at, Nanos(7000));
+    assert_eq!(r.model_peak_allocated, Bytes(3_000_832));
+    assert_eq!(r.model_final_reserved, Bytes(23_068_672));
+    let c = r.against_trace.expect("the trace has Total Reserved");
+    assert_eq!(c.trace_peak_reserved, Bytes(6_291_456));
+    assert_eq!(c.peak_difference, -16_777_216);
+    assert_eq!(c.first_divergence, Some(Nanos(7000)));
+    assert_eq!(c.largest, (0, Nanos(1000)));
+    assert_eq!(c.least, (-16_777_216, Nanos(7000)));
+    assert_eq!(c.mean, Some(-6_710_887));
+    let f = tmp("small-replay.json", &trace_of(&small()));
+    let (code, out) = offcert(&["audit", &f]);
+    assert_eq!(code, 0, "{out}");
+    assert!(out.contains("  caching model on the trace's allocations: 3 allocations, 2 paired frees, 0 frees of earlier blocks, 0 B seeded live at the start (capacity unbounded): reserved peak 23.068672 MB at 7000 (+0.007000 ms), allocated peak 3.000832 MB, reserved at the end 23.068672 MB\n"), "{out}");
+    assert!(out.contains("  trace reserved - model reserved: peak 6.291456 MB - 23.068672 MB = -16.777216 MB; over time from -16.777216 MB at 7000 (+0.007000 ms) to 0 B at 1000 (+0.001000 ms), time-weighted mean -6.710887 MB; they first differ at 7000 (+0.007000 ms)\n"), "{out}");
+}
+
+/// A free with no allocation before it in the window frees a block that was
+/// live at the start: the model is seeded with it, and the rest of the
+/// baseline as one block.
+#[test]
+fn frees_of_earlier_blocks_are_seeded_live_at_the_start() {
+    let ev = vec![
+        mem(1, 9, -1_048_576, 4096, Some(2_097_152)),
+        mem(2, 10, 1_048_576, 1_052_672, Some(2_097_152)),
+        mem(3, 10, -1_048_576, 4096, Some(2_097_152)),
+    ];
+    let t = kineto::parse_bytes("seed.json", trace_of(&ev).as_bytes()).unwrap();
+    let a = audit_trace(&t, &Options::default());
+    let r = a.devices[0].caching_replay.clone().expect("replayed");
+    // Baseline 4096 + 1 MiB: the free's block, and 4096 B as one block (both
+    // small, one 2 MiB segment); the freed 1 MiB serves the next request.
+    assert_eq!(r.seeded, Bytes(1_052_672));
+    assert_eq!((r.allocations, r.frees, r.unpaired_frees), (1, 1, 1));
+    assert_eq!(r.size_mismatches, 0);
+    assert_eq!(r.model_peak_reserved, Bytes(2_097_152));
+    assert_eq!(r.model_peak_allocated, Bytes(1_052_672));
+    let c = r.against_trace.unwrap();
+    assert_eq!(c.first_divergence, None);
+    assert_eq!(c.mean, Some(0));
+}
+
+#[test]
+fn without_addresses_the_model_is_not_replayed() {
+    let ev: Vec<String> = small()
+        .iter()
+        .map(|e| {
+            let i = e.find(r#""Addr":"#).unwrap();
+            let j = i + e[i..].find(',').unwrap() + 1;
+            format!("{}{}", &e[..i], &e[j..])
+        })
+        .collect();
+    let t = kineto::parse_bytes("noaddr.json", trace_of(&ev).as_bytes()).unwrap();
+    let a = audit_trace(&t, &Options::default());
+    assert!(a.devices[0].caching_replay.is_none());
+    assert!(a.devices[0].reserved.is_some());
+    assert!(a.notes.contains(&Note::ReplayWithoutAddr {
+        device: 0,
+        missing: 5,
+        events: 5
+    }));
+    let t = load("kineto2021_v100-dgxs-32gb_resnet50_train_tbplugin.pt.trace.json.gz");
+    let a = audit_trace(&t, &Options::default());
+    assert!(a.devices[0].caching_replay.is_none());
+    assert!(a.notes.contains(&Note::ReplayWithoutAddr {
+        device: 0,
+        missing: 8220,
+        events: 8220
+    }));
+}
+
+/// The bundled DDP trace: every allocation of the window is freed in it
+/// (13385 each, `trace_figures.py`), so the model starts from the baseline
+/// alone; a block is at least its request, so the model's allocated peak is at
+/// least the trace's, and its reserved at least its allocated.
+#[test]
+fn the_caching_model_on_the_bundled_ddp_trace() {
+    let t = load("hta_v100-sxm2-32gb_ddp_train_rank1_memory.json.gz");
+    let a = audit_trace(&t, &Options::default());
+    let d = &a.devices[0];
+    let r = d.caching_replay.clone().expect("replayed");
+    assert_eq!(
+        (r.allocations, r.frees, r.unpaired_frees),
+        (13385, 13385, 0)
+    );
+    assert_eq!(r.seeded, Bytes(4_096_614_400));
+    assert_eq!(
+        (r.size_mismatches, r.reused_live_addresses, r.model_failures),
+        (0, 0, 0)
+    );
+    assert!(r.model_peak_allocated >= Bytes(6_629_508_096));
+    assert!(r.model_peak_reserved >= r.model_peak_allocated);
+    let c = r.against_trace.unwrap();
+    assert_eq!(c.trace_peak_reserved, Bytes(12_782_141_440));
+    assert_eq!(
+        c.peak_difference,
+        12_782_141_440 - r.model_peak_reserved.0 as i64
+    );
+}
+
+/// On random allocation sequences (addresses reused, frees of earlier blocks,
+/// sizes small and large): after every instant the model reserves at least
+/// what the trace holds allocated, as a block is at least its request.
+#[test]
+fn the_model_reserves_at_least_the_traces_allocated_bytes() {
+    fn prop(raw: Vec<(u8, bool, u32, u8)>) -> TestResult {
+        if raw.is_empty() || raw.len() > 40 {
+            return TestResult::discard();
+        }
+        let (mut ts, mut alloc, mut events) = (1u64, 0i64, Vec::new());
+        let mut live: Vec<(u64, i64)> = Vec::new();
+        for (i, &(dt, free, size, pick)) in raw.iter().enumerate() {
+            ts += (dt % 3) as u64;
+            if free && !live.is_empty() {
+                let (addr, b) = live.remove(pick as usize % live.len());
+                alloc -= b;
+                events.push(mem(ts, addr, -b, alloc, Some(1 << 40)));
+            } else {
+                // Small (≤ 1 MiB) and large requests, up to 64 MiB.
+                let b = (((size % (64 << 20)) as i64) >> (pick % 8 * 3)).max(1);
+                alloc += b;
+                live.push((1000 + i as u64, b));
+                events.push(mem(ts, 1000 + i as u64, b, alloc, Some(1 << 40)));
+            }
+        }
+        let t = kineto::parse_bytes("q.json", trace_of(&events).as_bytes()).unwrap();
+        let tl = offcert::trace::audit::memory_timeline(&t, 0).unwrap();
+        let a = audit_trace(&t, &Options::default());
+        let r = a.devices[0].caching_replay.clone().unwrap();
+        let ok = r.curve.len() + 1 == tl.samples.len()
+            && r.curve
+                .iter()
+                .zip(&tl.samples[1..])
+                .all(|(m, s)| m.0 == s.0 && m.1 as i128 >= s.1)
+            && r.model_failures == 0
+            && r.size_mismatches == 0;
+        TestResult::from_bool(ok)
+    }
+    qc(200, 100).quickcheck(prop as fn(Vec<(u8, bool, u32, u8)>) -> TestResult);
+}

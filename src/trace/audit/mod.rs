@@ -8,10 +8,12 @@
 //! Must not import: solvers, heuristics, bounds, reports, the CLI.
 
 pub mod mapped;
+pub mod replay;
 pub mod reserved;
 pub mod trace;
 
 pub use mapped::*;
+pub use replay::*;
 pub use reserved::*;
 pub use trace::*;
 

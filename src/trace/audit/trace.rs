@@ -302,6 +302,13 @@ pub enum Note {
         instants: u64,
         first_at: Nanos,
     },
+    /// Allocator events without `Addr`: frees cannot be paired with their
+    /// allocations, so the caching model is not replayed on this GPU.
+    ReplayWithoutAddr {
+        device: i64,
+        missing: u64,
+        events: u64,
+    },
 }
 
 impl Note {
@@ -342,6 +349,9 @@ impl Note {
             ),
             Note::ReservedPartial { device, missing, events } => format!(
                 "GPU {device}: {missing} of its {events} [memory] event(s) carry no Total Reserved (the previous value is carried over them)"
+            ),
+            Note::ReplayWithoutAddr { device, missing, events } => format!(
+                "GPU {device}: {missing} of its {events} [memory] event(s) carry no Addr, so frees cannot be paired with allocations: the caching allocator model is not replayed"
             ),
             Note::ReservedBelowAllocated { device, instants, first_at } => format!(
                 "GPU {device}: at {instants} instant(s), first at {first_at}, Total Reserved is below the bytes allocated (the reserved-minus-allocated figures count those as negative)"
@@ -397,6 +407,10 @@ pub struct DeviceAudit {
     /// Reserved against allocated memory, where the trace records `Total Reserved`.
     #[serde(skip_serializing_if = "Option::is_none")]
     pub reserved: Option<super::reserved::ReservedSummary>,
+    /// The trace's allocation sequence replayed through the `caching` model,
+    /// where its events carry `Addr`.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub caching_replay: Option<super::replay::CachingReplay>,
 }
 
 /// Everything the trace-only audit found.
@@ -596,6 +610,11 @@ fn audit_device(trace: &Trace, opts: &Options, dev: i64, col: &mut Collector) ->
         col.notes.extend(notes);
         summary
     });
+    let caching_replay = timeline.as_ref().and_then(|tl| {
+        let (replay, notes) = super::replay::replay_caching(trace, tl, dev);
+        col.notes.extend(notes);
+        replay
+    });
     DeviceAudit {
         device: dev,
         kernels: n_kernels,
@@ -606,6 +625,7 @@ fn audit_device(trace: &Trace, opts: &Options, dev: i64, col: &mut Collector) ->
         directions,
         memory,
         reserved,
+        caching_replay,
     }
 }
 
