@@ -281,6 +281,12 @@ fn render_trace(tr: &trace::Trace, ta: &TraceAudit) -> String {
                 t(Nanos(m.peak_at.0 - origin.0))
             );
         }
+        if let Some(r) = &d.reserved {
+            s.push_str(&render_reserved(r, origin));
+        }
+        if let Some(r) = &d.caching_replay {
+            s.push_str(&render_replay(r, origin));
+        }
     }
     if ta.findings.is_empty() {
         let _ = writeln!(s, "trace-only rules: no violation");
@@ -294,6 +300,84 @@ fn render_trace(tr: &trace::Trace, ta: &TraceAudit) -> String {
     }
     for n in &ta.notes {
         let _ = writeln!(s, "note: {}", n.describe());
+    }
+    s
+}
+
+/// Signed bytes, human-readable.
+fn signed_bytes(v: i64) -> String {
+    let b = Bytes(v.unsigned_abs()).human();
+    if v < 0 {
+        format!("-{b}")
+    } else {
+        b
+    }
+}
+
+/// Reserved beside allocated memory (Kineto `Total Reserved`): two lines.
+fn render_reserved(r: &audit::ReservedSummary, origin: Nanos) -> String {
+    let mut s = String::new();
+    let _ = writeln!(
+        s,
+        "  reserved memory: {} events with Total Reserved, peak {} at {} (+{}, {} allocated then); peak reserved - peak allocated {}",
+        r.events,
+        r.peak_reserved.human(),
+        r.peak_reserved_at.0,
+        t(Nanos(r.peak_reserved_at.0 - origin.0)),
+        signed_bytes(r.allocated_at_peak_reserved),
+        signed_bytes(r.peak_reserved_over_peak_allocated)
+    );
+    let _ = writeln!(
+        s,
+        "  reserved - allocated: peak {} at {} (+{}), time-weighted mean {} over {}",
+        signed_bytes(r.peak_difference),
+        r.peak_difference_at.0,
+        t(Nanos(r.peak_difference_at.0 - origin.0)),
+        r.mean_difference.map_or("-".to_string(), signed_bytes),
+        t(r.span)
+    );
+    s
+}
+
+/// The caching model replayed on the trace's allocations, beside the trace's
+/// reserved curve.
+fn render_replay(r: &audit::CachingReplay, origin: Nanos) -> String {
+    let mut s = String::new();
+    let at = |n: Nanos| format!("{} (+{})", n.0, t(Nanos(n.0 - origin.0)));
+    let _ = writeln!(
+        s,
+        "  caching model on the trace's allocations: {} allocations, {} paired frees, {} frees of earlier blocks, {} seeded live at the start (capacity unbounded): reserved peak {} at {}, allocated peak {}, reserved at the end {}",
+        r.allocations,
+        r.frees,
+        r.unpaired_frees,
+        r.seeded.human(),
+        r.model_peak_reserved.human(),
+        at(r.model_peak_reserved_at),
+        r.model_peak_allocated.human(),
+        r.model_final_reserved.human()
+    );
+    if r.size_mismatches + r.reused_live_addresses + r.model_failures > 0 {
+        let _ = writeln!(
+            s,
+            "    {} free(s) of another size than allocated, {} allocation(s) at a live address, {} request(s) the model could not serve",
+            r.size_mismatches, r.reused_live_addresses, r.model_failures
+        );
+    }
+    if let Some(c) = &r.against_trace {
+        let _ = writeln!(
+            s,
+            "  trace reserved - model reserved: peak {} - {} = {}; over time from {} at {} to {} at {}, time-weighted mean {}; {}",
+            c.trace_peak_reserved.human(),
+            r.model_peak_reserved.human(),
+            signed_bytes(c.peak_difference),
+            signed_bytes(c.least.0),
+            at(c.least.1),
+            signed_bytes(c.largest.0),
+            at(c.largest.1),
+            c.mean.map_or("-".to_string(), signed_bytes),
+            c.first_divergence
+                .map_or("equal throughout".to_string(), |d| format!("they first differ at {}", at(d)))
+        );
     }
     s
 }

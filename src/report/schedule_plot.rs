@@ -255,6 +255,7 @@ fn memory_panel(inst: &Instance, report: &Report, profile: &MemoryProfile) -> Me
                 report.peak_at
             ),
         )),
+        others: Vec::new(),
     }
 }
 

@@ -72,6 +72,9 @@ pub struct Memory {
     pub capacity: Option<(u64, String)>,
     /// The peak to label: bytes, instant, text.
     pub peak: Option<(u64, f64, String)>,
+    /// More step curves on the same scale, dashed (a trace's reserved memory,
+    /// and a model's, beside its allocated memory): label and samples each.
+    pub others: Vec<(String, Vec<(f64, u64)>)>,
 }
 
 /// Where a violation marker sits.
@@ -204,6 +207,8 @@ const STYLE: &str = "text{font-family:sans-serif;font-size:11px;fill:#222}\
 .bar-label{font-size:10px;fill:#000}\
 .grid{stroke:#e4e4e4}\
 .memory-curve{fill:none;stroke:#1f4e9c;stroke-width:1.5}\
+.second-curve{fill:none;stroke:#8c564b;stroke-width:1.2;stroke-dasharray:5,3}\
+.third-curve{fill:none;stroke:#2ca02c;stroke-width:1.2;stroke-dasharray:2,2}\
 .capacity{stroke:#d62728;stroke-dasharray:6,3}\
 .period{stroke:#444;stroke-dasharray:4,4}\
 .violation circle{fill:#d62728;stroke:#fff}\
@@ -354,7 +359,14 @@ fn draw_legend(s: &mut String, p: &Picture, legend_top: f64) {
 }
 
 fn memory_top_value(m: &Memory) -> f64 {
-    let mut top = m.samples.iter().map(|x| x.1).max().unwrap_or(0) as f64;
+    let second = m.others.iter().flat_map(|(_, v)| v.iter().map(|x| x.1));
+    let mut top = m
+        .samples
+        .iter()
+        .map(|x| x.1)
+        .chain(second)
+        .max()
+        .unwrap_or(0) as f64;
     if let Some((c, _)) = &m.capacity {
         top = top.max(*c as f64);
     }
@@ -463,14 +475,14 @@ fn draw_lane(s: &mut String, ax: &Axis, lane: &Lane, top: f64) {
 
 /// The polyline points of a step curve; per pixel column (entering value,
 /// least, greatest, last) when there are more samples than columns can show.
-fn curve_points(ax: &Axis, m: &Memory, y: &dyn Fn(u64) -> f64) -> Vec<(f64, f64)> {
+fn curve_points(ax: &Axis, samples: &[(f64, u64)], y: &dyn Fn(u64) -> f64) -> Vec<(f64, f64)> {
     let mut pts = Vec::new();
-    let Some(&(_, first)) = m.samples.first() else {
+    let Some(&(_, first)) = samples.first() else {
         return pts;
     };
     let mut last = first;
-    if (m.samples.len() as f64) <= 4.0 * PLOT_W {
-        for &(t, b) in &m.samples {
+    if (samples.len() as f64) <= 4.0 * PLOT_W {
+        for &(t, b) in samples {
             let x = ax.x(t);
             pts.push((x, y(last)));
             pts.push((x, y(b)));
@@ -478,11 +490,11 @@ fn curve_points(ax: &Axis, m: &Memory, y: &dyn Fn(u64) -> f64) -> Vec<(f64, f64)
         }
     } else {
         let mut i = 0;
-        while i < m.samples.len() {
-            let c = ax.column(m.samples[i].0);
+        while i < samples.len() {
+            let c = ax.column(samples[i].0);
             let (mut lo, mut hi) = (last, last);
-            while i < m.samples.len() && ax.column(m.samples[i].0) == c {
-                let b = m.samples[i].1;
+            while i < samples.len() && ax.column(samples[i].0) == c {
+                let b = samples[i].1;
                 lo = lo.min(b);
                 hi = hi.max(b);
                 last = b;
@@ -496,6 +508,34 @@ fn curve_points(ax: &Axis, m: &Memory, y: &dyn Fn(u64) -> f64) -> Vec<(f64, f64)
     }
     pts.push((ax.x(ax.t1), y(last)));
     pts
+}
+
+/// The `i`-th dashed curve and its label at the panel's top right.
+fn draw_other_curve(
+    s: &mut String,
+    ax: &Axis,
+    (i, label): (usize, &str),
+    samples: &[(f64, u64)],
+    y: &dyn Fn(u64) -> f64,
+    top: f64,
+) {
+    let (class, colour) = match i {
+        0 => ("second-curve", "#8c564b"),
+        _ => ("third-curve", "#2ca02c"),
+    };
+    let mut p = String::new();
+    for (x, yy) in curve_points(ax, samples, y) {
+        let _ = write!(p, "{x:.1},{yy:.2} ");
+    }
+    let max = samples.iter().map(|x| x.1).max().unwrap_or(0);
+    let _ = writeln!(
+        s,
+        r#"<polyline class="{class}" data-max-bytes="{max}" points="{}"/><text x="{:.1}" y="{:.1}" text-anchor="end" style="fill:{colour}">{}</text>"#,
+        p.trim_end(),
+        LEFT + PLOT_W - 4.0,
+        top + 12.0 + 12.0 * i as f64,
+        esc(label)
+    );
 }
 
 fn draw_memory(s: &mut String, ax: &Axis, m: &Memory, top: f64, h: f64) {
@@ -532,7 +572,10 @@ fn draw_memory(s: &mut String, ax: &Axis, m: &Memory, top: f64, h: f64) {
             esc(label)
         );
     }
-    let pts = curve_points(ax, m, &y);
+    for (i, (label, samples)) in m.others.iter().enumerate() {
+        draw_other_curve(s, ax, (i, label), samples, &y, top);
+    }
+    let pts = curve_points(ax, &m.samples, &y);
     let mut p = String::with_capacity(pts.len() * 14);
     for (x, yy) in &pts {
         let _ = write!(p, "{x:.1},{yy:.2} ");

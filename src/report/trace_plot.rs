@@ -2,7 +2,8 @@
 //! one lane per copy channel (HtoD and DtoH at full duplex, `link` at half),
 //! the device-memory timeline ([`crate::trace::audit::memory_timeline`], the
 //! very samples the memory-budget rule measured) with the budget line and the
-//! peak, and every finding the audit's verdict holds against the run
+//! peak, and the allocator's reserved total dashed beside it where the trace
+//! records one, and every finding the audit's verdict holds against the run
 //! ([`crate::trace::audit::findings`]: the trace-only findings, and with a mapping
 //! the checker's violations on the reconstructed schedule) as a numbered red
 //! marker whose legend line is the text's own line. Large traces
@@ -15,7 +16,8 @@
 use super::svg::{self, Bar, Kind, Lane, Marker, Memory, Picture, Place};
 use crate::model::Duplex;
 use crate::trace::audit::{
-    self, memory_timeline, MappedAudit, MemorySummary, MemoryTimeline, Options, Spot, TraceAudit,
+    self, memory_timeline, CachingReplay, MappedAudit, MemorySummary, MemoryTimeline, Options,
+    Spot, TraceAudit,
 };
 use crate::trace::{CopyKind, GpuEvent, GpuKind, Nanos, Trace};
 use std::collections::BTreeMap;
@@ -62,7 +64,10 @@ pub fn trace_picture(
     let memory = timeline.as_ref().map(|tl| {
         memory_panel(
             tl,
-            summary.and_then(|d| d.memory.as_ref()),
+            (
+                summary.and_then(|d| d.memory.as_ref()),
+                summary.and_then(|d| d.caching_replay.as_ref()),
+            ),
             opts,
             dev,
             origin,
@@ -194,7 +199,7 @@ fn lanes(
 /// The memory panel: the timeline's samples, the budget and the audit's peak.
 fn memory_panel(
     tl: &MemoryTimeline,
-    m: Option<&MemorySummary>,
+    (m, replay): (Option<&MemorySummary>, Option<&CachingReplay>),
     opts: &Options,
     dev: i64,
     origin: Nanos,
@@ -226,7 +231,32 @@ fn memory_panel(
                 ),
             )
         }),
+        others: reserved_curves(tl, replay, origin),
     }
+}
+
+/// The allocator's `Total Reserved` on the same instants, where the trace has
+/// it, and the caching model's reserved bytes on the trace's allocations.
+fn reserved_curves(
+    tl: &MemoryTimeline,
+    replay: Option<&CachingReplay>,
+    origin: Nanos,
+) -> Vec<(String, Vec<(f64, u64)>)> {
+    let mut out = Vec::new();
+    let samples: Vec<(f64, u64)> = tl
+        .samples
+        .iter()
+        .zip(&tl.reserved)
+        .filter_map(|((t, _), r)| r.map(|r| (ms(*t, origin), r)))
+        .collect();
+    if !samples.is_empty() {
+        out.push(("reserved (Total Reserved), dashed".to_string(), samples));
+    }
+    if let Some(r) = replay {
+        let curve = r.curve.iter().map(|(t, b)| (ms(*t, origin), *b)).collect();
+        out.push(("caching model's reserved, dotted".to_string(), curve));
+    }
+    out
 }
 
 /// The findings on GPU `dev` (and the mapped ones, which name no GPU) as

@@ -8,7 +8,8 @@
 //!
 //! Reads current and legacy category names: `kernel`/`Kernel`, `gpu_memcpy`/`Memcpy`,
 //! `gpu_memset`/`Memset`, `cuda_runtime`/`cuda_driver`/`Runtime`, `user_annotation`,
-//! `gpu_user_annotation`, and `[memory]` instant events. GPU events take their device
+//! `gpu_user_annotation`, and `[memory]` instant events (`Bytes`, `Total Allocated`,
+//! `Total Reserved`, `Addr`). GPU events take their device
 //! from `pid` and their stream from `tid` (a number, or the legacy `"stream 7"`).
 //! Must not import: the checker, solvers.
 
@@ -413,6 +414,10 @@ struct RawArgs<'a> {
     mem_bytes: Option<&'a RawValue>,
     #[serde(borrow, default, rename = "Total Allocated")]
     total_allocated: Option<&'a RawValue>,
+    #[serde(borrow, default, rename = "Total Reserved")]
+    total_reserved: Option<&'a RawValue>,
+    #[serde(borrow, default, rename = "Addr")]
+    addr: Option<&'a RawValue>,
     #[serde(borrow, default, rename = "Device Type")]
     device_type: Option<&'a RawValue>,
     #[serde(borrow, default, rename = "Device Id")]
@@ -635,6 +640,15 @@ impl Builder {
         }
     }
 
+    fn opt_nonneg(&self, v: Option<&RawValue>, f: &str) -> Result<Option<u64>, TraceError> {
+        match v {
+            None => Ok(None),
+            Some(v) => whole_nonneg(v.get())
+                .map(Some)
+                .map_err(|e| self.field(f, e)),
+        }
+    }
+
     fn gpu(&mut self, e: &RawEvent, kind: GpuKind) -> Result<(), TraceError> {
         let (start, end) = self.interval(e)?;
         let args = e.args.as_ref();
@@ -704,6 +718,8 @@ impl Builder {
             .opt_whole(args.device_id, "args.Device Id")?
             .unwrap_or(-1);
         let total_allocated = self.opt_whole(args.total_allocated, "args.Total Allocated")?;
+        let total_reserved = self.opt_nonneg(args.total_reserved, "args.Total Reserved")?;
+        let addr = self.opt_nonneg(args.addr, "args.Addr")?;
         if let Some(last) = self.last_memory {
             if at < last {
                 self.t.memory_out_of_order += 1;
@@ -716,6 +732,8 @@ impl Builder {
             device,
             bytes,
             total_allocated,
+            total_reserved,
+            addr,
         });
         Ok(())
     }
@@ -822,6 +840,14 @@ mod tests {
             (
                 r#"{"traceEvents":[{"ph":"i","name":"[memory]","ts":1,"args":{"Bytes":1.5}}]}"#,
                 "traceEvents[0].args.Bytes",
+            ),
+            (
+                r#"{"traceEvents":[{"ph":"i","name":"[memory]","ts":1,"args":{"Bytes":1,"Total Reserved":-4}}]}"#,
+                "traceEvents[0].args.Total Reserved",
+            ),
+            (
+                r#"{"traceEvents":[{"ph":"i","name":"[memory]","ts":1,"args":{"Bytes":1,"Addr":"0x7f"}}]}"#,
+                "traceEvents[0].args.Addr",
             ),
             (
                 r#"{"traceEvents":[{"ph":"X","cat":"kernel","name":7}]}"#,

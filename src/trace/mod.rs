@@ -188,6 +188,13 @@ pub struct MemoryEvent {
     pub bytes: i64,
     /// The allocator's running total after this event, where recorded.
     pub total_allocated: Option<i64>,
+    /// The allocator's reserved total after this event (Kineto `Total Reserved`:
+    /// what the caching allocator holds from the driver, free cached blocks
+    /// included), where recorded.
+    pub total_reserved: Option<u64>,
+    /// The block's device address (Kineto `Addr`), where recorded: pairs an
+    /// allocation with its free.
+    pub addr: Option<u64>,
 }
 
 /// CUDA devices in Kineto's `[memory]` events have `Device Type` 1.

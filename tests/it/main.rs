@@ -56,6 +56,7 @@ mod solve_cli;
 mod trace_cli;
 mod trace_hostile;
 mod trace_release;
+mod trace_reserved;
 mod trace_roundtrip;
 mod trace_shared;
 mod weight_bounds;

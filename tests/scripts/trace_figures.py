@@ -109,7 +109,35 @@ def kineto(path):
             out["peak_total_allocated"] = pk["args"]["Total Allocated"]
             out["peak_total_allocated_at_ns"] = pk["ts"] * 1000
             out["total_allocated_mismatches"] = bad
+        if any("Total Reserved" in e["args"] for e in ms):
+            out.update(reserved_figures(ms))
     return out
+
+
+def reserved_figures(ms):
+    """Total Reserved beside Total Allocated, after the last event of each instant
+    (the events stable-sorted by ts); the mean is time-weighted, floored."""
+    last = {}
+    for e in ms:  # a later event of one instant overwrites an earlier one
+        last[e["ts"]] = (e["args"]["Total Reserved"], e["args"]["Total Allocated"])
+    inst = sorted(last.items())
+    r_peak = max(r for _, (r, _) in inst)
+    r_peak_ts = next(ts for ts, (r, _) in inst if r == r_peak)
+    d_peak = max(r - a for _, (r, a) in inst)
+    d_peak_ts = next(ts for ts, (r, a) in inst if r - a == d_peak)
+    weighted = sum((r - a) * (inst[i + 1][0] - ts) * 1000 for i, (ts, (r, a)) in enumerate(inst[:-1]))
+    span = (inst[-1][0] - inst[0][0]) * 1000
+    return {
+        "reserved_events": sum(1 for e in ms if "Total Reserved" in e["args"]),
+        "peak_reserved": r_peak,
+        "peak_reserved_at_ns": r_peak_ts * 1000,
+        "allocated_at_peak_reserved": last[r_peak_ts][1],
+        "peak_reserved_minus_peak_allocated": r_peak - max(a for _, (_, a) in inst),
+        "peak_reserved_minus_allocated": d_peak,
+        "peak_reserved_minus_allocated_at_ns": d_peak_ts * 1000,
+        "mean_reserved_minus_allocated_floor": weighted // span,
+        "reserved_span_ns": span,
+    }
 
 
 def nsys(path):

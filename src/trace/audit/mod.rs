@@ -8,9 +8,13 @@
 //! Must not import: solvers, heuristics, bounds, reports, the CLI.
 
 pub mod mapped;
+pub mod replay;
+pub mod reserved;
 pub mod trace;
 
 pub use mapped::*;
+pub use replay::*;
+pub use reserved::*;
 pub use trace::*;
 
 use crate::trace::{CopyKind, Nanos, Trace, TraceError, CUDA_DEVICE_TYPE};

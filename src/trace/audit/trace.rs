@@ -4,8 +4,10 @@
 //! bandwidth against the declared link, same-direction copy overlap), the
 //! per-GPU summaries (compute busy and idle, idle while copies are in flight,
 //! per-direction bytes and overlap), the notes (zero-duration events, same-stream
-//! overlaps, memory events out of order, inferred baselines), the device-memory
-//! timeline ([`memory_timeline`]), and the sentences of [`Finding`] and [`Note`].
+//! overlaps, memory events out of order, inferred baselines, reserved totals
+//! missing), the device-memory timeline ([`memory_timeline`], with the
+//! allocator's reserved total beside it), and the sentences of [`Finding`] and
+//! [`Note`].
 //! Must not import: the mapped audit (`super::mapped`), the mapping, the checker
 //! (nothing here reconstructs a schedule), solvers, heuristics, bounds.
 
@@ -278,6 +280,35 @@ pub enum Note {
     SubnanosecondRounded {
         count: u64,
     },
+    /// A GPU with allocator events none of which carries `Total Reserved`: the
+    /// memory the allocator held beyond its tensors (fragmentation, cache) is
+    /// not in the trace.
+    ReservedMissing {
+        device: i64,
+        events: u64,
+    },
+    /// Some allocator events of a GPU carry `Total Reserved`, some do not (the
+    /// last value is carried over those).
+    ReservedPartial {
+        device: i64,
+        missing: u64,
+        events: u64,
+    },
+    /// Instants at which `Total Reserved` is below the bytes allocated (a
+    /// reserved total the allocated one cannot fit in; with an inferred baseline
+    /// the allocated side is a lower bound already).
+    ReservedBelowAllocated {
+        device: i64,
+        instants: u64,
+        first_at: Nanos,
+    },
+    /// Allocator events without `Addr`: frees cannot be paired with their
+    /// allocations, so the caching model is not replayed on this GPU.
+    ReplayWithoutAddr {
+        device: i64,
+        missing: u64,
+        events: u64,
+    },
 }
 
 impl Note {
@@ -312,6 +343,18 @@ impl Note {
             ),
             Note::SubnanosecondRounded { count } => format!(
                 "{count} timestamp(s) with sub-nanosecond digits, rounded down to the nanosecond"
+            ),
+            Note::ReservedMissing { device, events } => format!(
+                "GPU {device}: none of its {events} [memory] event(s) carries Total Reserved, so the memory the allocator reserved beyond its allocations (cache, fragmentation) is unknown"
+            ),
+            Note::ReservedPartial { device, missing, events } => format!(
+                "GPU {device}: {missing} of its {events} [memory] event(s) carry no Total Reserved (the previous value is carried over them)"
+            ),
+            Note::ReplayWithoutAddr { device, missing, events } => format!(
+                "GPU {device}: {missing} of its {events} [memory] event(s) carry no Addr, so frees cannot be paired with allocations: the caching allocator model is not replayed"
+            ),
+            Note::ReservedBelowAllocated { device, instants, first_at } => format!(
+                "GPU {device}: at {instants} instant(s), first at {first_at}, Total Reserved is below the bytes allocated (the reserved-minus-allocated figures count those as negative)"
             ),
         }
     }
@@ -361,6 +404,13 @@ pub struct DeviceAudit {
     pub idle_while_copying: Nanos,
     pub directions: Vec<DirectionSummary>,
     pub memory: Option<MemorySummary>,
+    /// Reserved against allocated memory, where the trace records `Total Reserved`.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub reserved: Option<super::reserved::ReservedSummary>,
+    /// The trace's allocation sequence replayed through the `caching` model,
+    /// where its events carry `Addr`.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub caching_replay: Option<super::replay::CachingReplay>,
 }
 
 /// Everything the trace-only audit found.
@@ -553,7 +603,18 @@ fn audit_device(trace: &Trace, opts: &Options, dev: i64, col: &mut Collector) ->
         link_rule(link, trace.resolution, dev, &link_copies, col);
     }
     channel_rule(opts.duplex, dev, &link_copies, col);
-    let memory = memory_rule(trace, opts, dev, col);
+    let timeline = memory_timeline(trace, dev);
+    let memory = timeline.as_ref().map(|tl| memory_rule(tl, opts, dev, col));
+    let reserved = timeline.as_ref().and_then(|tl| {
+        let (summary, notes) = super::reserved::reserved_against_allocated(tl, dev);
+        col.notes.extend(notes);
+        summary
+    });
+    let caching_replay = timeline.as_ref().and_then(|tl| {
+        let (replay, notes) = super::replay::replay_caching(trace, tl, dev);
+        col.notes.extend(notes);
+        replay
+    });
     DeviceAudit {
         device: dev,
         kernels: n_kernels,
@@ -563,6 +624,8 @@ fn audit_device(trace: &Trace, opts: &Options, dev: i64, col: &mut Collector) ->
         idle_while_copying: ns(idle_while_copying),
         directions,
         memory,
+        reserved,
+        caching_replay,
     }
 }
 
@@ -701,12 +764,11 @@ fn channel_rule(duplex: Duplex, dev: i64, link_copies: &[&GpuEvent], col: &mut C
 /// Device memory of one GPU: the baseline, the peak and the budget rule, on
 /// [`memory_timeline`]'s samples.
 fn memory_rule(
-    trace: &Trace,
+    tl: &MemoryTimeline,
     opts: &Options,
     dev: i64,
     col: &mut Collector,
-) -> Option<MemorySummary> {
-    let tl = memory_timeline(trace, dev)?;
+) -> MemorySummary {
     let (baseline, known) = (tl.baseline, tl.baseline_known);
     if !known {
         col.notes.push(Note::BaselineInferred {
@@ -753,14 +815,14 @@ fn memory_rule(
             time_over: ns(time_over),
         });
     }
-    Some(MemorySummary {
+    MemorySummary {
         device: dev,
         events: tl.events,
         baseline: Bytes(baseline.clamp(0, u64::MAX as i128) as u64),
         baseline_known: known,
         peak: peak_b,
         peak_at: peak.1,
-    })
+    }
 }
 
 /// The device-memory timeline of one GPU from the trace's allocator events.
@@ -778,6 +840,13 @@ pub struct MemoryTimeline {
     /// the running sum after the last event of every instant (what the
     /// memory-budget rule measures).
     pub samples: Vec<(Nanos, i128)>,
+    /// Index for index with `samples`: the allocator's `Total Reserved` after the
+    /// last event of that instant that carries one, carried forward over events
+    /// without; `None` for the baseline sample and before the first event that
+    /// carries one.
+    pub reserved: Vec<Option<u64>>,
+    /// Events of this GPU without `Total Reserved`.
+    pub reserved_missing: u64,
 }
 
 /// The memory timeline of GPU `dev`, or `None` without allocator events.
@@ -803,6 +872,8 @@ pub fn memory_timeline(trace: &Trace, dev: i64) -> Option<MemoryTimeline> {
     };
     let mut run = baseline;
     let mut samples = vec![(first.at, baseline)];
+    let mut reserved = vec![None];
+    let mut last_reserved = None;
     let mut mismatches = 0u64;
     for (i, m) in mem.iter().enumerate() {
         run += m.bytes as i128;
@@ -811,9 +882,11 @@ pub fn memory_timeline(trace: &Trace, dev: i64) -> Option<MemoryTimeline> {
                 mismatches += 1;
             }
         }
+        last_reserved = m.total_reserved.or(last_reserved);
         // Measure after every event of one instant.
         if mem.get(i + 1).is_none_or(|n| n.at != m.at) {
             samples.push((m.at, run));
+            reserved.push(last_reserved);
         }
     }
     Some(MemoryTimeline {
@@ -822,5 +895,7 @@ pub fn memory_timeline(trace: &Trace, dev: i64) -> Option<MemoryTimeline> {
         events: mem.len() as u64,
         mismatches,
         samples,
+        reserved,
+        reserved_missing: mem.iter().filter(|m| m.total_reserved.is_none()).count() as u64,
     })
 }
