@@ -26,6 +26,7 @@ mod exact_smt;
 mod formats;
 mod gap_cli;
 mod graph;
+mod graph_import;
 mod groups;
 mod groups_exact;
 mod offmate;

@@ -984,8 +984,8 @@ pub fn grouped_schedule(ops: &[(u8, u8, u8)], bits: u8) -> Option<(Instance, Sch
 /// A random `graph` instance (MODEL.md §4.7) from raw quickcheck values: one
 /// node per entry, at most `max_nodes`; entry `(d, m, mask)` gives duration
 /// 1 + d % 4, memory 1 + m % 6 bytes, and inputs the nodes `i − 1 − k` for
-/// each set bit k < 4 of `mask` (so every edge goes forward and the graph has
-/// skip connections up to four back). Memory is tight on purpose: from the
+/// each set bit k < 4 of `mask`, in increasing order (so every edge goes
+/// forward and the graph has skip connections up to four back). Memory is tight on purpose: from the
 /// largest node footprint (`least_memory`, the least with which a schedule
 /// exists) up to the baseline order's peak, `slack` picking where.
 pub fn random_graph(
@@ -1003,6 +1003,7 @@ pub fn random_graph(
             duration: 1 + (d % 4) as i64,
             memory: 1 + (m % 6) as u64,
             inputs: (0..4usize)
+                .rev()
                 .filter(|k| mask >> k & 1 == 1 && *k < i)
                 .map(|k| i - 1 - k)
                 .collect(),
