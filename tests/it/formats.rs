@@ -100,6 +100,7 @@ fn every_example_of_formats_md_loads_and_its_schedules_are_valid() {
         [
             "activation_chain",
             "core",
+            "graph",
             "offmate",
             "op_sequence",
             "remat_chain",

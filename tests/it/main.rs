@@ -26,6 +26,8 @@ mod exact_search;
 mod exact_smt;
 mod formats;
 mod gap_cli;
+mod graph;
+mod graph_import;
 mod groups;
 mod groups_exact;
 mod offmate;

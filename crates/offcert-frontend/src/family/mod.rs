@@ -8,6 +8,10 @@
 
 pub mod activation_chain;
 pub mod core_file;
+pub mod graph;
+pub mod graph_generate;
+pub mod graph_import;
+pub mod graph_solution;
 pub mod offmate;
 pub mod offmate_compile;
 pub mod offmate_solution;
@@ -24,6 +28,7 @@ use serde::{Deserialize, Serialize};
 
 pub use activation_chain::ActivationChain;
 pub use core_file::CoreFile;
+pub use graph::Graph;
 pub use offmate::Offmate;
 pub use op_sequence::OpSequence;
 pub use remat_chain::RematChain;
@@ -44,6 +49,7 @@ pub enum InstanceFile {
     Core(CoreFile),
     OpSequence(OpSequence),
     Offmate(Offmate),
+    Graph(Graph),
 }
 
 impl InstanceFile {
@@ -56,6 +62,7 @@ impl InstanceFile {
             InstanceFile::Core(c) => c.compile()?,
             InstanceFile::OpSequence(o) => o.compile()?,
             InstanceFile::Offmate(o) => o.compile()?,
+            InstanceFile::Graph(g) => g.compile()?,
         };
         inst.validate()?;
         Ok(inst)
@@ -80,6 +87,7 @@ impl InstanceFile {
             InstanceFile::Core(c) => c.gpu_memory,
             InstanceFile::OpSequence(o) => o.gpu_memory,
             InstanceFile::Offmate(o) => o.gpu_memory.0,
+            InstanceFile::Graph(g) => g.gpu_memory,
         }
     }
 
@@ -100,6 +108,7 @@ impl InstanceFile {
             InstanceFile::Core(c) => c.release,
             InstanceFile::OpSequence(o) => o.release,
             InstanceFile::Offmate(o) => o.release,
+            InstanceFile::Graph(g) => g.release,
         }
     }
 
@@ -112,6 +121,7 @@ impl InstanceFile {
             InstanceFile::Core(c) => c.release = r,
             InstanceFile::OpSequence(o) => o.release = r,
             InstanceFile::Offmate(o) => o.release = r,
+            InstanceFile::Graph(g) => g.release = r,
         }
     }
 
@@ -155,6 +165,14 @@ impl InstanceFile {
         }
     }
 
+    /// The computation graph, when the file is one.
+    pub fn graph(&self) -> Option<&Graph> {
+        match self {
+            InstanceFile::Graph(g) => Some(g),
+            _ => None,
+        }
+    }
+
     /// The activation chain, when the file is one.
     pub fn activation_chain(&self) -> Option<&ActivationChain> {
         match self {
@@ -171,6 +189,7 @@ impl InstanceFile {
             InstanceFile::Core(_) => "core",
             InstanceFile::OpSequence(_) => "op_sequence",
             InstanceFile::Offmate(_) => "offmate",
+            InstanceFile::Graph(_) => "graph",
         }
     }
 }
