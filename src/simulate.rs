@@ -41,6 +41,7 @@
 //! explicit deletes).
 
 pub mod chain_sequence;
+pub mod dag_sequence;
 
 use crate::model::{
     ComputeOrder, Device, Direction, Extension, Instance, Mode, OpId, ReleaseRule, TensorId,

@@ -8,6 +8,7 @@
 
 pub mod activation_chain;
 pub mod core_file;
+pub mod dag;
 pub mod offmate;
 pub mod offmate_compile;
 pub mod offmate_solution;

@@ -1,0 +1,222 @@
+//! `graph-evict` and `graph-best`: the topological order, missing inputs
+//! recomputed on demand, and evictions chosen by a scoring [`Rule`] whenever
+//! the next op would not fit.
+//!
+//! The scheduler keeps a resident set R and its bytes. To run v: every input
+//! of v not in R is run first (recursively, with v's resident inputs pinned),
+//! then, while |R| + |v| + tmp(v) exceeds the capacity, an unpinned member of
+//! R is evicted (the rule picks which); then v runs and joins R. The realised
+//! schedule keeps each output from its production to its last touch before
+//! its next production, an interval inside its stay in R, so its memory at
+//! every op start is at most the scheduler's: a sequence the scheduler
+//! finishes always fits (the checker confirms it). It fails only when the
+//! pinned inputs alone leave no room.
+//!
+//! Owns: [`Rule`], [`sequence`], [`Evict`], [`Best`]. Must not import: exact
+//! solvers.
+
+use super::{dag_of, is_graph, realise};
+use crate::check::check;
+use crate::family::dag::Dag;
+use crate::family::InstanceFile;
+use crate::heuristic::{Heuristic, HeuristicError};
+use crate::model::Instance;
+use crate::schedule::Schedule;
+
+/// Which resident output goes first when room is needed. Outputs that no
+/// first-time reader needs any more always go first, the largest first.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+pub enum Rule {
+    /// The least d(u) / (|u| · distance to its next first-time reader): DTR's
+    /// heuristic with the distance for staleness.
+    #[default]
+    CostPerByteDistance,
+    /// The farthest next first-time reader (Belady), the largest on ties.
+    Belady,
+    /// The least d(u) / |u|, the farthest on ties.
+    CostPerByte,
+}
+
+/// Every rule, in the order `graph-best` tries them.
+pub const RULES: [Rule; 3] = [Rule::CostPerByteDistance, Rule::Belady, Rule::CostPerByte];
+
+struct Run<'a> {
+    dag: &'a Dag,
+    rule: Rule,
+    resident: Vec<bool>,
+    pinned: Vec<u32>,
+    done: Vec<bool>,
+    used: u128,
+    /// The topological position being run for the first time.
+    at: usize,
+    seq: Vec<usize>,
+}
+
+impl Run<'_> {
+    /// The nearest position of a reader of `u` not yet run once.
+    fn next_use(&self, u: usize) -> Option<usize> {
+        self.dag.succs[u]
+            .iter()
+            .filter(|&&w| !self.done[w])
+            .map(|&w| self.dag.pos[w])
+            .min()
+    }
+
+    /// The eviction key: smaller goes first.
+    fn key(&self, u: usize) -> (u8, f64) {
+        let size = self.dag.size[u].max(1) as f64;
+        let Some(next) = self.next_use(u) else {
+            return (0, -size);
+        };
+        let dist = (next.saturating_sub(self.at)).max(1) as f64;
+        let d = self.dag.duration[u].max(0) as f64 + 1e-9;
+        let k = match self.rule {
+            Rule::CostPerByteDistance => d / (size * dist),
+            Rule::Belady => -(dist * 1e12 + size),
+            Rule::CostPerByte => d / size - dist * 1e-12,
+        };
+        (1, k)
+    }
+
+    fn make_room(&mut self, need: u128) -> Result<(), String> {
+        while self.used + need > self.dag.capacity as u128 {
+            let victim = (0..self.dag.len())
+                .filter(|&u| self.resident[u] && self.pinned[u] == 0 && self.dag.size[u] > 0)
+                .min_by(|&a, &b| {
+                    self.key(a)
+                        .partial_cmp(&self.key(b))
+                        .unwrap_or(std::cmp::Ordering::Equal)
+                });
+            let Some(u) = victim else {
+                return Err(format!(
+                    "no room: {} B pinned, {need} B needed, capacity {} B",
+                    self.used, self.dag.capacity
+                ));
+            };
+            self.resident[u] = false;
+            self.used -= self.dag.size[u] as u128;
+        }
+        Ok(())
+    }
+
+    fn compute(&mut self, v: usize, depth: usize) -> Result<(), String> {
+        if depth > self.dag.len() {
+            return Err("recomputation deeper than the graph (internal error)".into());
+        }
+        let preds = self.dag.preds[v].clone();
+        for &u in &preds {
+            if !self.resident[u] {
+                let pins: Vec<usize> = preds
+                    .iter()
+                    .copied()
+                    .filter(|&w| self.resident[w])
+                    .collect();
+                pins.iter().for_each(|&w| self.pinned[w] += 1);
+                let r = self.compute(u, depth + 1);
+                pins.iter().for_each(|&w| self.pinned[w] -= 1);
+                r?;
+            }
+        }
+        preds.iter().for_each(|&w| self.pinned[w] += 1);
+        let r = self.make_room(self.dag.size[v] as u128 + self.dag.temp[v] as u128);
+        preds.iter().for_each(|&w| self.pinned[w] -= 1);
+        r?;
+        self.seq.push(v);
+        self.resident[v] = true;
+        self.used += self.dag.size[v] as u128;
+        Ok(())
+    }
+}
+
+/// The eviction scheduler's node sequence under `rule`, or why it stopped.
+pub fn sequence(dag: &Dag, rule: Rule) -> Result<Vec<usize>, String> {
+    let n = dag.len();
+    let mut run = Run {
+        dag,
+        rule,
+        resident: vec![false; n],
+        pinned: vec![0; n],
+        done: vec![false; n],
+        used: 0,
+        at: 0,
+        seq: Vec::new(),
+    };
+    for (p, &v) in dag.topo.iter().enumerate() {
+        run.at = p;
+        run.compute(v, 0)?;
+        run.done[v] = true;
+    }
+    Ok(run.seq)
+}
+
+/// `graph-evict`: one rule.
+#[derive(Clone, Copy, Debug, Default)]
+pub struct Evict {
+    pub rule: Rule,
+}
+
+fn no_schedule(h: &'static str, reason: String) -> HeuristicError {
+    HeuristicError::NoSchedule {
+        heuristic: h,
+        reason,
+    }
+}
+
+impl Heuristic for Evict {
+    fn name(&self) -> &'static str {
+        "graph-evict"
+    }
+    fn applies(&self, file: &InstanceFile) -> bool {
+        is_graph(file)
+    }
+    fn schedule(&self, file: &InstanceFile, inst: &Instance) -> Result<Schedule, HeuristicError> {
+        let dag = dag_of(self.name(), file, inst)?;
+        let seq = sequence(&dag, self.rule).map_err(|r| no_schedule(self.name(), r))?;
+        realise(self.name(), inst, &dag, &seq)
+    }
+}
+
+/// `graph-best`: every rule, and Chen's checkpoints at every segment length
+/// from 1 to n (each realised and checked); the least checked makespan.
+pub struct Best;
+
+/// The candidate sequences `graph-best` tries.
+pub fn candidates(dag: &Dag) -> Vec<Vec<usize>> {
+    let mut out: Vec<Vec<usize>> = RULES
+        .iter()
+        .filter_map(|&r| sequence(dag, r).ok())
+        .collect();
+    let n = dag.len().max(1);
+    let mut k = 1;
+    while k <= n {
+        out.push(super::chen_sequence(dag, k));
+        k = (k * 3).div_ceil(2);
+    }
+    out
+}
+
+impl Heuristic for Best {
+    fn name(&self) -> &'static str {
+        "graph-best"
+    }
+    fn applies(&self, file: &InstanceFile) -> bool {
+        is_graph(file)
+    }
+    fn schedule(&self, file: &InstanceFile, inst: &Instance) -> Result<Schedule, HeuristicError> {
+        let h = self.name();
+        let dag = dag_of(h, file, inst)?;
+        let mut best: Option<(crate::units::Ticks, Schedule)> = None;
+        for seq in candidates(&dag) {
+            let Ok(s) = realise(h, inst, &dag, &seq) else {
+                continue;
+            };
+            if let Ok(c) = check(inst, &s).into_result() {
+                if best.as_ref().is_none_or(|(m, _)| c.makespan() < *m) {
+                    best = Some((c.makespan(), c.into_schedule()));
+                }
+            }
+        }
+        best.map(|(_, s)| s)
+            .ok_or_else(|| no_schedule(h, "no candidate fits the memory".into()))
+    }
+}
