@@ -26,6 +26,7 @@ mod exact_smt;
 mod formats;
 mod gap_cli;
 mod graph_exact;
+mod graph_schedules;
 mod groups;
 mod groups_exact;
 mod offmate;

@@ -12,7 +12,13 @@
 //! finishes always fits (the checker confirms it). It fails only when the
 //! pinned inputs alone leave no room.
 //!
-//! Owns: [`Rule`], [`sequence`], [`Evict`], [`Best`]. Must not import: exact
+//! With offloading enabled (`graph-offload`, [`Offload`]), an evicted output
+//! whose transfer fits in the compute before its next first-time reader is
+//! offloaded (once) instead, and prefetched before that reader; the
+//! sequence, its releases and its offloads are realised by the simulator's
+//! ASAP loop (`simulate::asap_sequence`), which waits for memory and the link.
+//!
+//! Owns: [`Rule`], [`sequence`], [`plan`], [`Evict`], [`Best`], [`Offload`]. Must not import: exact
 //! solvers.
 
 use super::{dag_of, is_graph, realise};
@@ -22,6 +28,9 @@ use crate::family::InstanceFile;
 use crate::heuristic::{Heuristic, HeuristicError};
 use crate::model::Instance;
 use crate::schedule::Schedule;
+use crate::semantics::transfer_ticks;
+use crate::simulate::asap_sequence;
+use crate::simulate::dag_sequence::plan_of;
 
 /// Which resident output goes first when room is needed. Outputs that no
 /// first-time reader needs any more always go first, the largest first.
@@ -50,6 +59,19 @@ struct Run<'a> {
     /// The topological position being run for the first time.
     at: usize,
     seq: Vec<usize>,
+    /// Offloading: per node, its transfer time when it may move.
+    xfer: Vec<Option<i64>>,
+    /// Σ of the durations of the first `k` nodes of the topological order.
+    prefix: Vec<i64>,
+    /// Offloaded once already (one offload per output: a second eviction
+    /// recomputes).
+    offloaded: Vec<bool>,
+    /// On the CPU, to be prefetched before its next reader.
+    away: Vec<bool>,
+    /// The last position of the sequence that touched each output.
+    last_touch: Vec<usize>,
+    /// (node, position): offload the output once the op there has started.
+    offloads: Vec<(usize, usize)>,
 }
 
 impl Run<'_> {
@@ -95,8 +117,23 @@ impl Run<'_> {
             };
             self.resident[u] = false;
             self.used -= self.dag.size[u] as u128;
+            self.maybe_offload(u);
         }
         Ok(())
+    }
+
+    /// Offload an evicted output instead of recomputing it when its transfer
+    /// fits in the compute before its next first-time reader.
+    fn maybe_offload(&mut self, u: usize) {
+        let (Some(x), Some(next)) = (self.xfer[u], self.next_use(u)) else {
+            return;
+        };
+        if self.offloaded[u] || x > self.prefix[next] - self.prefix[self.at] {
+            return;
+        }
+        self.offloads.push((u, self.last_touch[u]));
+        self.offloaded[u] = true;
+        self.away[u] = true;
     }
 
     fn compute(&mut self, v: usize, depth: usize) -> Result<(), String> {
@@ -112,7 +149,16 @@ impl Run<'_> {
                     .filter(|&w| self.resident[w])
                     .collect();
                 pins.iter().for_each(|&w| self.pinned[w] += 1);
-                let r = self.compute(u, depth + 1);
+                let r = if self.away[u] {
+                    // Prefetched before v (the realiser places it).
+                    self.away[u] = false;
+                    let r = self.make_room(self.dag.size[u] as u128);
+                    self.resident[u] = true;
+                    self.used += self.dag.size[u] as u128;
+                    r
+                } else {
+                    self.compute(u, depth + 1)
+                };
                 pins.iter().for_each(|&w| self.pinned[w] -= 1);
                 r?;
             }
@@ -122,6 +168,10 @@ impl Run<'_> {
         preds.iter().for_each(|&w| self.pinned[w] -= 1);
         r?;
         self.seq.push(v);
+        let p = self.seq.len() - 1;
+        for &u in preds.iter().chain(std::iter::once(&v)) {
+            self.last_touch[u] = p;
+        }
         self.resident[v] = true;
         self.used += self.dag.size[v] as u128;
         Ok(())
@@ -130,7 +180,21 @@ impl Run<'_> {
 
 /// The eviction scheduler's node sequence under `rule`, or why it stopped.
 pub fn sequence(dag: &Dag, rule: Rule) -> Result<Vec<usize>, String> {
+    Ok(plan(dag, rule, None)?.0)
+}
+
+/// The node sequence and, with `xfer` (each node's transfer time where it
+/// may move), the offloads `(node, position)` that replace recomputations.
+pub fn plan(
+    dag: &Dag,
+    rule: Rule,
+    xfer: Option<Vec<Option<i64>>>,
+) -> Result<(Vec<usize>, Vec<(usize, usize)>), String> {
     let n = dag.len();
+    let mut prefix = vec![0i64; n + 1];
+    for (k, &v) in dag.topo.iter().enumerate() {
+        prefix[k + 1] = prefix[k] + dag.duration[v];
+    }
     let mut run = Run {
         dag,
         rule,
@@ -140,13 +204,19 @@ pub fn sequence(dag: &Dag, rule: Rule) -> Result<Vec<usize>, String> {
         used: 0,
         at: 0,
         seq: Vec::new(),
+        xfer: xfer.unwrap_or_else(|| vec![None; n]),
+        prefix,
+        offloaded: vec![false; n],
+        away: vec![false; n],
+        last_touch: vec![0; n],
+        offloads: Vec::new(),
     };
     for (p, &v) in dag.topo.iter().enumerate() {
         run.at = p;
         run.compute(v, 0)?;
         run.done[v] = true;
     }
-    Ok(run.seq)
+    Ok((run.seq, run.offloads))
 }
 
 /// `graph-evict`: one rule.
@@ -218,5 +288,60 @@ impl Heuristic for Best {
         }
         best.map(|(_, s)| s)
             .ok_or_else(|| no_schedule(h, "no candidate fits the memory".into()))
+    }
+}
+
+/// `graph-offload`: the eviction scheduler with offloading (module doc); the
+/// best over the rules. Without movable outputs it finds nothing.
+pub struct Offload;
+
+impl Heuristic for Offload {
+    fn name(&self) -> &'static str {
+        "graph-offload"
+    }
+    fn applies(&self, file: &InstanceFile) -> bool {
+        is_graph(file)
+    }
+    fn schedule(&self, file: &InstanceFile, inst: &Instance) -> Result<Schedule, HeuristicError> {
+        let h = self.name();
+        let dag = dag_of(h, file, inst)?;
+        if !dag.movable {
+            return Err(no_schedule(
+                h,
+                "offloading is off (no movable output)".into(),
+            ));
+        }
+        let xfer: Vec<Option<i64>> = (0..dag.len())
+            .map(|v| {
+                let t = inst.tensor(dag.out[v]);
+                (t.transferable && t.size.0 > 0).then(|| transfer_ticks(inst, dag.out[v]).0)
+            })
+            .collect();
+        let mut best: Option<(crate::units::Ticks, Schedule)> = None;
+        let mut why = String::from("no rule finished");
+        for rule in RULES {
+            let (seq, offloads) = match plan(&dag, rule, Some(xfer.clone())) {
+                Ok(p) => p,
+                Err(e) => {
+                    why = e;
+                    continue;
+                }
+            };
+            let mut sp = plan_of(&dag, &seq);
+            sp.offloads = offloads.iter().map(|&(u, p)| (dag.out[u], p)).collect();
+            let s = match asap_sequence(inst, &sp) {
+                Ok(s) => s,
+                Err(e) => {
+                    why = e.to_string();
+                    continue;
+                }
+            };
+            if let Ok(c) = check(inst, &s).into_result() {
+                if best.as_ref().is_none_or(|(m, _)| c.makespan() < *m) {
+                    best = Some((c.makespan(), c.into_schedule()));
+                }
+            }
+        }
+        best.map(|(_, s)| s).ok_or_else(|| no_schedule(h, why))
     }
 }

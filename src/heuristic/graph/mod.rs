@@ -21,6 +21,11 @@
 //! - `graph-best` ([`evict::best`]): the eviction scheduler under several
 //!   scoring rules, keeping the least makespan the checker accepts.
 //!
+//! - `graph-offload` ([`evict::Offload`]): with offloading enabled, the
+//!   eviction scheduler offloads (once) an evicted output whose transfer fits
+//!   in the compute before its next reader, instead of recomputing it; the
+//!   simulator's ASAP loop realises the transfers.
+//!
 //! Owns: the graph heuristics and their registry. Must not import: exact
 //! solvers.
 
@@ -39,6 +44,7 @@ pub fn heuristics() -> Vec<Box<dyn Heuristic>> {
         Box::new(ChenSqrtN),
         Box::new(evict::Evict::default()),
         Box::new(evict::Best),
+        Box::new(evict::Offload),
     ]
 }
 
