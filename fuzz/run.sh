@@ -10,7 +10,7 @@ set -euo pipefail
 cd "$(dirname "$0")"
 SECS="${SECS:-600}"
 targets=("$@")
-[ ${#targets[@]} -gt 0 ] || targets=(kineto nsys parse_instance parse_schedule import_chain import_et)
+[ ${#targets[@]} -gt 0 ] || targets=(kineto nsys parse_instance parse_schedule import_chain import_et import_graph)
 export RUSTC_BOOTSTRAP=1
 cargo fuzz build -O
 for t in "${targets[@]}"; do

@@ -42,6 +42,7 @@
 
 pub mod chain_sequence;
 pub mod dag_sequence;
+pub mod graph_sequence;
 
 use crate::model::{
     ComputeOrder, Device, Direction, Extension, Instance, Mode, OpId, ReleaseRule, TensorId,

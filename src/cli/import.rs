@@ -10,6 +10,11 @@
 //! - `import offmate-solution INSTANCE SOLUTION`: OFFMATE's own plan, realised,
 //!   checked and compared with Algorithm 1 ([`super::import_offmate`]).
 //!
+//! - `import graph FILE -o OUT`: a networkx computation graph as a `graph`
+//!   instance ([`super::import_graph`]).
+//! - `import checkmate-solution|moccasin-solution SOL --graph G -o S`: the other
+//!   tools' answers as schedules, checked ([`super::import_graph_solution`]).
+//!
 //! Exit 0 when written, 2 on bad input (the file and the field named).
 //!
 //! Owns: the `import` subcommand.
@@ -48,6 +53,13 @@ pub enum ImportKind {
     /// OFFMATE's own plan for an `offmate` instance (`scripts/export_offmate.py
     /// --solution`): realised, checked, and compared with Algorithm 1.
     OffmateSolution(super::import_offmate::OffmateSolutionArgs),
+    /// A networkx `node_link_data` computation graph (MOCCASIN's Checkmate-derived or
+    /// random layered schema) as a `graph` instance, budget ⌈m × baseline peak⌉.
+    Graph(super::import_graph::GraphArgs),
+    /// Checkmate's R and S matrices for a `graph` instance (JSON), as a schedule, checked.
+    CheckmateSolution(super::import_graph_solution::GraphSolutionArgs),
+    /// MOCCASIN's computation order or intervals for a `graph` instance, as a schedule, checked.
+    MoccasinSolution(super::import_graph_solution::GraphSolutionArgs),
 }
 
 #[derive(clap::Args, Debug)]
@@ -125,6 +137,13 @@ pub fn run(a: ImportArgs) -> anyhow::Result<ExitCode> {
         ImportKind::Rockmate(a) => run_chain(ChainSource::Rockmate, a),
         ImportKind::RotorSequence(a) => super::import_sequence::run(a),
         ImportKind::OffmateSolution(a) => super::import_offmate::run(a),
+        ImportKind::Graph(a) => super::import_graph::run(a),
+        ImportKind::CheckmateSolution(a) => {
+            super::import_graph_solution::run(super::import_graph_solution::Tool::Checkmate, a)
+        }
+        ImportKind::MoccasinSolution(a) => {
+            super::import_graph_solution::run(super::import_graph_solution::Tool::Moccasin, a)
+        }
     }
 }
 

@@ -11,8 +11,11 @@ pub mod check;
 pub mod examples;
 pub mod export;
 pub mod gap;
+pub mod generate;
 pub mod heuristic;
 pub mod import;
+pub mod import_graph;
+pub mod import_graph_solution;
 pub mod import_offmate;
 pub mod import_sequence;
 pub mod offmate;
@@ -67,6 +70,8 @@ stopped at the time limit without a schedule; each method's reason is printed); 
     Plot(plot::PlotArgs),
     /// Import a program as an instance (`import et`: a PyTorch execution trace).
     Import(import::ImportArgs),
+    /// Generate an input file (`generate graph`: a random layered computation graph).
+    Generate(generate::GenerateArgs),
     /// OFFMATE end to end: ILP, post-processing, realiser, checker (and baselines).
     Offmate(offmate::OffmateArgs),
     /// The out-of-core paper's Table 1 on a synthetic ResNet-50 (window heuristic, checked).
@@ -89,6 +94,7 @@ pub fn run() -> anyhow::Result<ExitCode> {
         Command::Import(a) => import::run(a),
         Command::WindowTable1(a) => table1::run(a),
         Command::Offmate(a) => offmate::run(a),
+        Command::Generate(a) => generate::run(a),
     }
 }
 

@@ -12,10 +12,13 @@
 use super::ReportError;
 use crate::bound::activation::ChainProfile;
 use crate::check::{check, CheckOutcome, Checked};
+use crate::family::graph::Graph;
 use crate::family::remat_chain::RematChain;
 use crate::family::InstanceFile;
 use crate::heuristic::remat::keep_everything;
 use crate::simulate::asap_sequence;
+use crate::simulate::chain_sequence::back_to_back;
+use crate::simulate::graph_sequence;
 
 /// One end of a budget range.
 #[derive(Clone, Debug, PartialEq)]
@@ -144,6 +147,8 @@ impl BudgetSpec {
 /// - `weight_chain`: least = max_i MB_i (only layer i's weight and its gradient
 ///   resident, eq. (1)); peak = Σ_j |w_j| + max_i (MB_i − |w_i|) (every weight
 ///   resident).
+/// - `graph`: least = the largest node footprint (its output and inputs),
+///   peak = the baseline order's peak (MODEL.md §4.7).
 /// - `remat_chain`: [`remat_budgets`]: least = `least (certified lower limit)`,
 ///   peak = `peak (checked, keep everything)`.
 pub fn budget_range(file: &InstanceFile) -> Option<(u64, u64)> {
@@ -177,6 +182,7 @@ pub fn budget_range(file: &InstanceFile) -> Option<(u64, u64)> {
             let u = o.uses().ok()?;
             Some((u.least_memory(), u.resident_peak()))
         }
+        InstanceFile::Graph(g) => Some((g.least_memory(), graph_baseline_peak(g).ok()?)),
     }
 }
 
@@ -190,6 +196,7 @@ pub fn with_budget(file: &InstanceFile, bytes: u64) -> InstanceFile {
         InstanceFile::Core(c) => c.gpu_memory = bytes,
         InstanceFile::OpSequence(o) => o.gpu_memory = bytes,
         InstanceFile::Offmate(o) => o.gpu_memory = crate::units::Bytes(bytes),
+        InstanceFile::Graph(g) => g.gpu_memory = bytes,
     }
     f
 }
@@ -251,6 +258,30 @@ pub fn remat_budgets(c: &RematChain) -> Result<RematBudgets, String> {
     let k = keep_everything_checked(c, u64::MAX >> 1)?;
     let peak = k.report().peak_memory.0;
     Ok(RematBudgets { least, peak })
+}
+
+/// The baseline order of a `graph` instance run back to back with each output
+/// released after its last reader (MODEL.md §4.7), checked with memory enough
+/// for every output at once.
+pub fn graph_baseline_checked(g: &Graph) -> Result<Checked, String> {
+    let seq = g.baseline().map_err(|e| e.to_string())?;
+    let mut roomy = g.clone();
+    roomy.gpu_memory = g.nodes.iter().map(|n| n.memory).sum();
+    let inst = roomy.compile().map_err(|e| e.to_string())?;
+    let s = back_to_back(&inst, &graph_sequence::plan_of(g, &seq));
+    match check(&inst, &s) {
+        CheckOutcome::Valid(c) => Ok(c),
+        CheckOutcome::Invalid(r) => Err(format!(
+            "the baseline order is rejected: {:?}",
+            r.violations().first()
+        )),
+    }
+}
+
+/// The checker's peak memory of [`graph_baseline_checked`]: the `100%` end of
+/// a `graph` instance's budget range and MOCCASIN's budget base.
+pub fn graph_baseline_peak(g: &Graph) -> Result<u64, String> {
+    Ok(graph_baseline_checked(g)?.report().peak_memory.0)
 }
 
 /// One line naming the ends of the budget range where the family labels them

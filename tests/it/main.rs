@@ -27,6 +27,7 @@ mod formats;
 mod gap_cli;
 mod graph_exact;
 mod graph_schedules;
+mod graph;
 mod groups;
 mod groups_exact;
 mod offmate;

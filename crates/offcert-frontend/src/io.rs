@@ -5,7 +5,7 @@
 //! loaders. Must not import: the checker or solvers.
 
 use crate::family::{
-    ActivationChain, CoreFile, InstanceFile, Offmate, OpSequence, RematChain, WeightChain,
+    ActivationChain, CoreFile, Graph, InstanceFile, Offmate, OpSequence, RematChain, WeightChain,
     INSTANCE_FORMAT,
 };
 use crate::model::{Instance, ModelError};
@@ -118,7 +118,7 @@ pub fn parse_instance_file(file: &str, text: &str) -> Result<InstanceFile, Input
             file: file.into(),
             field: "family".into(),
             message:
-                "missing (one of activation_chain, weight_chain, remat_chain, core, op_sequence, offmate)"
+                "missing (one of activation_chain, weight_chain, remat_chain, core, op_sequence, offmate, graph)"
                     .into(),
         })),
     };
@@ -129,12 +129,13 @@ pub fn parse_instance_file(file: &str, text: &str) -> Result<InstanceFile, Input
         "core" => InstanceFile::Core(typed::<CoreFile>(file, v)?),
         "op_sequence" => InstanceFile::OpSequence(typed::<OpSequence>(file, v)?),
         "offmate" => InstanceFile::Offmate(typed::<Offmate>(file, v)?),
+        "graph" => InstanceFile::Graph(typed::<Graph>(file, v)?),
         other => {
             return Err(InputError::Field(FieldError {
                 file: file.into(),
                 field: "family".into(),
                 message: format!(
-                    "unknown family `{other}` (expected activation_chain, weight_chain, remat_chain, core, op_sequence or offmate)"
+                    "unknown family `{other}` (expected activation_chain, weight_chain, remat_chain, core, op_sequence, offmate or graph)"
                 ),
             }))
         }

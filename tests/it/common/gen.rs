@@ -980,3 +980,50 @@ pub fn grouped_schedule(ops: &[(u8, u8, u8)], bits: u8) -> Option<(Instance, Sch
     };
     Some((inst, s))
 }
+
+/// A random `graph` instance (MODEL.md §4.7) from raw quickcheck values: one
+/// node per entry, at most `max_nodes`; entry `(d, m, mask)` gives duration
+/// 1 + d % 4, memory 1 + m % 6 bytes, and inputs the nodes `i − 1 − k` for
+/// each set bit k < 4 of `mask` (so every edge goes forward and the graph has
+/// skip connections up to four back). Memory is tight on purpose: from the
+/// largest node footprint (`least_memory`, the least with which a schedule
+/// exists) up to the baseline order's peak, `slack` picking where.
+pub fn random_graph(
+    spec: &[(u8, u8, u8)],
+    max_nodes: usize,
+    slack: u8,
+) -> offcert::family::graph::Graph {
+    use offcert::family::graph::{Graph, Node};
+    let nodes: Vec<Node> = spec
+        .iter()
+        .take(max_nodes)
+        .enumerate()
+        .map(|(i, &(d, m, mask))| Node {
+            name: format!("v{i}"),
+            duration: 1 + (d % 4) as i64,
+            memory: 1 + (m % 6) as u64,
+            inputs: (0..4usize)
+                .filter(|k| mask >> k & 1 == 1 && *k < i)
+                .map(|k| i - 1 - k)
+                .collect(),
+            backward: false,
+            transferable: true,
+        })
+        .collect();
+    let mut g = Graph {
+        name: "random".into(),
+        note: None,
+        nodes,
+        gpu_memory: 0,
+        offload: None,
+        baseline: None,
+        release: ReleaseRule::AfterEnd,
+    };
+    if g.nodes.is_empty() {
+        return g;
+    }
+    let least = g.least_memory();
+    let peak = g.sequence_peak(&g.topological_order().expect("forward edges"));
+    g.gpu_memory = least + slack as u64 % (peak - least + 1);
+    g
+}

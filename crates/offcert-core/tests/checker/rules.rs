@@ -800,3 +800,25 @@ fn op_sequence_start_state_cpu_copy_of_an_activation() {
         }]
     );
 }
+
+// graph4 (graph family, MODEL.md §4.7): node i is op i and its output tensor i.
+/// A skip connection at 7 B: recomputing `a` is valid (peak 7 B, makespan 8 =
+/// total compute 7 + one recomputation), the baseline order without it is not.
+#[test]
+fn graph_recomputation_fits_where_the_baseline_order_does_not() {
+    let r = valid("graph4.json", "graph4.recompute.valid.schedule.json");
+    assert_eq!((r.makespan, r.peak_memory), (Ticks(8), Bytes(7)));
+    let v = invalid("graph4.json", "graph4.baseline.invalid.schedule.json");
+    assert!(
+        matches!(
+            v.as_slice(),
+            [Violation::MemoryExceeded {
+                at: Ticks(3),
+                used: Bytes(8),
+                capacity: Bytes(7),
+                ..
+            }]
+        ),
+        "{v:?}"
+    );
+}

@@ -9,6 +9,10 @@
 pub mod activation_chain;
 pub mod core_file;
 pub mod dag;
+pub mod graph;
+pub mod graph_generate;
+pub mod graph_import;
+pub mod graph_solution;
 pub mod offmate;
 pub mod offmate_compile;
 pub mod offmate_solution;
@@ -25,6 +29,7 @@ use serde::{Deserialize, Serialize};
 
 pub use activation_chain::ActivationChain;
 pub use core_file::CoreFile;
+pub use graph::Graph;
 pub use offmate::Offmate;
 pub use op_sequence::OpSequence;
 pub use remat_chain::RematChain;
@@ -45,6 +50,7 @@ pub enum InstanceFile {
     Core(CoreFile),
     OpSequence(OpSequence),
     Offmate(Offmate),
+    Graph(Graph),
 }
 
 impl InstanceFile {
@@ -57,6 +63,7 @@ impl InstanceFile {
             InstanceFile::Core(c) => c.compile()?,
             InstanceFile::OpSequence(o) => o.compile()?,
             InstanceFile::Offmate(o) => o.compile()?,
+            InstanceFile::Graph(g) => g.compile()?,
         };
         inst.validate()?;
         Ok(inst)
@@ -81,6 +88,7 @@ impl InstanceFile {
             InstanceFile::Core(c) => c.gpu_memory,
             InstanceFile::OpSequence(o) => o.gpu_memory,
             InstanceFile::Offmate(o) => o.gpu_memory.0,
+            InstanceFile::Graph(g) => g.gpu_memory,
         }
     }
 
@@ -101,6 +109,7 @@ impl InstanceFile {
             InstanceFile::Core(c) => c.release,
             InstanceFile::OpSequence(o) => o.release,
             InstanceFile::Offmate(o) => o.release,
+            InstanceFile::Graph(g) => g.release,
         }
     }
 
@@ -113,6 +122,7 @@ impl InstanceFile {
             InstanceFile::Core(c) => c.release = r,
             InstanceFile::OpSequence(o) => o.release = r,
             InstanceFile::Offmate(o) => o.release = r,
+            InstanceFile::Graph(g) => g.release = r,
         }
     }
 
@@ -128,6 +138,14 @@ impl InstanceFile {
     pub fn offmate(&self) -> Option<&Offmate> {
         match self {
             InstanceFile::Offmate(o) => Some(o),
+            _ => None,
+        }
+    }
+
+    /// The computation graph, when the file is one.
+    pub fn graph(&self) -> Option<&Graph> {
+        match self {
+            InstanceFile::Graph(g) => Some(g),
             _ => None,
         }
     }
@@ -148,6 +166,7 @@ impl InstanceFile {
             InstanceFile::Core(_) => "core",
             InstanceFile::OpSequence(_) => "op_sequence",
             InstanceFile::Offmate(_) => "offmate",
+            InstanceFile::Graph(_) => "graph",
         }
     }
 }
