@@ -115,11 +115,7 @@ fn main() {
                     ..Default::default()
                 };
                 let t = Instant::now();
-                let r = match m {
-                    Method::Milp => exact::solve(Method::Milp, &inst, &limits),
-                    Method::Smt => exact::solve(Method::Smt, &inst, &limits),
-                    Method::Search => exact::solve(Method::Search, &inst, &limits),
-                };
+                let r = exact::solve(m, &inst, &limits);
                 let el = t.elapsed().as_secs_f64();
                 let (status, opt) = match &r {
                     Ok(o) => {

@@ -41,6 +41,7 @@
 //! explicit deletes).
 
 pub mod chain_sequence;
+pub mod dag_sequence;
 pub mod graph_sequence;
 
 use crate::model::{

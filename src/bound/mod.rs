@@ -6,6 +6,7 @@
 //! Must not import: heuristics, exact solvers' internals.
 
 pub mod activation;
+pub mod graph;
 pub mod offmate;
 pub mod op_sequence;
 pub mod remat;
@@ -139,6 +140,9 @@ pub enum Failure {
     /// The instance file does not describe a well-formed instance.
     #[error(transparent)]
     Instance(#[from] crate::model::ModelError),
+    /// Not a computation graph, or one the bound does not take (its reason).
+    #[error("{0}")]
+    Graph(String),
     /// The instance's byte sizes overflow `u64` when added up.
     #[error("sizes overflow")]
     SizesOverflow,
@@ -183,6 +187,7 @@ pub fn all() -> Vec<Box<dyn BoundMethod>> {
     v.extend(op_sequence::bounds());
     v.extend(remat::bounds());
     v.extend(offmate::bounds());
+    v.extend(graph::bounds());
     v
 }
 

@@ -48,6 +48,8 @@ pub fn solver(m: Method) -> SolveFn {
         Method::Milp => |i, l| super::solve(Method::Milp, i, l),
         Method::Smt => |i, l| super::solve(Method::Smt, i, l),
         Method::Search => |i, l| super::solve(Method::Search, i, l),
+        Method::Checkmate => |i, l| super::solve(Method::Checkmate, i, l),
+        Method::GraphSearch => |i, l| super::solve(Method::GraphSearch, i, l),
     }
 }
 
@@ -266,8 +268,13 @@ pub fn run_with(inst: &Instance, methods: &[(Method, SolveFn)], limits: &Limits)
     }
     let mut v = label(inst, results, limits);
     v.elapsed = started.elapsed();
+    // The graph methods prove their optima over every schedule (no
+    // reduction): only the methods run through the free-order reduction are
+    // limited to its op sequences.
     if matches!(inst.order, crate::model::ComputeOrder::Free)
-        && v.methods.iter().any(|m| m.status.is_some())
+        && v.methods
+            .iter()
+            .any(|m| m.status.is_some() && !m.method.over_every_schedule())
     {
         within_sequence_limits(inst, &mut v);
     }

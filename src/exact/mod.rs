@@ -23,7 +23,10 @@
 //! method none of the others: MILP, SMT and search are independent).
 
 pub mod certificate;
+pub mod checkmate;
 pub mod crosscheck;
+pub mod graph_limits;
+pub mod graph_search;
 pub mod milp;
 pub mod reduction;
 pub mod scope;
@@ -97,6 +100,8 @@ impl Method {
             Method::Milp => &milp::SCOPE,
             Method::Smt => &smt::SCOPE,
             Method::Search => &search::SCOPE,
+            Method::Checkmate => &checkmate::SCOPE,
+            Method::GraphSearch => &graph_search::SCOPE,
         }
     }
 
@@ -106,7 +111,17 @@ impl Method {
             Method::Milp => milp::solve,
             Method::Smt => smt::solve,
             Method::Search => search::solve,
+            Method::Checkmate => checkmate::solve,
+            Method::GraphSearch => graph_search::solve,
         }
+    }
+
+    /// Whether the method's optima and bounds hold over every schedule of a
+    /// free-order instance it solves (the graph methods, which encode the
+    /// free order themselves), rather than over the op sequences of a
+    /// reduction.
+    pub fn over_every_schedule(self) -> bool {
+        matches!(self, Method::Checkmate | Method::GraphSearch)
     }
 
     /// The one-frame refutation the free-order reduction uses to skip a
@@ -114,7 +129,7 @@ impl Method {
     fn below(self) -> Option<BelowFn> {
         match self {
             Method::Milp => Some(milp_below),
-            Method::Smt | Method::Search => None,
+            Method::Smt | Method::Search | Method::Checkmate | Method::GraphSearch => None,
         }
     }
 }
@@ -126,6 +141,10 @@ pub enum Method {
     Milp,
     Smt,
     Search,
+    /// Checkmate's MILP on computation graphs (`checkmate`).
+    Checkmate,
+    /// The exhaustive search on computation graphs (`graph_search`).
+    GraphSearch,
 }
 
 /// What one method established.

@@ -6,6 +6,7 @@
 
 pub mod activation;
 pub mod effort;
+pub mod graph;
 pub mod improve;
 pub mod offmate;
 pub mod op_sequence;
@@ -154,6 +155,7 @@ pub fn by_family() -> Vec<(&'static str, Vec<Box<dyn Heuristic>>)> {
         ("op_sequence", op_sequence::heuristics()),
         ("remat_chain", remat::heuristics()),
         ("offmate", offmate::heuristics()),
+        ("graph", graph::heuristics()),
     ]
 }
 

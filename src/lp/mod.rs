@@ -17,6 +17,7 @@
 //! "unbounded or infeasible", and both are needed to label results honestly.
 //! The rational MILP is handed to HiGHS as a `RowProblem`.
 
+pub mod checkmate;
 mod integer;
 pub mod rational;
 mod write;

@@ -28,6 +28,8 @@ mod formats;
 mod gap_cli;
 mod graph;
 mod graph_import;
+mod graph_exact;
+mod graph_schedules;
 mod groups;
 mod groups_exact;
 mod offmate;

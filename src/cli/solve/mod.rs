@@ -33,6 +33,11 @@ pub enum MethodArg {
     Milp,
     Smt,
     Search,
+    /// Checkmate's MILP on a computation graph (graph family).
+    Checkmate,
+    /// The exhaustive search on a computation graph (graph family).
+    GraphSearch,
+    /// Every method that applies; on a computation graph, the two graph methods.
     All,
     /// The anytime search (exact::anytime): the best checked heuristic
     /// schedule as incumbent, the best certified bound as known bound; prints
@@ -72,11 +77,16 @@ pub struct SolveArgs {
     pub release: super::ReleaseOpt,
 }
 
-fn methods(m: MethodArg) -> Vec<Method> {
+fn methods(m: MethodArg, inst: &Instance) -> Vec<Method> {
     match m {
         MethodArg::Milp => vec![Method::Milp],
         MethodArg::Smt => vec![Method::Smt],
         MethodArg::Search => vec![Method::Search],
+        MethodArg::Checkmate => vec![Method::Checkmate],
+        MethodArg::GraphSearch => vec![Method::GraphSearch],
+        MethodArg::All if crate::family::dag::Dag::of(inst).is_ok() => {
+            vec![Method::Checkmate, Method::GraphSearch]
+        }
         MethodArg::All => vec![Method::Milp, Method::Smt, Method::Search],
         MethodArg::Anytime => vec![],
     }
@@ -151,7 +161,7 @@ pub fn run(a: SolveArgs) -> anyhow::Result<ExitCode> {
         cancel,
         progress: true,
     };
-    let v = crosscheck::run(&inst, &methods(a.method), &limits);
+    let v = crosscheck::run(&inst, &methods(a.method, &inst), &limits);
     print_verdict(&a, &inst, &v, (scale, used.tick_unit()))?;
     if let (Some(path), Some(c)) = (&a.schedule_out, &v.checked) {
         let mut f = ScheduleFile::from_schedule(c.schedule(), &inst);

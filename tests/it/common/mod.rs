@@ -22,12 +22,14 @@ pub mod build;
 #[allow(dead_code)]
 pub mod checker;
 pub mod gen;
+pub mod graph_gen;
 pub mod mutate;
 pub mod offmate_gen;
 
 pub use build::*;
 pub use checker::*;
 pub use gen::*;
+pub use graph_gen::*;
 pub use mutate::*;
 
 use offcert::check::{check, Report, Violation};

@@ -8,6 +8,7 @@
 
 pub mod activation_chain;
 pub mod core_file;
+pub mod dag;
 pub mod graph;
 pub mod graph_generate;
 pub mod graph_import;

@@ -1,0 +1,347 @@
+//! `graph-evict` and `graph-best`: the topological order, missing inputs
+//! recomputed on demand, and evictions chosen by a scoring [`Rule`] whenever
+//! the next op would not fit.
+//!
+//! The scheduler keeps a resident set R and its bytes. To run v: every input
+//! of v not in R is run first (recursively, with v's resident inputs pinned),
+//! then, while |R| + |v| + tmp(v) exceeds the capacity, an unpinned member of
+//! R is evicted (the rule picks which); then v runs and joins R. The realised
+//! schedule keeps each output from its production to its last touch before
+//! its next production, an interval inside its stay in R, so its memory at
+//! every op start is at most the scheduler's: a sequence the scheduler
+//! finishes always fits (the checker confirms it). It fails only when the
+//! pinned inputs alone leave no room.
+//!
+//! With offloading enabled (`graph-offload`, [`Offload`]), an evicted output
+//! whose transfer fits in the compute before its next first-time reader is
+//! offloaded (once) instead, and prefetched before that reader; the
+//! sequence, its releases and its offloads are realised by the simulator's
+//! ASAP loop (`simulate::asap_sequence`), which waits for memory and the link.
+//!
+//! Owns: [`Rule`], [`sequence`], [`plan`], [`Evict`], [`Best`], [`Offload`]. Must not import: exact
+//! solvers.
+
+use super::{dag_of, is_graph, realise};
+use crate::check::check;
+use crate::family::dag::Dag;
+use crate::family::InstanceFile;
+use crate::heuristic::{Heuristic, HeuristicError};
+use crate::model::Instance;
+use crate::schedule::Schedule;
+use crate::semantics::transfer_ticks;
+use crate::simulate::asap_sequence;
+use crate::simulate::dag_sequence::plan_of;
+
+/// Which resident output goes first when room is needed. Outputs that no
+/// first-time reader needs any more always go first, the largest first.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+pub enum Rule {
+    /// The least d(u) / (|u| · distance to its next first-time reader): DTR's
+    /// heuristic with the distance for staleness.
+    #[default]
+    CostPerByteDistance,
+    /// The farthest next first-time reader (Belady), the largest on ties.
+    Belady,
+    /// The least d(u) / |u|, the farthest on ties.
+    CostPerByte,
+}
+
+/// Every rule, in the order `graph-best` tries them.
+pub const RULES: [Rule; 3] = [Rule::CostPerByteDistance, Rule::Belady, Rule::CostPerByte];
+
+struct Run<'a> {
+    dag: &'a Dag,
+    rule: Rule,
+    resident: Vec<bool>,
+    pinned: Vec<u32>,
+    done: Vec<bool>,
+    used: u128,
+    /// The topological position being run for the first time.
+    at: usize,
+    seq: Vec<usize>,
+    /// Offloading: per node, its transfer time when it may move.
+    xfer: Vec<Option<i64>>,
+    /// Σ of the durations of the first `k` nodes of the topological order.
+    prefix: Vec<i64>,
+    /// Offloaded once already (one offload per output: a second eviction
+    /// recomputes).
+    offloaded: Vec<bool>,
+    /// On the CPU, to be prefetched before its next reader.
+    away: Vec<bool>,
+    /// The last position of the sequence that touched each output.
+    last_touch: Vec<usize>,
+    /// (node, position): offload the output once the op there has started.
+    offloads: Vec<(usize, usize)>,
+}
+
+impl Run<'_> {
+    /// The nearest position of a reader of `u` not yet run once.
+    fn next_use(&self, u: usize) -> Option<usize> {
+        self.dag.succs[u]
+            .iter()
+            .filter(|&&w| !self.done[w])
+            .map(|&w| self.dag.pos[w])
+            .min()
+    }
+
+    /// The eviction key: smaller goes first.
+    fn key(&self, u: usize) -> (u8, f64) {
+        let size = self.dag.size[u].max(1) as f64;
+        let Some(next) = self.next_use(u) else {
+            return (0, -size);
+        };
+        let dist = (next.saturating_sub(self.at)).max(1) as f64;
+        let d = self.dag.duration[u].max(0) as f64 + 1e-9;
+        let k = match self.rule {
+            Rule::CostPerByteDistance => d / (size * dist),
+            Rule::Belady => -(dist * 1e12 + size),
+            Rule::CostPerByte => d / size - dist * 1e-12,
+        };
+        (1, k)
+    }
+
+    fn make_room(&mut self, need: u128) -> Result<(), String> {
+        while self.used + need > self.dag.capacity as u128 {
+            let victim = (0..self.dag.len())
+                .filter(|&u| self.resident[u] && self.pinned[u] == 0 && self.dag.size[u] > 0)
+                .min_by(|&a, &b| {
+                    self.key(a)
+                        .partial_cmp(&self.key(b))
+                        .unwrap_or(std::cmp::Ordering::Equal)
+                });
+            let Some(u) = victim else {
+                return Err(format!(
+                    "no room: {} B pinned, {need} B needed, capacity {} B",
+                    self.used, self.dag.capacity
+                ));
+            };
+            self.resident[u] = false;
+            self.used -= self.dag.size[u] as u128;
+            self.maybe_offload(u);
+        }
+        Ok(())
+    }
+
+    /// Offload an evicted output instead of recomputing it when its transfer
+    /// fits in the compute before its next first-time reader.
+    fn maybe_offload(&mut self, u: usize) {
+        let (Some(x), Some(next)) = (self.xfer[u], self.next_use(u)) else {
+            return;
+        };
+        if self.offloaded[u] || x > self.prefix[next] - self.prefix[self.at] {
+            return;
+        }
+        self.offloads.push((u, self.last_touch[u]));
+        self.offloaded[u] = true;
+        self.away[u] = true;
+    }
+
+    fn compute(&mut self, v: usize, depth: usize) -> Result<(), String> {
+        if depth > self.dag.len() {
+            return Err("recomputation deeper than the graph (internal error)".into());
+        }
+        let preds = self.dag.preds[v].clone();
+        for &u in &preds {
+            if !self.resident[u] {
+                let pins: Vec<usize> = preds
+                    .iter()
+                    .copied()
+                    .filter(|&w| self.resident[w])
+                    .collect();
+                pins.iter().for_each(|&w| self.pinned[w] += 1);
+                let r = if self.away[u] {
+                    // Prefetched before v (the realiser places it).
+                    self.away[u] = false;
+                    let r = self.make_room(self.dag.size[u] as u128);
+                    self.resident[u] = true;
+                    self.used += self.dag.size[u] as u128;
+                    r
+                } else {
+                    self.compute(u, depth + 1)
+                };
+                pins.iter().for_each(|&w| self.pinned[w] -= 1);
+                r?;
+            }
+        }
+        preds.iter().for_each(|&w| self.pinned[w] += 1);
+        let r = self.make_room(self.dag.size[v] as u128 + self.dag.temp[v] as u128);
+        preds.iter().for_each(|&w| self.pinned[w] -= 1);
+        r?;
+        self.seq.push(v);
+        let p = self.seq.len() - 1;
+        for &u in preds.iter().chain(std::iter::once(&v)) {
+            self.last_touch[u] = p;
+        }
+        self.resident[v] = true;
+        self.used += self.dag.size[v] as u128;
+        Ok(())
+    }
+}
+
+/// The eviction scheduler's node sequence under `rule`, or why it stopped.
+pub fn sequence(dag: &Dag, rule: Rule) -> Result<Vec<usize>, String> {
+    Ok(plan(dag, rule, None)?.0)
+}
+
+/// The node sequence and, with `xfer` (each node's transfer time where it
+/// may move), the offloads `(node, position)` that replace recomputations.
+pub fn plan(
+    dag: &Dag,
+    rule: Rule,
+    xfer: Option<Vec<Option<i64>>>,
+) -> Result<(Vec<usize>, Vec<(usize, usize)>), String> {
+    let n = dag.len();
+    let mut prefix = vec![0i64; n + 1];
+    for (k, &v) in dag.topo.iter().enumerate() {
+        prefix[k + 1] = prefix[k] + dag.duration[v];
+    }
+    let mut run = Run {
+        dag,
+        rule,
+        resident: vec![false; n],
+        pinned: vec![0; n],
+        done: vec![false; n],
+        used: 0,
+        at: 0,
+        seq: Vec::new(),
+        xfer: xfer.unwrap_or_else(|| vec![None; n]),
+        prefix,
+        offloaded: vec![false; n],
+        away: vec![false; n],
+        last_touch: vec![0; n],
+        offloads: Vec::new(),
+    };
+    for (p, &v) in dag.topo.iter().enumerate() {
+        run.at = p;
+        run.compute(v, 0)?;
+        run.done[v] = true;
+    }
+    Ok((run.seq, run.offloads))
+}
+
+/// `graph-evict`: one rule.
+#[derive(Clone, Copy, Debug, Default)]
+pub struct Evict {
+    pub rule: Rule,
+}
+
+fn no_schedule(h: &'static str, reason: String) -> HeuristicError {
+    HeuristicError::NoSchedule {
+        heuristic: h,
+        reason,
+    }
+}
+
+impl Heuristic for Evict {
+    fn name(&self) -> &'static str {
+        "graph-evict"
+    }
+    fn applies(&self, file: &InstanceFile) -> bool {
+        is_graph(file)
+    }
+    fn schedule(&self, file: &InstanceFile, inst: &Instance) -> Result<Schedule, HeuristicError> {
+        let dag = dag_of(self.name(), file, inst)?;
+        let seq = sequence(&dag, self.rule).map_err(|r| no_schedule(self.name(), r))?;
+        realise(self.name(), inst, &dag, &seq)
+    }
+}
+
+/// `graph-best`: every rule, and Chen's checkpoints at every segment length
+/// from 1 to n (each realised and checked); the least checked makespan.
+pub struct Best;
+
+/// The candidate sequences `graph-best` tries.
+pub fn candidates(dag: &Dag) -> Vec<Vec<usize>> {
+    let mut out: Vec<Vec<usize>> = RULES
+        .iter()
+        .filter_map(|&r| sequence(dag, r).ok())
+        .collect();
+    let n = dag.len().max(1);
+    let mut k = 1;
+    while k <= n {
+        out.push(super::chen_sequence(dag, k));
+        k = (k * 3).div_ceil(2);
+    }
+    out
+}
+
+impl Heuristic for Best {
+    fn name(&self) -> &'static str {
+        "graph-best"
+    }
+    fn applies(&self, file: &InstanceFile) -> bool {
+        is_graph(file)
+    }
+    fn schedule(&self, file: &InstanceFile, inst: &Instance) -> Result<Schedule, HeuristicError> {
+        let h = self.name();
+        let dag = dag_of(h, file, inst)?;
+        let mut best: Option<(crate::units::Ticks, Schedule)> = None;
+        for seq in candidates(&dag) {
+            let Ok(s) = realise(h, inst, &dag, &seq) else {
+                continue;
+            };
+            if let Ok(c) = check(inst, &s).into_result() {
+                if best.as_ref().is_none_or(|(m, _)| c.makespan() < *m) {
+                    best = Some((c.makespan(), c.into_schedule()));
+                }
+            }
+        }
+        best.map(|(_, s)| s)
+            .ok_or_else(|| no_schedule(h, "no candidate fits the memory".into()))
+    }
+}
+
+/// `graph-offload`: the eviction scheduler with offloading (module doc); the
+/// best over the rules. Without movable outputs it finds nothing.
+pub struct Offload;
+
+impl Heuristic for Offload {
+    fn name(&self) -> &'static str {
+        "graph-offload"
+    }
+    fn applies(&self, file: &InstanceFile) -> bool {
+        is_graph(file)
+    }
+    fn schedule(&self, file: &InstanceFile, inst: &Instance) -> Result<Schedule, HeuristicError> {
+        let h = self.name();
+        let dag = dag_of(h, file, inst)?;
+        if !dag.movable {
+            return Err(no_schedule(
+                h,
+                "offloading is off (no movable output)".into(),
+            ));
+        }
+        let xfer: Vec<Option<i64>> = (0..dag.len())
+            .map(|v| {
+                let t = inst.tensor(dag.out[v]);
+                (t.transferable && t.size.0 > 0).then(|| transfer_ticks(inst, dag.out[v]).0)
+            })
+            .collect();
+        let mut best: Option<(crate::units::Ticks, Schedule)> = None;
+        let mut why = String::from("no rule finished");
+        for rule in RULES {
+            let (seq, offloads) = match plan(&dag, rule, Some(xfer.clone())) {
+                Ok(p) => p,
+                Err(e) => {
+                    why = e;
+                    continue;
+                }
+            };
+            let mut sp = plan_of(&dag, &seq);
+            sp.offloads = offloads.iter().map(|&(u, p)| (dag.out[u], p)).collect();
+            let s = match asap_sequence(inst, &sp) {
+                Ok(s) => s,
+                Err(e) => {
+                    why = e.to_string();
+                    continue;
+                }
+            };
+            if let Ok(c) = check(inst, &s).into_result() {
+                if best.as_ref().is_none_or(|(m, _)| c.makespan() < *m) {
+                    best = Some((c.makespan(), c.into_schedule()));
+                }
+            }
+        }
+        best.map(|(_, s)| s).ok_or_else(|| no_schedule(h, why))
+    }
+}

@@ -1,0 +1,103 @@
+//! Bounds and schedules on computation graphs (issue 27 items 5–6): on random
+//! small DAGs at tight memory, every graph bound is at most the exact optimum
+//! (the graph search's), every graph heuristic's schedule passes the checker
+//! and is at least the optimum; with offloading enabled (movable outputs) the
+//! same heuristics still give checked schedules at the same budgets.
+
+use crate::common::{dag_at, dag_instance, qc, DagSpec};
+use offcert::bound::{self, BoundError};
+use offcert::exact::{self, Limits, Method, Status};
+use offcert::family::{CoreFile, InstanceFile};
+use offcert::heuristic::{self, HeuristicError};
+use quickcheck::TestResult;
+use std::sync::atomic::{AtomicUsize, Ordering};
+
+static LP_ABOVE_SUM: AtomicUsize = AtomicUsize::new(0);
+static BEST_OPTIMAL: AtomicUsize = AtomicUsize::new(0);
+static CASES: AtomicUsize = AtomicUsize::new(0);
+static OFFLOAD_BEATS: AtomicUsize = AtomicUsize::new(0);
+
+fn file_of(inst: &offcert::model::Instance) -> InstanceFile {
+    InstanceFile::Core(CoreFile::from_instance(inst))
+}
+
+fn sandwich(spec: DagSpec) -> TestResult {
+    let inst = dag_instance(&spec);
+    let file = file_of(&inst);
+    let search = exact::solve(Method::GraphSearch, &inst, &Limits::default()).unwrap();
+    if search.status != Status::Optimal {
+        return TestResult::discard();
+    }
+    let opt = search.bound.unwrap().0;
+    let sum: i64 = inst.ops.iter().map(|o| o.duration.0).sum();
+    for b in bound::graph::bounds() {
+        assert!(b.applies(&file), "{} applies to a DAG file", b.name());
+        match b.bound(&file, &inst) {
+            Ok(lb) if lb.ceil_ticks() > opt => {
+                return TestResult::error(format!(
+                    "{spec:?}: {} = {} above {opt}",
+                    b.name(),
+                    lb.display()
+                ))
+            }
+            Ok(lb) => {
+                if b.name() == "checkmate-lp" && lb.ceil_ticks() > sum {
+                    LP_ABOVE_SUM.fetch_add(1, Ordering::Relaxed);
+                }
+            }
+            Err(e) => return TestResult::error(format!("{}: {e}", b.name())),
+        }
+    }
+    for movable in [false, true] {
+        let inst = dag_at(&spec, inst.machine.gpu_capacity.0, movable);
+        let file = file_of(&inst);
+        for h in heuristic::graph::heuristics() {
+            // With offloading the optimum may be lower (a transfer may replace
+            // a recomputation): only Σd bounds it.
+            let floor = if movable { sum } else { opt };
+            match heuristic::run(h.as_ref(), &file, &inst) {
+                Ok(r) if r.checked.makespan().0 < floor => {
+                    return TestResult::error(format!("{} below {floor}", h.name()))
+                }
+                Ok(r) if movable && h.name() == "graph-offload" && r.checked.makespan().0 < opt => {
+                    OFFLOAD_BEATS.fetch_add(1, Ordering::Relaxed);
+                }
+                Ok(r) => {
+                    if h.name() == "graph-best" && !movable && r.checked.makespan().0 == opt {
+                        BEST_OPTIMAL.fetch_add(1, Ordering::Relaxed);
+                    }
+                }
+                Err(HeuristicError::NoSchedule { .. }) if h.name() != "graph-best" => {}
+                Err(e) => return TestResult::error(format!("{spec:?}: {e}")),
+            }
+        }
+    }
+    CASES.fetch_add(1, Ordering::Relaxed);
+    TestResult::passed()
+}
+
+#[test]
+fn graph_bounds_below_and_schedules_above_the_optimum() {
+    qc(30, 15).quickcheck(sandwich as fn(DagSpec) -> TestResult);
+    eprintln!(
+        "cases {CASES:?}, graph-best optimal {BEST_OPTIMAL:?}, checkmate-lp above Σd {LP_ABOVE_SUM:?}, graph-offload below the no-offload optimum {OFFLOAD_BEATS:?}"
+    );
+}
+
+/// An op that cannot fit: the bounds say infeasible, never a number.
+#[test]
+fn a_node_over_the_memory_has_no_bound() {
+    let spec = DagSpec {
+        nodes: vec![(0, 4, 1, 0), (1, 4, 1, 0)],
+        slack: 0,
+    };
+    let inst = dag_at(&spec, 7, false);
+    let file = file_of(&inst);
+    for b in bound::graph::bounds() {
+        assert!(
+            matches!(b.bound(&file, &inst), Err(BoundError::Infeasible { .. })),
+            "{}",
+            b.name()
+        );
+    }
+}
