@@ -25,6 +25,7 @@ mod exact_search;
 mod exact_smt;
 mod formats;
 mod gap_cli;
+mod gap_shard;
 mod groups;
 mod groups_exact;
 mod offmate;
