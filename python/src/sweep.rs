@@ -16,18 +16,6 @@ use serde_json::{json, Value};
 use std::collections::BTreeMap;
 use std::path::{Path, PathBuf};
 
-/// The options of one sweep, as `offcert gap` takes them.
-#[derive(Clone, Debug, Default)]
-struct Sweep {
-    memory: Option<String>,
-    exact: bool,
-    exact_max_ops: usize,
-    time_limit: Option<u64>,
-    heuristics: Vec<String>,
-    jobs: Option<u64>,
-    release: Option<String>,
-}
-
 /// The row `e`'s best schedule (as a file) and the instance file at its budget.
 fn evidence(
     e: &GapEntry,
@@ -94,36 +82,27 @@ pub fn gap(
     release: Option<String>,
     with_schedules: bool,
 ) -> PyResult<String> {
-    let s = Sweep {
-        memory,
-        exact,
-        exact_max_ops,
-        time_limit,
-        heuristics,
-        jobs,
-        release,
-    };
     guarded(py, move || {
-        if s.jobs == Some(0) {
+        if jobs == Some(0) {
             return Err(BindError::Input("jobs: must be at least 1".into()));
         }
         let a = GapArgs {
             instances: instances.iter().map(PathBuf::from).collect(),
-            memory: s.memory.clone(),
-            exact: s.exact,
-            exact_max_ops: s.exact_max_ops,
-            time_limit: s.time_limit,
-            heuristics: s.heuristics.clone(),
+            memory,
+            exact,
+            exact_max_ops,
+            time_limit,
+            heuristics,
             csv: false,
             json: false,
             plot: None,
             quiet: true,
-            jobs: s.jobs,
+            jobs,
             shard: None,
-            release: release_of(s.release.as_deref())?,
+            release: release_of(release.as_deref())?,
         };
         let entries = offcert::cli::gap::entries(&a)?;
-        Ok(rows_json(&entries, with_schedules, s.release.as_deref())?.to_string())
+        Ok(rows_json(&entries, with_schedules, release.as_deref())?.to_string())
     })
 }
 

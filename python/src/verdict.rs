@@ -77,6 +77,28 @@ fn verdict_json(r: &Replay, iname: &str, sname: &str) -> Value {
     })
 }
 
+/// The verdict's JSON, with the SVG picture under `svg` when `draw`.
+fn judged(
+    instance: (String, Option<String>),
+    schedule: (String, Option<String>),
+    release: Option<String>,
+    draw: bool,
+) -> Result<String, BindError> {
+    let (iname, sname) = (instance.0.clone(), schedule.0.clone());
+    let r = replay(
+        (&iname, instance.1),
+        (&sname, schedule.1),
+        release.as_deref(),
+    )?;
+    let mut v = verdict_json(&r, &iname, &sname);
+    if draw {
+        let svg =
+            offcert::report::schedule_plot::schedule_svg(&r.inst, &r.outcome, &r.profile, &sname);
+        v["svg"] = Value::String(svg);
+    }
+    Ok(v.to_string())
+}
+
 /// Check `schedule` against `instance` (file names; the texts when given as
 /// dicts): the verdict as JSON.
 #[pyfunction]
@@ -90,16 +112,16 @@ pub fn check(
     release: Option<String>,
 ) -> PyResult<String> {
     guarded(py, move || {
-        let r = replay(
-            (&instance, instance_text),
-            (&schedule, schedule_text),
-            release.as_deref(),
-        )?;
-        Ok(verdict_json(&r, &instance, &schedule).to_string())
+        judged(
+            (instance, instance_text),
+            (schedule, schedule_text),
+            release,
+            false,
+        )
     })
 }
 
-/// Check and draw (`offcert plot`): the verdict as JSON, with the SVG under `svg`.
+/// Check and draw (`offcert plot`): `check`'s JSON, with the SVG under `svg`.
 #[pyfunction]
 #[pyo3(signature = (instance, instance_text, schedule, schedule_text, release=None))]
 pub fn plot(
@@ -111,16 +133,11 @@ pub fn plot(
     release: Option<String>,
 ) -> PyResult<String> {
     guarded(py, move || {
-        let r = replay(
-            (&instance, instance_text),
-            (&schedule, schedule_text),
-            release.as_deref(),
-        )?;
-        let svg = offcert::report::schedule_plot::schedule_svg(
-            &r.inst, &r.outcome, &r.profile, &schedule,
-        );
-        let mut v = verdict_json(&r, &instance, &schedule);
-        v["svg"] = Value::String(svg);
-        Ok(v.to_string())
+        judged(
+            (instance, instance_text),
+            (schedule, schedule_text),
+            release,
+            true,
+        )
     })
 }

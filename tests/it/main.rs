@@ -25,7 +25,6 @@ mod exact_search;
 mod exact_smt;
 mod formats;
 mod gap_cli;
-mod gap_shard;
 mod groups;
 mod groups_exact;
 mod offmate;
