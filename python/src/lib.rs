@@ -93,12 +93,25 @@ pub fn release_of(release: Option<&str>) -> Result<offcert::cli::ReleaseOpt, Bin
 /// the Python side captures. Returns the exit code (0 or 1); bad input raises.
 #[pyfunction]
 fn run_cli(py: Python<'_>, args: Vec<String>) -> PyResult<i32> {
+    use clap::error::ErrorKind;
     use clap::Parser;
     use std::io::Write;
     guarded(py, move || {
         let argv = std::iter::once("offcert".to_string()).chain(args);
-        let cli = offcert::cli::Cli::try_parse_from(argv)
-            .map_err(|e| BindError::Input(e.render().to_string().trim_end().to_string()))?;
+        let cli = match offcert::cli::Cli::try_parse_from(argv) {
+            Ok(cli) => cli,
+            // `--help` and `--version` are answers, not errors (exit 0).
+            Err(e) if matches!(e.kind(), ErrorKind::DisplayHelp | ErrorKind::DisplayVersion) => {
+                print!("{}", e.render());
+                let _ = std::io::stdout().flush();
+                return Ok(0);
+            }
+            Err(e) => {
+                return Err(BindError::Input(
+                    e.render().to_string().trim_end().to_string(),
+                ))
+            }
+        };
         let code = offcert::cli::run_with(cli);
         let _ = std::io::stdout().flush();
         let code = code?;

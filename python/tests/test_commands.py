@@ -66,3 +66,17 @@ def test_run_any_subcommand_and_its_bad_options():
     assert r.returncode == 0 and "chain3m8" in r.text
     with pytest.raises(ValueError, match="unexpected argument"):
         offcert.run("check", "--no-such-flag")
+    h = offcert.run("gap", "--help")
+    assert h.returncode == 0 and "--shard" in h.text
+
+
+def test_commands_given_the_wrong_family_or_a_missing_file_raise_value_errors():
+    chain = "instances/examples/chain3.json"
+    with pytest.raises(ValueError, match=r"chain3.json: .*offmate instance"):
+        offcert.offmate(chain, time_limit=5)
+    with pytest.raises(ValueError, match=r"chain3.json: .*offmate instance"):
+        offcert.import_offmate_solution(chain, f"{DATA}/offmate_export_sample_solution.json")
+    with pytest.raises(ValueError, match=r"chain3.json: family: .*remat_chain"):
+        offcert.import_rotor_sequence(f"{DATA}/rotor_sequences/remat2x2.rockmate.json", chain)
+    with pytest.raises(ValueError, match=r"no-such.json.gz: cannot read"):
+        offcert.import_et(f"{DATA}/traces/no-such.json.gz")
