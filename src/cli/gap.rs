@@ -74,6 +74,12 @@ pub struct GapArgs {
     /// the same for every N, byte for byte. Default: the machine's cores.
     #[arg(long, value_parser = clap::value_parser!(u64).range(1..))]
     pub jobs: Option<u64>,
+    /// Only the K-th of N equal, contiguous parts of the instance files (in
+    /// the sorted order the report uses), for job arrays: the reports of
+    /// shards 1/N … N/N, concatenated in order, are the whole report's rows
+    /// (docs/PYTHON.md, "Batch clusters").
+    #[arg(long, value_name = "K/N", value_parser = shard_arg)]
+    pub shard: Option<(usize, usize)>,
     #[command(flatten)]
     pub release: super::ReleaseOpt,
     /// Judge every row's schedules under this allocator (MODEL.md §2.8):
@@ -84,8 +90,31 @@ pub struct GapArgs {
     pub allocator: super::AllocatorOpt,
 }
 
-/// Expand folders into their instance files, sorted.
-fn expand(paths: &[PathBuf]) -> anyhow::Result<Vec<PathBuf>> {
+/// `--shard K/N`: 1 ≤ K ≤ N.
+fn shard_arg(s: &str) -> Result<(usize, usize), String> {
+    let bad = || format!("`{s}`: expected K/N with 1 <= K <= N (e.g. 2/8)");
+    let (k, n) = s.split_once('/').ok_or_else(bad)?;
+    let k: usize = k.trim().parse().map_err(|_| bad())?;
+    let n: usize = n.trim().parse().map_err(|_| bad())?;
+    if k == 0 || n == 0 || k > n {
+        return Err(bad());
+    }
+    Ok((k, n))
+}
+
+/// The K-th of N contiguous parts of `files` (sizes differ by at most one).
+fn shard_of<T>(mut files: Vec<T>, shard: Option<(usize, usize)>) -> Vec<T> {
+    let Some((k, n)) = shard else { return files };
+    let len = files.len();
+    let (from, to) = ((k - 1) * len / n, k * len / n);
+    files.truncate(to);
+    files.drain(..from);
+    files
+}
+
+/// Expand folders into their instance files, sorted (also the Python
+/// binding's, so that its Ray sweep splits the same files in the same order).
+pub fn expand(paths: &[PathBuf]) -> anyhow::Result<Vec<PathBuf>> {
     let defaults = [
         "instances/paper/activation",
         "instances/paper/weight",
@@ -147,7 +176,7 @@ struct Shared {
 fn load(a: &GapArgs) -> anyhow::Result<Vec<Job>> {
     let spec = a.memory.as_deref().map(BudgetSpec::parse).transpose()?;
     let mut jobs = Vec::new();
-    for f in &expand(&a.instances)? {
+    for f in &shard_of(expand(&a.instances)?, a.shard) {
         let (mut file, _) = io::load_instance(f)?;
         a.release.apply_file(&mut file);
         let allocator = a.allocator.allocator.unwrap_or(file.allocator());
@@ -322,8 +351,8 @@ impl Sink {
     }
 }
 
-pub fn run(a: GapArgs) -> anyhow::Result<ExitCode> {
-    let jobs = load(&a)?;
+/// What the workers share, and how many there are, for `a`.
+fn shared(a: &GapArgs) -> anyhow::Result<(Shared, usize)> {
     if a.time_limit == Some(0) {
         anyhow::bail!("--time-limit: must be a positive number of seconds");
     }
@@ -340,6 +369,20 @@ pub fn run(a: GapArgs) -> anyhow::Result<ExitCode> {
         only: a.heuristics.clone(),
         limit,
     };
+    Ok((shared, threads))
+}
+
+/// The report's rows for `a`, in order, printing nothing (the Python
+/// binding's `gap`): the same rows as `run` prints.
+pub fn entries(a: &GapArgs) -> anyhow::Result<Vec<GapEntry>> {
+    let jobs = load(a)?;
+    let (shared, threads) = shared(a)?;
+    compute(&jobs, &shared, threads, &ProgressBar::hidden(), |_, _| {})
+}
+
+pub fn run(a: GapArgs) -> anyhow::Result<ExitCode> {
+    let jobs = load(&a)?;
+    let (shared, threads) = shared(&a)?;
     let bar = progress_bar(a.quiet, jobs.iter().map(|j| j.budgets.len() as u64).sum());
     // No bar (stderr is not a terminal): a plain line per finished instance.
     let lines = !a.quiet && bar.is_hidden();

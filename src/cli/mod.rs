@@ -79,7 +79,12 @@ stopped at the time limit without a schedule; each method's reason is printed); 
 }
 
 pub fn run() -> anyhow::Result<ExitCode> {
-    let cli = Cli::parse();
+    run_with(Cli::parse())
+}
+
+/// Run the parsed command line `cli` (also the Python binding's way in, for
+/// the subcommands it exposes as they are: `audit`, `offmate`, `import`).
+pub fn run_with(cli: Cli) -> anyhow::Result<ExitCode> {
     match cli.command {
         Command::Check(a) => check::run(a),
         Command::Examples(a) => examples::run(a),
