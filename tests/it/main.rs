@@ -42,6 +42,7 @@ mod properties;
 mod recheck_activation;
 mod reductions;
 mod remat;
+mod remat_anytime;
 mod remat_bound;
 mod remat_exact;
 mod remat_options;
