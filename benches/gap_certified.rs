@@ -90,12 +90,17 @@ fn row(e: &GapEntry, wall: Duration) -> String {
         .as_ref()
         .map_or("-".into(), |g| format!("{} % ({})", g.percent, g.exact));
     let search = e.anytime.as_ref().map_or("not run".into(), |a| {
+        // Remat rows: the search ran on the best schedule's op sequence; its
+        // bound is that sequence's, never the instance's.
+        let own = match (a.search_bound, a.sequence_bound) {
+            (Some(b), _) => format!("own bound {b}"),
+            (None, Some(b)) => format!("bound {b} within its op sequence"),
+            (None, None) => "own bound -".into(),
+        };
+        let found = a.found.map_or(String::new(), |m| format!(", found {m}"));
         format!(
-            "{}, {:.0} s, {} states, own bound {}",
-            a.stop,
-            a.seconds,
-            a.states,
-            a.search_bound.map_or("-".into(), |b| b.to_string())
+            "{}, {:.0} s, {} states, {own}{found}",
+            a.stop, a.seconds, a.states
         )
     });
     let opt = e.optimum.as_ref().map_or("", |o| o.claim.as_str());

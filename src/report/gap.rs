@@ -212,7 +212,18 @@ pub fn gap_with_carry(
     if let (None, None, false, Some(limit)) = (&infeasible, &optimum, closed(&best), left) {
         let known = certified_ceil(&bounds);
         let incumbent = best.as_ref().map(BestCell::checked);
-        let cell = exact::anytime(inst, incumbent, known, limit, opts.progress);
+        // A free-order remat chain: the search runs on the best schedule's
+        // op sequence, and its bound is that sequence's (not pushed below).
+        let cell = if matches!(file, InstanceFile::RematChain(_)) {
+            // The best schedule's sequence first, then the heuristics'.
+            let from: Vec<&Checked> = incumbent
+                .into_iter()
+                .chain(cells.iter().filter_map(HeuristicCell::checked))
+                .collect();
+            exact::anytime_remat(inst, &from, known, limit, opts.progress)
+        } else {
+            exact::anytime(inst, incumbent, known, limit, opts.progress)
+        };
         if let Some(sb) = cell.search_bound {
             bounds.push(LowerBound::from_ticks(
                 sb,

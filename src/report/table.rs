@@ -355,6 +355,12 @@ fn header(s: &mut String, e: &GapEntry) {
             a.search_bound.map_or("-".into(), |b| b.to_string()),
             a.found.map_or(String::new(), |m| format!(", found {m}")),
         );
+        if let Some(b) = a.sequence_bound {
+            let _ = writeln!(
+                s,
+                "      on op sequences of checked schedules only: bound {b} within those sequences (no bound of the instance)"
+            );
+        }
         if a.stop == "error" {
             for n in &a.notes {
                 let _ = writeln!(s, "      {n}");

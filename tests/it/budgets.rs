@@ -274,3 +274,73 @@ fn tiny_rockmate_sample_has_one_budget() {
     let run = heuristic::run(&heuristic::remat::rotor::Rotor::default(), &f, &inst).unwrap();
     assert!(run.checked.report().makespan.0 <= sum_u(&c));
 }
+
+static AT_LEAST: AtomicUsize = AtomicUsize::new(0);
+
+/// `least` is feasible (`proofs/REMAT-BUDGETS.md`, "`least` is the least
+/// feasible memory"): at `least`, the schedule of the proof
+/// (`heuristic::remat::least_memory_schedule`) is valid, and its checked
+/// peak is `least` itself.
+fn least_schedule_fits(
+    spec: Vec<(u8, u8, u8, u8, u8, u8)>,
+    extra: Vec<(u8, u8, u8, u8)>,
+    bw: u8,
+) -> TestResult {
+    if spec.is_empty() {
+        return TestResult::discard();
+    }
+    let mut c = remat_options_chain(&spec[..spec.len().min(12)], &extra, bw, 0);
+    c.gpu_memory = remat_budgets(&c).unwrap().least;
+    let inst = InstanceFile::RematChain(c.clone()).compile().unwrap();
+    let s = heuristic::remat::least_memory_schedule(&c, &inst).expect("no overflow");
+    match offcert::check::check(&inst, &s) {
+        offcert::check::CheckOutcome::Valid(k) if k.report().peak_memory.0 == c.gpu_memory => {
+            AT_LEAST.fetch_add(1, Ordering::Relaxed);
+            TestResult::passed()
+        }
+        offcert::check::CheckOutcome::Valid(k) => TestResult::error(format!(
+            "{}: peak {} B, least {} B",
+            serde_json::to_string(&c).unwrap(),
+            k.report().peak_memory.0,
+            c.gpu_memory
+        )),
+        offcert::check::CheckOutcome::Invalid(r) => TestResult::error(format!(
+            "{}: {:?}",
+            serde_json::to_string(&c).unwrap(),
+            r.violations().first()
+        )),
+    }
+}
+
+#[test]
+fn the_least_memory_schedule_is_valid_at_least_on_random_chains() {
+    qc(100, 50).quickcheck(
+        least_schedule_fits
+            as fn(Vec<(u8, u8, u8, u8, u8, u8)>, Vec<(u8, u8, u8, u8)>, u8) -> TestResult,
+    );
+    assert!(AT_LEAST.load(Ordering::Relaxed) >= 50, "{AT_LEAST:?}");
+}
+
+/// Issue 23, Deliver 1 / Goal (0 %): every bundled chain has a checked
+/// schedule at its least memory (the proof's schedule); and on ResNet-50 the
+/// re-planning finds one too (regression: a plan the simulator could not
+/// realise in the memory ended the re-planning, so at 0 % it found nothing).
+#[test]
+fn every_bundled_chain_has_a_checked_schedule_at_least() {
+    for (name, mut c) in paper_chains() {
+        c.gpu_memory = remat_budgets(&c).unwrap().least;
+        let inst = InstanceFile::RematChain(c.clone()).compile().unwrap();
+        let s = heuristic::remat::least_memory_schedule(&c, &inst).unwrap();
+        let k = offcert::check::check(&inst, &s);
+        assert!(
+            k.checked().is_some(),
+            "{name}: the least-memory schedule is rejected"
+        );
+        if name.contains("resnet50") {
+            let effort = heuristic::effort::Effort::Candidates(2000);
+            let (by, r) = heuristic::remat::replan::improve(&c, &inst, None, None, effort)
+                .unwrap_or_else(|| panic!("{name}: re-planning finds nothing at least"));
+            assert!(r.makespan().0 > 0, "{by}");
+        }
+    }
+}

@@ -47,6 +47,7 @@ mod properties;
 mod recheck_activation;
 mod reductions;
 mod remat;
+mod remat_anytime;
 mod remat_bound;
 mod remat_exact;
 mod remat_options;

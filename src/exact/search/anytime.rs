@@ -80,6 +80,13 @@ pub struct AnytimeOptions<'a> {
     pub progress_every: Duration,
     /// Set to true to stop; the outcome then holds what the search has.
     pub interrupt: Option<Arc<AtomicBool>>,
+    /// Only schedules shorter than this are wanted (a checked schedule of
+    /// that makespan is known elsewhere, e.g. for another op sequence of a
+    /// free-order instance): nodes whose estimate reaches it are pruned as if
+    /// an incumbent of that makespan were held. A search that empties its
+    /// open list then proves "none shorter than the cutoff" (its bound is the
+    /// cutoff), never infeasibility.
+    pub cutoff: Option<Ticks>,
     /// Stop after expanding this many states.
     pub max_states: u64,
     /// The most nodes kept open; beyond it the worse half is given up (its
@@ -99,6 +106,7 @@ impl Default for AnytimeOptions<'_> {
             progress: None,
             progress_every: Duration::from_secs(2),
             interrupt: None,
+            cutoff: None,
             max_states: u64::MAX,
             max_open: 400_000,
             mask_budget: 64,
@@ -306,8 +314,10 @@ struct Run<'o, 'a> {
 
 impl Run<'_, '_> {
     /// The incumbent's makespan, or +∞.
+    /// The incumbent's makespan (or the cutoff, if lower), or +∞.
     fn upper(&self) -> i64 {
-        self.best.as_ref().map_or(i64::MAX, |c| c.makespan().0)
+        let cut = self.opts.cutoff.map_or(i64::MAX, |t| t.0);
+        self.best.as_ref().map_or(cut, |c| c.makespan().0.min(cut))
     }
 
     fn stop_reason(&self) -> Option<Stop> {

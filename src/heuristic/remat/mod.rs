@@ -101,14 +101,102 @@ impl Sequence {
 /// Σ (u_F + u_B) of the ops it runs; its checked peak is the `peak` budget
 /// (`report::budget`).
 pub fn keep_everything(c: &RematChain) -> Sequence {
+    keep_everything_with(c, &vec![0; c.l() + 1])
+}
+
+/// The keep-everything sequence with option `options[ℓ−1]` of each block ℓ
+/// (`Fall{ℓ}.{k}` … then `B{ℓ}.{k}` with the same k; the loss has one).
+pub fn keep_everything_with(c: &RematChain, options: &[usize]) -> Sequence {
+    let ids = c.option_ids();
+    let l1 = c.l() + 1;
+    let pair = |l: usize| match ids.get(l - 1) {
+        Some(v) => {
+            let (f, b, _) = v[options[l - 1].min(v.len() - 1)];
+            (f, b)
+        }
+        None => (c.fall_id(l), c.b_id(l)),
+    };
     let mut s = Sequence::default();
-    for l in 1..=c.l() + 1 {
-        s.f_all(c, l);
+    for l in 1..=l1 {
+        s.push(pair(l).0);
     }
-    for l in (1..=c.l() + 1).rev() {
-        s.b(c, l);
+    for l in (1..=l1).rev() {
+        s.push(pair(l).1);
     }
     s
+}
+
+/// The schedule of `proofs/REMAT-BUDGETS.md` ("`least` is feasible"): the
+/// keep-everything sequence with each block's least-footprint option
+/// ([`RematChain::least_options`]), one op at a time, every transfer between
+/// two ops. After `Fall{ℓ}` (ℓ ≤ L) `a{ℓ-1}` and `s{ℓ}` are offloaded (with
+/// delete), so that the GPU holds `a{ℓ}` alone; before `B{ℓ}` (ℓ ≤ L) `s{ℓ}`
+/// and `a{ℓ-1}` are prefetched. Each op then finds on the GPU exactly its own
+/// footprint, so the schedule's peak is `RematChain::min_memory`. Slow (no
+/// transfer overlaps an op) but valid at the least memory; the caller checks
+/// it. Tensors of size 0 stay where they are. `None` on overflow.
+pub fn least_memory_schedule(
+    c: &RematChain,
+    inst: &crate::model::Instance,
+) -> Option<crate::schedule::Schedule> {
+    use crate::model::Direction;
+    use crate::schedule::Event;
+    use crate::units::Ticks;
+    let options: Vec<usize> = c.least_options()?.into_iter().map(|x| x.0).collect();
+    let ids = c.option_ids();
+    let l = c.l();
+    let pair = |k: usize| match ids.get(k - 1) {
+        Some(v) => v[options[k - 1].min(v.len() - 1)],
+        None => (c.fall_id(k), c.b_id(k), c.s_id(k)),
+    };
+    let mut steps = vec![];
+    for k in 1..=l + 1 {
+        steps.push(Step::Op(pair(k).0));
+        if k <= l {
+            steps.push(Step::Move(Direction::Offload, c.a_id(k - 1)));
+            steps.push(Step::Move(Direction::Offload, pair(k).2));
+        }
+    }
+    steps.push(Step::Op(pair(l + 1).1));
+    for k in (1..=l).rev() {
+        steps.push(Step::Move(Direction::Prefetch, pair(k).2));
+        steps.push(Step::Move(Direction::Prefetch, c.a_id(k - 1)));
+        steps.push(Step::Op(pair(k).1));
+    }
+    let mut events = vec![];
+    let mut now = 0i64;
+    for step in steps {
+        match step {
+            Step::Op(op) => {
+                let end = now + inst.op(op).duration.0;
+                events.push(Event::Compute {
+                    op,
+                    start: Ticks(now),
+                    end: Ticks(end),
+                });
+                now = end;
+            }
+            Step::Move(dir, t) if inst.tensor(t).size.0 > 0 => {
+                let end = now + crate::semantics::transfer_ticks(inst, t).0;
+                events.push(Event::Transfer {
+                    dir,
+                    tensor: t,
+                    start: Ticks(now),
+                    end: Ticks(end),
+                    delete: dir == Direction::Offload,
+                });
+                now = end;
+            }
+            Step::Move(..) => {}
+        }
+    }
+    Some(crate::schedule::Schedule::one_shot(events))
+}
+
+/// One step of [`least_memory_schedule`].
+enum Step {
+    Op(OpId),
+    Move(crate::model::Direction, TensorId),
 }
 
 /// One option of a layer, in slots and ticks, with its two ops and the tensor

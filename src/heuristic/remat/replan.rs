@@ -50,6 +50,28 @@ pub fn improve(
     let mut best: Option<(String, Checked)> = None;
     let mut best_ms = start.map_or(i64::MAX, |k| k.makespan().0);
     let mut seen: Vec<Sequence> = vec![];
+    // Keeping everything with each block's least-footprint option: one op at
+    // a time with every transfer between ops (`least_memory_schedule`, valid
+    // down to the least memory: `proofs/REMAT-BUDGETS.md`), then realised by
+    // the simulator with the fewest offloads that fit.
+    if let Some(s) = super::least_memory_schedule(c, inst) {
+        meter.charge();
+        if let CheckOutcome::Valid(k) = check(inst, &s) {
+            if k.makespan().0 < best_ms {
+                best_ms = k.makespan().0;
+                best = Some(("least-memory".to_string(), k));
+            }
+        }
+    }
+    if let Some(least) = c.least_options() {
+        let options: Vec<usize> = least.into_iter().map(|x| x.0).collect();
+        let seq = super::keep_everything_with(c, &options);
+        if let Some(k) = fit(inst, &seq, best_ms, &mut meter) {
+            best_ms = k.makespan().0;
+            best = Some(("keep-everything+offload".to_string(), k));
+        }
+        seen.push(seq);
+    }
     // From the peak down: the fewest recomputations first.
     for i in (0..=VIRTUAL_STEPS).rev() {
         let m =
@@ -87,7 +109,11 @@ fn fit(inst: &Instance, seq: &Sequence, below: i64, meter: &mut Meter) -> Option
         s.plan.offloads = order[..k].to_vec();
         s.plan.offloads.sort_by_key(|x| x.1);
         s.plan.lookahead = la;
-        let sched = asap_sequence(inst, &s.plan).ok()?;
+        // A plan the simulator cannot realise in this memory does not fit
+        // (it is no reason to stop: more offloads may make it fit).
+        let Ok(sched) = asap_sequence(inst, &s.plan) else {
+            return Some(false);
+        };
         match check(inst, &sched) {
             CheckOutcome::Valid(c) => {
                 if c.makespan().0 < best_ms {

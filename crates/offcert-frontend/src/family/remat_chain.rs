@@ -515,13 +515,26 @@ impl RematChain {
     /// op every schedule runs (B_ℓ: a_{ℓ-1} + ā_ℓ + δ_ℓ + δ_{ℓ-1} + o_b; F^ℓ_all:
     /// a_{ℓ-1} + ā_ℓ + o_f, which must run since only it produces s_ℓ). A block
     /// with several options runs one option's pair: the least over its options
-    /// of the pair's larger footprint. `None` on overflow.
+    /// of the pair's larger footprint. `None` on overflow. It is also the least
+    /// feasible memory (`proofs/REMAT-BUDGETS.md`): the keep-everything sequence
+    /// of [`RematChain::least_options`], every other value offloaded, fits.
     pub fn min_memory(&self) -> Option<u64> {
-        let dm = self.dims();
         let mut m = 0u64;
+        for (_, need) in self.least_options()? {
+            m = m.max(need);
+        }
+        Some(m)
+    }
+
+    /// Per layer ℓ = 1..=L+1 (entry ℓ−1): the option whose pair
+    /// (`Fall{ℓ}.{k}`, `B{ℓ}.{k}`) has the least larger footprint, and that
+    /// footprint (the first such option on ties; the loss has one). `None` on
+    /// overflow.
+    pub fn least_options(&self) -> Option<Vec<(usize, u64)>> {
+        let dm = self.dims();
+        let mut out = Vec::with_capacity(dm.l + 1);
         for k in 1..=dm.l + 1 {
             let inp = if k <= dm.l { dm.a[k - 1] } else { dm.a[dm.l] };
-            let mut least = u64::MAX;
             let opts = if k <= dm.l {
                 self.options_of(k)
             } else {
@@ -533,18 +546,22 @@ impl RematChain {
                     o_b: dm.o_b[k],
                 }]
             };
-            for x in opts {
+            let mut least: Option<(usize, u64)> = None;
+            for (j, x) in opts.iter().enumerate() {
                 let fall = inp.checked_add(x.abar)?.checked_add(x.o_f)?;
                 let b = inp
                     .checked_add(x.abar)?
                     .checked_add(dm.d[k])?
                     .checked_add(dm.d[k - 1])?
                     .checked_add(x.o_b)?;
-                least = least.min(fall.max(b));
+                let need = fall.max(b);
+                if least.is_none_or(|(_, n)| need < n) {
+                    least = Some((j, need));
+                }
             }
-            m = m.max(least);
+            out.push(least?);
         }
-        Some(m)
+        Some(out)
     }
 
     /// The peak of the schedule that keeps everything (F_all for every layer, in
