@@ -387,15 +387,24 @@ fn apply(ctx: &Ctx, step: &Step, mask: u64) -> Option<Node> {
 /// The next CPU op starts now (R1: its inputs' CPU copies are current); a
 /// CPU capacity in reach is out of the search's scope, so no R7 here.
 fn apply_cpu_start(ctx: &Ctx, n: &mut Node) -> Option<()> {
-    let now = Ticks(n.time);
     let k = n.cpu_next;
-    let op = ctx.cpu_order[k];
     let end = n.time + ctx.cpu_dur[k];
     n.cpu_next = k + 1;
+    start_op(ctx, n, ctx.cpu_order[k], end)?;
+    n.cpu_running = Some((k, end));
+    Some(())
+}
+
+/// `op` starts now and ends at `end` (the shared transition, then R7 on the
+/// GPU; a CPU op allocates nothing there), written to the trail.
+fn start_op(ctx: &Ctx, n: &mut Node, op: crate::model::OpId, end: i64) -> Option<()> {
+    let now = Ticks(n.time);
+    let fut = ctx.future(n.next);
     if !n
         .state
-        .op_start(ctx.inst, op, now, Ticks(end), &ctx.future(n.next))
+        .op_start(ctx.inst, op, now, Ticks(end), &fut)
         .is_empty()
+        || n.state.gpu_used > ctx.cap
     {
         return None;
     }
@@ -407,7 +416,6 @@ fn apply_cpu_start(ctx: &Ctx, n: &mut Node) -> Option<()> {
             end: Ticks(end),
         },
     );
-    n.cpu_running = Some((k, end));
     Some(())
 }
 
@@ -440,24 +448,7 @@ fn apply_op_starts(ctx: &Ctx, n: &mut Node, run: usize) -> Option<()> {
         let op = ctx.order[k];
         let end = n.time + ctx.dur[k];
         n.next = k + 1;
-        if !n
-            .state
-            .op_start(ctx.inst, op, now, Ticks(end), &ctx.future(n.next))
-            .is_empty()
-        {
-            return None;
-        }
-        if n.state.gpu_used > ctx.cap {
-            return None;
-        }
-        push(
-            &mut n.trail,
-            Event::Compute {
-                op,
-                start: now,
-                end: Ticks(end),
-            },
-        );
+        start_op(ctx, n, op, end)?;
         if ctx.dur[k] == 0 {
             if !n
                 .state

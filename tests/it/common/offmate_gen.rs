@@ -113,12 +113,17 @@ pub fn offmate_instance(d: &mut Draw, tight: bool) -> Offmate {
         gpu_memory: Bytes(gpu),
         cpu_memory: Bytes(everything * 4),
         bandwidth: BandwidthFile::PerTick(d.n(1, 4)),
-        duplex: if d.n(0, 2) == 0 {
-            Duplex::HalfDuplex
-        } else {
-            Duplex::FullDuplex
-        },
+        duplex: duplex(d),
         release: Default::default(),
+    }
+}
+
+/// Half duplex with probability 1/3.
+fn duplex(d: &mut Draw) -> Duplex {
+    if d.n(0, 2) == 0 {
+        Duplex::HalfDuplex
+    } else {
+        Duplex::FullDuplex
     }
 }
 
@@ -227,11 +232,7 @@ pub fn tiny_adam_instance(d: &mut Draw, tight: bool) -> Offmate {
         gpu_memory: Bytes(gpu),
         cpu_memory: Bytes(everything * 4 + 64),
         bandwidth: BandwidthFile::PerTick(d.n(1, 4)),
-        duplex: if d.n(0, 2) == 0 {
-            Duplex::HalfDuplex
-        } else {
-            Duplex::FullDuplex
-        },
+        duplex: duplex(d),
         release: Default::default(),
     }
 }
