@@ -1,17 +1,21 @@
 //! Variant groups (R11), a slotted order (R12) and precedences (R13) for the
-//! fixed-order methods: the GPU op sequences such an instance allows, each as
+//! fixed-order methods: the op sequences such an instance allows, each as
 //! a fixed-order instance with the same ops and tensors, and the loop that
 //! solves each with a method's fixed-order solver and keeps the best schedule
 //! (`proofs/SEARCH.md` §"Variant groups, slots and `after`").
 //!
-//! Every op of the instance runs on the GPU (one stream). A fixed order is
-//! its own one sequence; a slotted order gives one sequence per choice of a
-//! member for every slot (every op must belong to a slotted group: ops outside
-//! the slots would run in a free order, which is not encoded here). A sequence
-//! is kept when it meets R11 (runs per group) and R13 (one-shot: each
+//! A fixed order is its own one sequence; a slotted order gives one sequence
+//! per choice of a member for every slot (every op must belong to a slotted
+//! group: ops outside the slots would run in a free order, which is not
+//! encoded here). A member on the CPU (OFFMATE's `optC.p`) fills its slot from
+//! the CPU stream (R12 drops that slot); the CPU ops of a choice run on their
+//! own stream in an order of their own, and every such order is a sequence of
+//! its own (a fixed order orders each device on its own, R8). A sequence is
+//! kept when it meets R11 (runs per group) and R13 (one-shot: each
 //! predecessor runs earlier in the sequence; cyclic: it runs in the period),
 //! which on one stream, each op starting after the previous one ends, decide
-//! those rules from the sequence alone. Each kept sequence becomes the same
+//! those rules from the sequence alone (so `after` together with CPU ops is
+//! refused). Each kept sequence becomes the same
 //! instance with that fixed order, no groups and no `after` (R8 then runs
 //! exactly that sequence); its schedules are schedules of the original, which
 //! the checker replays on the original before any makespan is used.
@@ -22,12 +26,11 @@
 //! cannot then fail; a lower one is left to the fixed-order solver, which
 //! refuses it.
 //!
-//! Owns: [`sequences`], [`solve_each`], [`unreachable_cpu_capacity`],
-//! [`MAX_VARIANTS`].
+//! Owns: [`sequences`], [`compute_bound`], [`solve_each`],
+//! [`unreachable_cpu_capacity`], [`MAX_VARIANTS`].
 //! Must not import: the methods (a method passes its fixed-order solver in),
 //! the door, the cross-check, the reductions, heuristics.
 
-use super::scope::Feature;
 use super::{ExactError, Limits, Method, Outcome, SolveFn, Status};
 use crate::model::{ComputeOrder, Device, Instance, Mode, Multiplicity, OpId};
 use crate::schedule::Schedule;
@@ -45,71 +48,133 @@ fn unsupported(method: Method, reason: impl Into<String>) -> ExactError {
     }
 }
 
-/// The GPU op sequences of `inst` that R11, R12 and R13 allow, cheapest
-/// compute first (a fixed order: itself, if it meets R11 and R13). Empty:
-/// no schedule can meet those rules. Refused: an op on the CPU, a free order,
-/// an op outside every slotted group, more than [`MAX_VARIANTS`] choices.
+/// The op sequences of `inst` that R11, R12 and R13 allow (GPU ops in their
+/// order, then the CPU ops in theirs), cheapest compute first
+/// ([`compute_bound`]; a fixed order: itself, if it meets R11 and R13).
+/// Empty: no schedule can meet those rules. Refused: a free order, an op
+/// outside every slotted group, `after` together with CPU ops, more than
+/// [`MAX_VARIANTS`] choices.
 pub fn sequences(inst: &Instance, method: Method) -> Result<Vec<Vec<OpId>>, ExactError> {
-    if inst.ops.iter().any(|o| o.device != Device::Gpu) {
-        return Err(ExactError::Unencoded {
-            method,
-            feature: Feature::CpuOps,
-        });
-    }
     let candidates = match &inst.order {
         ComputeOrder::Fixed(v) => vec![v.clone()],
         ComputeOrder::Free => return Err(unsupported(method, "free compute order")),
-        ComputeOrder::Slots(slots) => {
-            let slotted: Vec<OpId> = slots
-                .iter()
-                .flat_map(|g| inst.groups[g.ix()].members.iter().copied())
-                .collect();
-            if let Some(o) = inst
-                .ops
-                .iter()
-                .enumerate()
-                .find(|(i, _)| !slotted.contains(&OpId(*i as u32)))
-            {
-                return Err(unsupported(
-                    method,
-                    format!(
-                        "{} is in no slotted group (ops outside the slots run in a free order; not encoded)",
-                        o.1.name
-                    ),
-                ));
-            }
-            let mut count: usize = 1;
-            for g in slots {
-                count = count.saturating_mul(inst.groups[g.ix()].members.len());
-            }
-            if count > MAX_VARIANTS {
-                return Err(unsupported(
-                    method,
-                    format!("{count} member choices for the slots, more than {MAX_VARIANTS}"),
-                ));
-            }
-            let mut out: Vec<Vec<OpId>> = vec![vec![]];
-            for g in slots {
-                let members = &inst.groups[g.ix()].members;
-                out = out
-                    .iter()
-                    .flat_map(|pre| {
-                        members
-                            .iter()
-                            .map(move |m| [pre.as_slice(), &[*m]].concat())
-                    })
-                    .collect();
-            }
-            out
-        }
+        ComputeOrder::Slots(slots) => slot_choices(inst, slots, method)?,
     };
-    let compute = |v: &Vec<OpId>| v.iter().map(|o| inst.op(*o).duration.0).sum::<i64>();
-    let mut kept: Vec<Vec<OpId>> = candidates
+    let on_cpu = |o: &OpId| inst.op(*o).device == Device::Cpu;
+    let any_cpu = candidates.iter().flatten().any(on_cpu);
+    if any_cpu && inst.ops.iter().any(|o| !o.after.is_empty()) {
+        return Err(unsupported(
+            method,
+            "precedences (after) with ops on the CPU (R13 across two streams is not decided per sequence)",
+        ));
+    }
+    // The CPU ops of a choice run on their own stream, in an order of their
+    // own: every order is a sequence (R8 orders each device on its own).
+    let mut with_orders: Vec<Vec<OpId>> = vec![];
+    for v in candidates {
+        let gpu: Vec<OpId> = v.iter().copied().filter(|o| !on_cpu(o)).collect();
+        let cpu: Vec<OpId> = v.iter().copied().filter(on_cpu).collect();
+        if matches!(inst.order, ComputeOrder::Fixed(_)) || cpu.len() < 2 {
+            with_orders.push(v);
+            continue;
+        }
+        for perm in permutations(&cpu) {
+            with_orders.push([gpu.as_slice(), perm.as_slice()].concat());
+            if with_orders.len() > MAX_VARIANTS {
+                return Err(unsupported(
+                    method,
+                    format!("more than {MAX_VARIANTS} member choices and CPU orders"),
+                ));
+            }
+        }
+    }
+    let mut kept: Vec<Vec<OpId>> = with_orders
         .into_iter()
         .filter(|v| meets_groups(inst, v) && meets_after(inst, v) && meets_data(inst, v))
         .collect();
-    kept.sort_by_key(compute);
+    kept.sort_by_key(|v| compute_bound(inst, v));
     Ok(kept)
+}
+
+/// A lower bound on the makespan (period) of every schedule running `seq`:
+/// the busier device's compute (one stream per device, R2; cyclic, compute
+/// lies in [0, P], R8).
+pub fn compute_bound(inst: &Instance, seq: &[OpId]) -> i64 {
+    let on = |d: Device| {
+        seq.iter()
+            .filter(|o| inst.op(**o).device == d)
+            .map(|o| inst.op(*o).duration.0)
+            .sum::<i64>()
+    };
+    on(Device::Gpu).max(on(Device::Cpu))
+}
+
+/// Every order of `items` (few: the CPU ops of one member choice).
+fn permutations(items: &[OpId]) -> Vec<Vec<OpId>> {
+    if items.len() <= 1 {
+        return vec![items.to_vec()];
+    }
+    let mut out = vec![];
+    for i in 0..items.len() {
+        let mut rest = items.to_vec();
+        let first = rest.remove(i);
+        for mut p in permutations(&rest) {
+            p.insert(0, first);
+            out.push(p);
+        }
+    }
+    out
+}
+
+/// One sequence per choice of a member for every slot (a member on the CPU
+/// fills its slot from the CPU stream: R12 drops that slot). Every op must be
+/// in a slotted group.
+fn slot_choices(
+    inst: &Instance,
+    slots: &[crate::model::GroupId],
+    method: Method,
+) -> Result<Vec<Vec<OpId>>, ExactError> {
+    let slotted: Vec<OpId> = slots
+        .iter()
+        .flat_map(|g| inst.groups[g.ix()].members.iter().copied())
+        .collect();
+    if let Some(o) = inst
+        .ops
+        .iter()
+        .enumerate()
+        .find(|(i, _)| !slotted.contains(&OpId(*i as u32)))
+    {
+        return Err(unsupported(
+            method,
+            format!(
+                "{} is in no slotted group (ops outside the slots run in a free order; not encoded)",
+                o.1.name
+            ),
+        ));
+    }
+    let mut count: usize = 1;
+    for g in slots {
+        count = count.saturating_mul(inst.groups[g.ix()].members.len());
+    }
+    if count > MAX_VARIANTS {
+        return Err(unsupported(
+            method,
+            format!("{count} member choices for the slots, more than {MAX_VARIANTS}"),
+        ));
+    }
+    let mut out: Vec<Vec<OpId>> = vec![vec![]];
+    for g in slots {
+        let members = &inst.groups[g.ix()].members;
+        out = out
+            .iter()
+            .flat_map(|pre| {
+                members
+                    .iter()
+                    .map(move |m| [pre.as_slice(), &[*m]].concat())
+            })
+            .collect();
+    }
+    Ok(out)
 }
 
 /// R11 on a sequence that runs exactly its ops: per group, one run of its
@@ -238,8 +303,8 @@ impl Tally {
 
 /// Solve `inst` with `method`'s fixed-order solver `plain`, once per
 /// sequence of [`sequences`], cheapest compute first, until no sequence left
-/// can beat the best makespan or period (its compute is a lower bound: one
-/// GPU stream, R2, and compute lies in [0, P], R8). Every schedule is replayed
+/// can beat the best makespan or period (its [`compute_bound`] is a lower
+/// bound: one stream per device, R2, and compute lies in [0, P], R8). Every schedule is replayed
 /// by the checker on `inst` itself.
 pub fn solve_each(
     inst: &Instance,
@@ -251,7 +316,7 @@ pub fn solve_each(
     let seqs = sequences(inst, method)?;
     let mut t = Tally::default();
     for seq in &seqs {
-        let compute: i64 = seq.iter().map(|o| inst.op(*o).duration.0).sum();
+        let compute = compute_bound(inst, seq);
         if t.best.as_ref().is_some_and(|(ms, _)| compute >= ms.0) {
             break;
         }
@@ -300,7 +365,7 @@ pub fn solve_each(
         }
     }
     t.notes.push(format!(
-        "variants (R11-R13): {} GPU op sequences meet the groups, precedences and data; {} solved ({} infeasible), {} outside the method's limits, the rest not cheaper in compute than the best",
+        "variants (R11-R13): {} op sequences meet the groups, precedences and data; {} solved ({} infeasible), {} outside the method's limits, the rest not cheaper in compute than the best",
         seqs.len(),
         t.solved,
         t.infeasible,

@@ -34,6 +34,7 @@ mod groups;
 mod groups_exact;
 mod offmate;
 mod offmate_bounds;
+mod offmate_exact;
 mod offmate_gap;
 mod offmate_ilp;
 mod op_sequence;

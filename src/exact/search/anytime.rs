@@ -244,6 +244,13 @@ pub fn solve_anytime(
     let started = Instant::now();
     let (order, reads_at) = search_scope(inst)?;
     let mut ctx = context(inst, order, reads_at);
+    if !ctx.cpu_order.is_empty() {
+        // Its bound and its estimates count one stream.
+        return Err(ExactError::Unencoded {
+            method: Method::Search,
+            feature: crate::exact::scope::Feature::CpuOps,
+        });
+    }
     let incumbent = match &opts.incumbent {
         None => None,
         Some(c) => match check(inst, c.schedule()) {

@@ -194,7 +194,8 @@ pub(super) fn boundaries(ctx: &Ctx) -> Option<Vec<Boundary>> {
         let Some(p) = uses.produced_at[i] else {
             continue;
         };
-        let offloadable = moves && uses.last_read[i].is_some_and(|r| r > p);
+        // A tensor a CPU op reads reaches the CPU by an offload.
+        let offloadable = moves && (uses.last_read[i].is_some_and(|r| r > p) || ctx.always[i]);
         let dropped = uses.released_at[i].is_empty() && droppable(ctx, &uses, i);
         let places: &[Place] = match (offloadable, dropped) {
             (false, false) => continue,
@@ -356,6 +357,8 @@ pub(super) fn root(ctx: &Ctx, ix: usize) -> Option<Node> {
         time: 0,
         next: 0,
         running: None,
+        cpu_next: 0,
+        cpu_running: None,
         flights,
         state,
         trail: None,
@@ -480,7 +483,10 @@ fn latest_release(ctx: &Ctx, n: &Node, t: TensorId) -> Option<Ticks> {
         match tr.event {
             Event::Compute { op, start, end } => {
                 let o = ctx.inst.op(op);
-                if o.reads.contains(&t) || o.produces.contains(&t) || o.modifies.contains(&t) {
+                // A CPU op holds no GPU copy.
+                if o.device == crate::model::Device::Gpu
+                    && (o.reads.contains(&t) || o.produces.contains(&t) || o.modifies.contains(&t))
+                {
                     r = r.max(if ctx.after_end && end > start {
                         end.0
                     } else {

@@ -64,8 +64,9 @@ pub(crate) fn solve(inst: &Instance, limits: &Limits) -> Result<Outcome, ExactEr
     })
 }
 
-/// The fixed GPU order and the reads of each tensor by position, or why the
-/// instance is out of the search's scope.
+/// The fixed GPU order and the reads of each tensor by position (the CPU
+/// order is [`cpu_order`]'s), or why the instance is out of the search's
+/// scope.
 pub(super) fn search_scope(inst: &Instance) -> Result<(Vec<OpId>, Vec<Vec<usize>>), ExactError> {
     SCOPE.direct(Method::Search, inst)?;
     // Groups, slots and `after` reach the search as fixed orders (`solve`,
@@ -87,10 +88,11 @@ pub(super) fn search_scope(inst: &Instance) -> Result<(Vec<OpId>, Vec<Vec<usize>
         if std::mem::replace(&mut seen[o.ix()], true) {
             return Err(unsupported("an op appears twice in the order"));
         }
-        if inst.op(*o).device != Device::Gpu {
-            return Err(unsupported("an op runs on the CPU"));
-        }
     }
+    let (order, cpu_order): (Vec<OpId>, Vec<OpId>) = order
+        .into_iter()
+        .partition(|o| inst.op(*o).device == Device::Gpu);
+    cpu_scope(inst, &order, &cpu_order)?;
     if inst.machine.cpu_capacity.is_some() {
         return Err(unsupported("a CPU memory capacity"));
     }
@@ -121,17 +123,86 @@ pub(super) fn search_scope(inst: &Instance) -> Result<(Vec<OpId>, Vec<Vec<usize>
     Ok((order, reads_at))
 }
 
+/// The CPU ops of the fixed order, in their order (R8 orders each device on
+/// its own).
+pub(super) fn cpu_order(inst: &Instance) -> Vec<OpId> {
+    match &inst.order {
+        ComputeOrder::Fixed(v) => v
+            .iter()
+            .copied()
+            .filter(|o| inst.op(*o).device == Device::Cpu)
+            .collect(),
+        _ => vec![],
+    }
+}
+
+/// The CPU ops the search takes (proofs/SEARCH.md, "CPU ops"): cyclic only,
+/// each lasting at least one tick, producing, consuming and freeing nothing,
+/// modifying only what it reads and what no GPU op of the order writes (the
+/// CPU's updates reach the CPU copy; the GPU copy goes stale). Tensors a CPU
+/// op reads are always needed (R6) in the search.
+fn cpu_scope(inst: &Instance, order: &[OpId], cpu_order: &[OpId]) -> Result<(), ExactError> {
+    if cpu_order.is_empty() {
+        return Ok(());
+    }
+    if inst.mode != Mode::Cyclic {
+        return Err(unsupported("an op runs on the CPU of a one-shot instance"));
+    }
+    let gpu_writes = |t: &TensorId| {
+        order.iter().any(|o| {
+            let op = inst.op(*o);
+            op.produces.contains(t) || op.modifies.contains(t)
+        })
+    };
+    for op in cpu_order.iter().map(|o| inst.op(*o)) {
+        let why = if op.duration.0 == 0 {
+            "lasts 0 ticks"
+        } else if !op.produces.is_empty() || !op.consumes.is_empty() || !op.frees.is_empty() {
+            "produces, consumes or frees a tensor"
+        } else if op
+            .modifies
+            .iter()
+            .any(|t| !op.reads.contains(t) || gpu_writes(t))
+        {
+            "modifies a tensor it does not read, or one a GPU op writes"
+        } else {
+            continue;
+        };
+        return Err(unsupported(format!("the CPU op {} {why}", op.name)));
+    }
+    Ok(())
+}
+
 pub(super) fn context(inst: &Instance, order: Vec<OpId>, reads_at: Vec<Vec<usize>>) -> Ctx<'_> {
     let cyclic = inst.mode == Mode::Cyclic;
     let nt = inst.tensors.len();
-    let dur: Vec<i64> = order.iter().map(|o| inst.op(*o).duration.0).collect();
-    let mut suffix = vec![0i64; order.len() + 1];
-    for k in (0..order.len()).rev() {
-        suffix[k] = suffix[k + 1] + dur[k];
+    let durations = |v: &[OpId]| -> (Vec<i64>, Vec<i64>) {
+        let dur: Vec<i64> = v.iter().map(|o| inst.op(*o).duration.0).collect();
+        let mut suffix = vec![0i64; v.len() + 1];
+        for k in (0..v.len()).rev() {
+            suffix[k] = suffix[k + 1] + dur[k];
+        }
+        (dur, suffix)
+    };
+    let (dur, suffix) = durations(&order);
+    let cpu_order = cpu_order(inst);
+    let (cpu_dur, cpu_suffix) = durations(&cpu_order);
+    let mut always = if cyclic {
+        inst.persistent()
+    } else {
+        vec![false; nt]
+    };
+    for o in &cpu_order {
+        for t in &inst.op(*o).reads {
+            always[t.ix()] = true;
+        }
     }
     Ctx {
         inst,
         dur,
+        cpu_order,
+        cpu_dur,
+        cpu_suffix,
         reads_at,
         tau: (0..nt)
             .map(|i| transfer_ticks(inst, TensorId(i as u32)).0)
@@ -140,11 +211,7 @@ pub(super) fn context(inst: &Instance, order: Vec<OpId>, reads_at: Vec<Vec<usize
         channels: inst.machine.channels(),
         suffix,
         cyclic,
-        always: if cyclic {
-            inst.persistent()
-        } else {
-            vec![false; nt]
-        },
+        always,
         born: if cyclic {
             cyclic::born(inst, &order)
         } else {
@@ -177,6 +244,8 @@ pub(super) fn start_nodes(ctx: &mut Ctx) -> Option<(Vec<Node>, Vec<Vec<i64>>)> {
             time: 0,
             next: 0,
             running: None,
+            cpu_next: 0,
+            cpu_running: None,
             flights: vec![None; ctx.channels.len()],
             state: State::initial(ctx.inst),
             trail: None,
@@ -305,7 +374,8 @@ fn estimate(ctx: &Ctx, n: &Node) -> i64 {
 /// completions, before the state is read (MODEL.md §2.6), with no delete or
 /// transfer start before them.
 pub(super) fn closes_period(ctx: &Ctx, n: &Node, closing: &[Vec<i64>]) -> Option<End> {
-    if !(ctx.cyclic && n.running.is_none() && n.time > 0 && ctx.suffix[n.next] == 0) {
+    let cpu_done = n.cpu_running.is_none() && n.cpu_next == ctx.cpu_order.len();
+    if !(ctx.cyclic && n.running.is_none() && cpu_done && n.time > 0 && ctx.suffix[n.next] == 0) {
         return None;
     }
     let (m, flagged) = cyclic::run_at_period_end(ctx, n)?;
@@ -329,6 +399,9 @@ fn search_notes(ctx: &Ctx, expanded: usize) -> Vec<String> {
             "search: {} boundary states S0 searched from",
             ctx.roots.len()
         ));
+        if !ctx.cpu_order.is_empty() {
+            notes.push(format!("search: a CPU stream of {} ops; every tick is a decision instant until the last one ends; the tensors CPU ops read are always needed (R6)", ctx.cpu_order.len()));
+        }
         notes.push(format!("structural limits: the first op starts at time 0; trailing zero-duration ops may run at P; decisions at time 0, at completions and one tick after {}; transfers at full bandwidth; one offload per value, none of a tensor while an op that modifies it runs; live tensors deleted only when an allocation needs the room, never while an op that modifies them runs (proofs/SEARCH.md)", after));
     } else {
         notes.push(format!("structural limits: decisions at time 0, at completions and one tick after {}; transfers at full bandwidth; one offload per value; dead tensors deleted at once (once no op or transfer holds them), live ones only when an allocation needs the room (proofs/SEARCH.md)", after));

@@ -48,7 +48,7 @@ pub(super) fn expand(
     }
     let running = base.running.map(|(k, _)| k);
     let evictable = evictable_tensors(ctx, &base, running);
-    for run in op_runs(ctx, &base) {
+    for (run, cpu) in op_runs(ctx, &base) {
         // Transfers start after this instant's deletes and op starts (MODEL.md
         // §2.4): a tensor that a zero-duration op of the run produces can be
         // offloaded at once, and a live tensor deleted now can be prefetched
@@ -60,17 +60,23 @@ pub(super) fn expand(
         } else {
             running
         };
+        let cpu_busy = if cpu {
+            Some(base.cpu_next)
+        } else {
+            base.cpu_running.map(|(k, _)| k)
+        };
         let combos = transfer_combos(
             ctx,
             &after_ops(ctx, &base, &[], run),
             &after_ops(ctx, &base, &evictable, run),
             &base,
-            busy,
+            (busy, cpu_busy),
         );
         for combo in &combos {
             let step = Step {
                 base: &base,
                 run,
+                cpu,
                 combo,
                 evictable: &evictable,
             };
@@ -137,15 +143,14 @@ fn evictable_tensors(ctx: &Ctx, base: &Node, running: Option<usize>) -> Vec<Tens
         .collect()
 }
 
-/// Op starts: none, or a run of consecutive ops (all but the last of duration
-/// 0), as run lengths. Cyclic: the first op starts at time 0 (a rotation of
-/// any periodic schedule), so the empty run is not offered there.
-fn op_runs(ctx: &Ctx, base: &Node) -> Vec<usize> {
-    let mut runs: Vec<usize> = if ctx.cyclic && base.next == 0 {
-        vec![]
-    } else {
-        vec![0]
-    };
+/// Op starts: none, or a run of consecutive GPU ops (all but the last of
+/// duration 0), as run lengths, each with or without the start of the next
+/// CPU op (when the CPU stream is idle). Cyclic: some op starts at time 0 (a
+/// rotation of any periodic schedule: the first GPU op's start, or the start
+/// of a CPU op running then; proofs/SEARCH.md, "CPU ops"), so nothing at all
+/// is not offered there.
+fn op_runs(ctx: &Ctx, base: &Node) -> Vec<(usize, bool)> {
+    let mut runs: Vec<usize> = vec![0];
     if base.running.is_none() {
         let mut k = base.next;
         while k < ctx.order.len() {
@@ -156,7 +161,13 @@ fn op_runs(ctx: &Ctx, base: &Node) -> Vec<usize> {
             k += 1;
         }
     }
-    runs
+    let cpu_free = base.cpu_running.is_none() && base.cpu_next < ctx.cpu_order.len();
+    let cpu: &[bool] = if cpu_free { &[false, true] } else { &[false] };
+    let at_root = ctx.cyclic && base.time == 0 && base.next == 0 && base.cpu_next == 0;
+    runs.iter()
+        .flat_map(|&r| cpu.iter().map(move |&c| (r, c)))
+        .filter(|&(r, c)| !(at_root && r == 0 && !c))
+        .collect()
 }
 
 /// One choice of op starts and transfer starts at a node, before the deletes
@@ -164,6 +175,8 @@ fn op_runs(ctx: &Ctx, base: &Node) -> Vec<usize> {
 struct Step<'a> {
     base: &'a Node,
     run: usize,
+    /// The next CPU op starts too.
+    cpu: bool,
     combo: &'a [Option<Start>],
     evictable: &'a [TensorId],
 }
@@ -181,6 +194,7 @@ fn push_delete_sets(
     out: &mut Vec<(Node, Option<i64>)>,
 ) {
     let allocates = step.run > 0
+        || step.cpu
         || step
             .combo
             .iter()
@@ -213,7 +227,7 @@ fn push_delete_sets(
             break;
         }
         tried += 1;
-        if let Some(child) = apply(ctx, step.base, step.run, step.combo, step.evictable, mask) {
+        if let Some(child) = apply(ctx, step, mask) {
             accepted.push(mask);
             out.push((child, None));
         }
@@ -278,13 +292,14 @@ fn after_ops(ctx: &Ctx, n: &Node, evictable: &[TensorId], run: usize) -> State {
 /// state after this instant's op starts), prefetches from `evicted` (the same
 /// after deleting every evictable tensor first). `busy` is the op that runs
 /// after this instant's starts (cyclic: what it modifies is not offloaded, the
-/// copy would be stale at its end).
+/// copy would be stale at its end), and the CPU op that runs then (what it
+/// modifies is not offloaded either).
 fn transfer_combos(
     ctx: &Ctx,
     kept: &State,
     evicted: &State,
     n: &Node,
-    busy: Option<usize>,
+    (busy, cpu_busy): (Option<usize>, Option<usize>),
 ) -> Vec<Vec<Option<Start>>> {
     let mut cands: Vec<Vec<Option<Start>>> = vec![];
     for ch in 0..n.flights.len() {
@@ -308,6 +323,7 @@ fn transfer_combos(
                                 && !ts.cpu_current()
                                 && ts.cpu_incoming == 0
                                 && !ctx.modified_by(busy, t)
+                                && !ctx.cpu_modified_by(cpu_busy, t)
                         }
                         Direction::Prefetch => {
                             let ts = evicted.tensor(t);
@@ -337,36 +353,70 @@ fn transfer_combos(
     combos
 }
 
-/// Apply deletes (`mask` over `evictable`), `run` op starts and the transfer
-/// starts at this instant, in the same-instant order of MODEL.md §2.4; `None` if
-/// a transition breaches a rule or memory exceeds capacity after an allocation.
-fn apply(
-    ctx: &Ctx,
-    base: &Node,
-    run: usize,
-    combo: &[Option<Start>],
-    evictable: &[TensorId],
-    mask: u64,
-) -> Option<Node> {
+/// Apply the step's deletes (`mask` over its evictable tensors), its op
+/// starts (the GPU run, then the CPU op) and its transfer starts at this
+/// instant, in the same-instant order of MODEL.md §2.4; `None` if a
+/// transition breaches a rule or memory exceeds capacity after an allocation.
+fn apply(ctx: &Ctx, step: &Step, mask: u64) -> Option<Node> {
+    let (base, run) = (step.base, step.run);
     let mut n = base.clone();
-    apply_deletes(ctx, &mut n, evictable, mask)?;
+    apply_deletes(ctx, &mut n, step.evictable, mask)?;
     // An op start may make the next tick a decision instant: the op's inputs
     // may be deleted from then on (a delete at the start instant itself comes
     // before the start, §2.4). Under the relaxation this holds for every op;
     // under the default rule a positive op holds its inputs to its end (a
     // completion), so only the inputs of the run's zero-duration ops, which
     // hold nothing, become deletable one tick later (proofs/SEARCH.md, limit 6).
+    // (A CPU op holds no GPU copy.)
     let started_any = if ctx.after_end {
         (0..run).any(|j| ctx.dur[n.next + j] == 0)
     } else {
         run > 0
     };
     apply_op_starts(ctx, &mut n, run)?;
-    apply_transfer_starts(ctx, &mut n, combo)?;
+    if step.cpu {
+        apply_cpu_start(ctx, &mut n)?;
+    }
+    apply_transfer_starts(ctx, &mut n, step.combo)?;
     let next = next_instant(ctx, &n, started_any)?;
     n.after_start = started_any && next == n.time + 1;
     n.time = next;
     Some(n)
+}
+
+/// The next CPU op starts now (R1: its inputs' CPU copies are current); a
+/// CPU capacity in reach is out of the search's scope, so no R7 here.
+fn apply_cpu_start(ctx: &Ctx, n: &mut Node) -> Option<()> {
+    let k = n.cpu_next;
+    let end = n.time + ctx.cpu_dur[k];
+    n.cpu_next = k + 1;
+    start_op(ctx, n, ctx.cpu_order[k], end)?;
+    n.cpu_running = Some((k, end));
+    Some(())
+}
+
+/// `op` starts now and ends at `end` (the shared transition, then R7 on the
+/// GPU; a CPU op allocates nothing there), written to the trail.
+fn start_op(ctx: &Ctx, n: &mut Node, op: crate::model::OpId, end: i64) -> Option<()> {
+    let now = Ticks(n.time);
+    let fut = ctx.future(n.next);
+    if !n
+        .state
+        .op_start(ctx.inst, op, now, Ticks(end), &fut)
+        .is_empty()
+        || n.state.gpu_used > ctx.cap
+    {
+        return None;
+    }
+    push(
+        &mut n.trail,
+        Event::Compute {
+            op,
+            start: now,
+            end: Ticks(end),
+        },
+    );
+    Some(())
 }
 
 /// The deletes of `mask` over `evictable` (R6).
@@ -398,24 +448,7 @@ fn apply_op_starts(ctx: &Ctx, n: &mut Node, run: usize) -> Option<()> {
         let op = ctx.order[k];
         let end = n.time + ctx.dur[k];
         n.next = k + 1;
-        if !n
-            .state
-            .op_start(ctx.inst, op, now, Ticks(end), &ctx.future(n.next))
-            .is_empty()
-        {
-            return None;
-        }
-        if n.state.gpu_used > ctx.cap {
-            return None;
-        }
-        push(
-            &mut n.trail,
-            Event::Compute {
-                op,
-                start: now,
-                end: Ticks(end),
-            },
-        );
+        start_op(ctx, n, op, end)?;
         if ctx.dur[k] == 0 {
             if !n
                 .state
@@ -468,6 +501,12 @@ fn next_instant(ctx: &Ctx, n: &Node, started_any: bool) -> Option<i64> {
     let mut next = i64::MAX;
     if let Some((_, e)) = n.running {
         next = next.min(e);
+    }
+    if n.cpu_running.is_some() || n.cpu_next < ctx.cpu_order.len() {
+        // Until the last CPU op has ended, every tick is a decision instant
+        // (proofs/SEARCH.md, "CPU ops": the left shift of limit 6 could move
+        // a GPU write before a CPU read).
+        next = next.min(n.time + 1);
     }
     for f in n.flights.iter().flatten() {
         next = next.min(f.end);

@@ -17,8 +17,10 @@
 //! reductions (a free order reaches the search through `remat`, which the
 //! door applies), heuristics.
 //!
-//! Scope: a fixed order of GPU ops (each once), no CPU capacity that a
-//! schedule could reach; groups, slots and `after` as one fixed order per
+//! Scope: a fixed order of ops (each once), no CPU capacity that a
+//! schedule could reach; cyclic, CPU ops on a second stream (`driver::cpu_scope`:
+//! they read and modify CPU copies only, so the GPU copies of what they modify
+//! go stale and must be fetched again); groups, slots and `after` as one fixed order per
 //! GPU op sequence they allow (`exact::variants`, shared with the MILP). One-shot: no
 //! modified transferable tensor, each tensor produced at most once. Cyclic
 //! (`weight_chain`, `op_sequence` and core instances of their shapes):
@@ -54,7 +56,9 @@ use crate::model::{Extension, Instance};
 /// a slotted order and `after` where every op runs on the GPU (one search per
 /// GPU op sequence that R11–R13 allow: `exact::variants`); a free order
 /// through the `remat` reduction (one search per op sequence; several options
-/// per block included). A CPU capacity only where no schedule can reach it
+/// per block included). Ops on the CPU (cyclic: a second compute stream,
+/// `driver::cpu_scope`; OFFMATE's CPU Adam step `optC.p` as a member of
+/// `upd.p`). A CPU capacity only where no schedule can reach it
 /// (`variants::unreachable_cpu_capacity`; a lower one is refused).
 pub const SCOPE: Scope = Scope {
     encodes: &[
@@ -62,6 +66,7 @@ pub const SCOPE: Scope = Scope {
         Feature::Extension(Extension::Groups),
         Feature::Extension(Extension::Slots),
         Feature::Extension(Extension::After),
+        Feature::CpuOps,
         Feature::CpuCapacity,
     ],
     reductions: &[Reduction::Remat],

@@ -64,6 +64,10 @@ pub(super) struct Node {
     pub(super) time: i64,
     pub(super) next: usize,
     pub(super) running: Option<(usize, i64)>,
+    /// The CPU stream: the next position of the CPU order, and the CPU op
+    /// running (its position and end), as `next` and `running` for the GPU.
+    pub(super) cpu_next: usize,
+    pub(super) cpu_running: Option<(usize, i64)>,
     pub(super) flights: Vec<Option<Flight>>,
     pub(super) state: State,
     pub(super) trail: Option<Rc<Trail>>,
@@ -81,8 +85,14 @@ pub(super) struct Node {
 
 pub(super) struct Ctx<'a> {
     pub(super) inst: &'a Instance,
+    /// The GPU ops in their fixed order.
     pub(super) order: Vec<OpId>,
     pub(super) dur: Vec<i64>,
+    /// The CPU ops in their fixed order (cyclic only), their durations and
+    /// the CPU compute left from position k on.
+    pub(super) cpu_order: Vec<OpId>,
+    pub(super) cpu_dur: Vec<i64>,
+    pub(super) cpu_suffix: Vec<i64>,
     pub(super) reads_at: Vec<Vec<usize>>,
     pub(super) tau: Vec<i64>,
     pub(super) cap: i128,
@@ -91,7 +101,8 @@ pub(super) struct Ctx<'a> {
     pub(super) suffix: Vec<i64>,
     /// Cyclic mode.
     pub(super) cyclic: bool,
-    /// Tensors always needed later (cyclic: the persistent ones; one-shot: none).
+    /// Tensors always needed later (cyclic: the persistent ones and those a
+    /// CPU op reads; one-shot: none).
     pub(super) always: Vec<bool>,
     /// The first position from which a read of the tensor counts as a need
     /// (cyclic: one past its producer's position, whose production comes
@@ -147,6 +158,14 @@ impl Ctx<'_> {
         self.cyclic && k.is_some_and(|k| self.inst.op(self.order[k]).modifies.contains(&t))
     }
 
+    /// Does the CPU op at CPU position `k` (running, or about to run) modify
+    /// `t`? Its GPU copy is then not offloaded while the op runs: the offload
+    /// would carry the value the op replaces onto the CPU copy the op writes
+    /// (proofs/SEARCH.md, "CPU ops").
+    pub(super) fn cpu_modified_by(&self, k: Option<usize>, t: TensorId) -> bool {
+        k.is_some_and(|k| self.inst.op(self.cpu_order[k]).modifies.contains(&t))
+    }
+
     /// The completions at `n.time`: transfer ends, then the op end (§2.4).
     pub(super) fn complete(&self, n: &mut Node) -> bool {
         let now = Ticks(n.time);
@@ -172,15 +191,28 @@ impl Ctx<'_> {
                 }
             }
         }
-        if let Some((k, end)) = n.running {
-            if end == n.time {
-                let b = n
-                    .state
-                    .op_end(self.inst, self.order[k], now, &self.future(n.next));
-                if !b.is_empty() {
-                    return false;
+        // Op ends in the replay's order: the op whose event came first (the
+        // earlier start; at one start, the GPU op, pushed first).
+        let gpu_start = n.running.map(|(k, e)| (e - self.dur[k], 0));
+        let cpu_start = n.cpu_running.map(|(k, e)| (e - self.cpu_dur[k], 1));
+        let mut ends = [gpu_start, cpu_start];
+        ends.sort();
+        for (_, device) in ends.into_iter().flatten() {
+            let (order, running) = if device == 0 {
+                (&self.order, &mut n.running)
+            } else {
+                (&self.cpu_order, &mut n.cpu_running)
+            };
+            if let Some((k, end)) = *running {
+                if end == n.time {
+                    *running = None;
+                    let b = n
+                        .state
+                        .op_end(self.inst, order[k], now, &self.future(n.next));
+                    if !b.is_empty() {
+                        return false;
+                    }
                 }
-                n.running = None;
             }
         }
         true
@@ -192,6 +224,8 @@ impl Ctx<'_> {
         k.push(n.next as i64);
         k.push(n.after_start as i64);
         k.push(n.running.map_or(-1, |(_, e)| e - n.time));
+        k.push(n.cpu_next as i64);
+        k.push(n.cpu_running.map_or(-1, |(_, e)| e - n.time));
         for f in &n.flights {
             match f {
                 Some(f) => {
@@ -216,12 +250,15 @@ impl Ctx<'_> {
     }
 
     /// A lower bound on the makespan (period) reachable from `n` (admissible:
-    /// the remaining compute runs on one stream; a started transfer ends before
+    /// the remaining compute of each device runs on its stream; a started
+    /// transfer ends before
     /// the makespan, or, cyclic, crosses the period end with exactly the ticks
     /// left that the root's boundary state gives its channel).
     pub(super) fn estimate(&self, n: &Node) -> i64 {
         let run = n.running.map_or(0, |(_, e)| e - n.time);
         let mut f = n.time + run + self.suffix[n.next];
+        let cpu_run = n.cpu_running.map_or(0, |(_, e)| e - n.time);
+        f = f.max(n.time + cpu_run + self.cpu_suffix[n.cpu_next]);
         for (ch, fl) in n.flights.iter().enumerate() {
             if let Some(fl) = fl {
                 let left = self.roots.get(n.root).map_or(0, |b| b.left[ch]);

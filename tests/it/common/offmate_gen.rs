@@ -113,13 +113,18 @@ pub fn offmate_instance(d: &mut Draw, tight: bool) -> Offmate {
         gpu_memory: Bytes(gpu),
         cpu_memory: Bytes(everything * 4),
         bandwidth: BandwidthFile::PerTick(d.n(1, 4)),
-        duplex: if d.n(0, 2) == 0 {
-            Duplex::HalfDuplex
-        } else {
-            Duplex::FullDuplex
-        },
+        duplex: duplex(d),
         release: Default::default(),
         allocator: Default::default(),
+    }
+}
+
+/// Half duplex with probability 1/3.
+fn duplex(d: &mut Draw) -> Duplex {
+    if d.n(0, 2) == 0 {
+        Duplex::HalfDuplex
+    } else {
+        Duplex::FullDuplex
     }
 }
 
@@ -156,5 +161,79 @@ pub fn offmate_plan(d: &mut Draw, off: &Offmate) -> StepPlan {
         time: vec![0.0; n],
         groups,
         fractions,
+    }
+}
+
+/// A tiny `offmate` instance with CPU Adam steps, within the exact search's
+/// reach (`tests/it/offmate_exact.rs`): 1–2 blocks, 1–2 options each (t_fwd
+/// 1–2, t_bwd 1–3, stored 0–3 B, nothing offloaded, no overheads), one
+/// parameter per block (1–4 B, trainable with probability 3/4); k 0–1; α_G,
+/// α_C 1–2 B/tick; β 1–4 B/tick; H = 0 (the search takes no `after` beside
+/// CPU ops); full or half duplex; M_CPU out of reach; M_GPU everything
+/// (roomy) or a random fraction of it down to a third (tight).
+pub fn tiny_adam_instance(d: &mut Draw, tight: bool) -> Offmate {
+    let l = d.n(1, 2) as usize;
+    let mut params = Vec::new();
+    let mut blocks = Vec::new();
+    for b in 0..l {
+        let name = format!("w{}", b + 1);
+        params.push(Param {
+            name: name.clone(),
+            bytes: Bytes(d.n(1, 4)),
+            trainable: d.n(0, 3) > 0,
+        });
+        let options = (0..d.n(1, 2))
+            .map(|_| BlockOption {
+                name: None,
+                t_fwd: Ticks(d.n(1, 2) as i64),
+                t_bwd: Ticks(d.n(1, 3) as i64),
+                saved: Bytes(d.n(0, 3)),
+                offloaded: Bytes(0),
+                fwd_overhead: Bytes(0),
+                bwd_overhead: Bytes(0),
+            })
+            .collect();
+        blocks.push(Block {
+            name: format!("b{}", b + 1),
+            out: Bytes(d.n(1, 2)),
+            grad_out: None,
+            params: vec![name],
+            options,
+        });
+    }
+    let k = d.n(0, 1) as u32;
+    let input = d.n(1, 2);
+    let everything: u64 = input
+        + params
+            .iter()
+            .map(|p| p.bytes.0 * (k as u64 + 2))
+            .sum::<u64>()
+        + blocks
+            .iter()
+            .map(|b| 2 * b.out.0 + b.options.iter().map(|o| o.saved.0).max().unwrap_or(0))
+            .sum::<u64>();
+    let gpu = if tight {
+        (everything * d.n(33, 90) / 100).max(1)
+    } else {
+        everything
+    };
+    Offmate {
+        name: "tiny-adam".into(),
+        note: None,
+        input: Bytes(input),
+        blocks,
+        params,
+        optimizer: Optimizer {
+            states: k,
+            gpu_speed: BandwidthFile::PerTick(d.n(1, 2)),
+            cpu_speed: BandwidthFile::PerTick(d.n(1, 2)),
+            gpu_temp_factor: 0,
+        },
+        cpu_management: Ticks(0),
+        gpu_memory: Bytes(gpu),
+        cpu_memory: Bytes(everything * 4 + 64),
+        bandwidth: BandwidthFile::PerTick(d.n(1, 4)),
+        duplex: duplex(d),
+        release: Default::default(),
     }
 }
