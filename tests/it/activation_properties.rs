@@ -93,6 +93,30 @@ fn below_the_least_feasible_memory_every_bound_says_infeasible() {
 
 static DYNPROG_RUNS: AtomicUsize = AtomicUsize::new(0);
 
+/// A case the property below drew (S = 9 and S = 50 on a 4-layer chain at its
+/// least memory, 14 B): every grid's choice stuck in the simulator ("op B0
+/// cannot start") while offload-all had a schedule. DYNPROG now realises the
+/// set of every candidate last (`dynprog.rs`, addition 4); this failed before.
+#[test]
+fn dynprog_falls_back_to_every_candidate() {
+    let spec = [
+        (0, 0, 56, 0, 0),
+        (0, 1, 5, 20, 33),
+        (1, 0, 54, 0, 0),
+        (129, 185, 0, 94, 9),
+    ];
+    let c = activation_chain_5(&spec, 0, 26);
+    assert_eq!(c.gpu_memory, 14);
+    let file = InstanceFile::ActivationChain(c);
+    let inst = file.compile().unwrap();
+    let all = heuristic::run(&OffloadEverything, &file, &inst).expect("offload-all fits");
+    for slots in [9, 50] {
+        let dp = heuristic::run(&DynProg { slots }, &file, &inst)
+            .unwrap_or_else(|e| panic!("S = {slots}: {e}"));
+        assert_eq!(dp.checked.makespan(), all.checked.makespan(), "S = {slots}");
+    }
+}
+
 /// DYNPROG on coarse grids (S = 2..=41, where rounding bites) at memories
 /// from the least feasible (a quarter of the draws) to the peak: every
 /// schedule it returns passes the checker (`heuristic::run` fails with

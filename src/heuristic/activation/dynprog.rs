@@ -24,7 +24,7 @@
 //! rounded |x_i| that is below, but closest to, its true value is increased by
 //! one slot and the program is run again.
 //!
-//! Three additions of ours (issue 14), none of which changes what a schedule
+//! Four additions of ours (issue 14, and the fourth from a property's case), none of which changes what a schedule
 //! is: every schedule is the simulator's and passes the checker.
 //! - Where rounding up makes an op's *least* need (everything before it
 //!   offloaded) exceed S although its true least need fits, that op is tested
@@ -34,6 +34,13 @@
 //!   add up to more than S unless each is a whole number of slots.
 //! - When one grid ends without a schedule, the grid is refined (2S, then 4S:
 //!   [`REFINEMENTS`]).
+//! - Where no grid's choice realises (the relaxation, whose transfers may be
+//!   interrupted, can prefer a set whose whole transfers stick, and raising
+//!   the rounded sizes need not change its choice), the set of every
+//!   candidate, which is in the program's space, is realised last. So DYNPROG
+//!   has a schedule wherever offload-all has one (regression:
+//!   `activation_properties::dynprog_falls_back_to_every_candidate`; before,
+//!   S = 9 and S = 50 ended "stuck" on a 4-layer chain at its least memory).
 //! - Sets of equal discretised idle time are indistinguishable to the
 //!   relaxation, whose transfers may be interrupted and free memory as they go;
 //!   their whole-transfer realisations are not. The program returns up to
@@ -229,8 +236,10 @@ pub struct Decision {
     /// [`MAX_TIES`]), best-ranked first: the relaxation cannot tell them from
     /// `offload`, their whole-transfer realisations may differ.
     pub ties: Vec<Vec<usize>>,
-    /// Total idle time in slot-transfer units.
-    pub idle: i64,
+    /// Total idle time in slot-transfer units; `None` for the set of every
+    /// candidate realised as the last resort (addition 4), which no program
+    /// run chose.
+    pub idle: Option<i64>,
     /// Number of states stored over all layers.
     pub states: usize,
     /// The grid it was found on (S).
@@ -277,7 +286,7 @@ pub fn solve(d: &Discrete, allowed: &[bool]) -> Option<Decision> {
     Some(Decision {
         offload,
         ties,
-        idle,
+        idle: Some(idle),
         states: total_states,
         slots: d.s as u32,
     })
@@ -507,6 +516,19 @@ pub fn dynprog(
             Ok(found) => return Ok(found),
             Err(e) => last_err = e.or(last_err),
         }
+    }
+    // Addition 4 (module doc): the set of every candidate is in the program's
+    // space; where no grid's choice realises, it is the last one tried.
+    let every = Decision {
+        offload: candidates(c),
+        ties: Vec::new(),
+        idle: None,
+        states: 0,
+        slots: slots.saturating_mul(1 << REFINEMENTS),
+    };
+    match realise(c, inst, every) {
+        Ok(found) => return Ok(found),
+        Err(e) => last_err = Some(e),
     }
     Err(match last_err {
         Some(e) => no_schedule(NAME, e),
