@@ -9,27 +9,9 @@ use crate::gap_cli::offcert;
 use offcert::check::check;
 use offcert::model::{Allocator, Instance};
 use offcert::recheck::recheck;
-use offcert::units::{Bandwidth, Bytes};
+use offcert::units::Bytes;
 use quickcheck::TestResult;
 use std::collections::BTreeSet;
-
-/// `inst` with every amount of memory (sizes, scratch, capacities, the bytes
-/// of β) times `k`: exact validity is unchanged, and the sizes reach the
-/// caching allocator's pools and segments.
-fn scaled(inst: &Instance, k: u64) -> Instance {
-    let mut i = inst.clone();
-    for t in &mut i.tensors {
-        t.size = Bytes(t.size.0 * k);
-    }
-    for o in &mut i.ops {
-        o.temp = Bytes(o.temp.0 * k);
-    }
-    let m = &mut i.machine;
-    m.gpu_capacity = Bytes(m.gpu_capacity.0 * k);
-    m.cpu_capacity = m.cpu_capacity.map(|c| Bytes(c.0 * k));
-    m.bandwidth = Bandwidth::new(m.bandwidth.bytes * k, m.bandwidth.ticks);
-    i
-}
 
 /// Checker and re-check agree under `inst`'s allocator: verdict, rules,
 /// kinds; every witness confirms. Returns the verdict.

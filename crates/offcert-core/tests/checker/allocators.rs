@@ -12,6 +12,7 @@ use offcert_core::model::{Allocator, Instance, OpId, TensorId};
 use offcert_core::schedule::{EventId, Schedule};
 use offcert_core::units::{Bytes, Ticks};
 use offcert_recheck::recheck;
+use quickcheck::TestResult;
 
 const MIB: u64 = 1 << 20;
 
@@ -209,4 +210,40 @@ fn exact_reproduces_every_fixture_verdict_and_digest() {
         let json = serde_json::to_value(r.report()).unwrap();
         assert!(json.get("allocator").is_none() && json.get("allocator_peaks").is_none());
     }
+}
+
+/// Random weight schedules (cyclic), scaled so that requests reach both pools
+/// and the 20 MiB segments, under the caching allocator at a capacity from
+/// the exact peak to 24 MiB above it: the re-check agrees on each and on
+/// mutations of it, and a schedule valid under `caching` is valid under
+/// `exact`. At least 20 of the cases must be valid under `caching`.
+#[test]
+fn caching_agrees_with_the_recheck_and_implies_exact() {
+    fn prop(
+        spec: Vec<(u8, u8, u8, u8)>,
+        bw: u8,
+        keep: Vec<u8>,
+        pick: (u8, u8),
+        muts: Vec<(u8, usize, i8)>,
+    ) -> TestResult {
+        if spec.is_empty() {
+            return TestResult::discard();
+        }
+        let c = weight_chain(&spec, bw);
+        let keep: Vec<Keep> = keep.iter().map(|b| Keep::from_bits(*b)).collect();
+        let (inst, s) = weight_schedule(&c, &keep);
+        let k = [1u64 << 18, 1 << 20, 3 << 19][pick.0 as usize % 3];
+        let mut strict = scaled(&inst, k);
+        let peak = check(&strict, &s).peak_memory.0;
+        strict.machine.gpu_capacity = Bytes(peak + (pick.1 as u64 % 25) * MIB);
+        let exact_valid = check(&strict, &s).valid;
+        strict.allocator = Allocator::Caching;
+        let r = agree(&strict, &s);
+        agree_after_mutations(&strict, s, muts);
+        if !r.valid {
+            return TestResult::discard();
+        }
+        TestResult::from_bool(exact_valid)
+    }
+    qc(100, 20).quickcheck(prop as fn(_, _, _, _, _) -> TestResult);
 }
