@@ -132,3 +132,28 @@ fn releases_of_a_recomputation() {
         vec![(1, 0), (2, 1), (4, 0), (4, 2), (4, 3)]
     );
 }
+
+/// `offload` makes the outputs transferable over the given link (a node may
+/// opt out); without it nothing is (pure rematerialisation).
+#[test]
+fn offload_makes_outputs_transferable() {
+    use offcert::family::graph::Offload;
+    use offcert::family::BandwidthFile;
+    use offcert::model::Duplex;
+    let mut g = graph4();
+    g.nodes[2].transferable = false;
+    assert!(g.compile().unwrap().tensors.iter().all(|t| !t.transferable));
+    g.offload = Some(Offload {
+        bandwidth: BandwidthFile::PerTick(3),
+        duplex: Duplex::FullDuplex,
+    });
+    let inst = g.compile().unwrap();
+    let moves: Vec<bool> = inst.tensors.iter().map(|t| t.transferable).collect();
+    assert_eq!(moves, vec![true, true, false, true]);
+    assert_eq!(inst.machine.duplex, Duplex::FullDuplex);
+    g.offload = Some(Offload {
+        bandwidth: BandwidthFile::PerTick(0),
+        duplex: Duplex::HalfDuplex,
+    });
+    assert_eq!(field_of(g.compile().unwrap_err()), "offload.bandwidth");
+}
