@@ -7,8 +7,14 @@
 //! are furthest apart in compute time first: an early layer's ā, kept from
 //! the forward to its backward), the fewest that make it fit. Every candidate
 //! is realised by the shared simulator ([`asap_sequence`]) and **checked**;
-//! the best checked schedule is kept. Then `heuristic::improve::retime` may
-//! move its events earlier (the caller runs it).
+//! the best checked schedule is kept. Before those, two candidates that
+//! recompute nothing: the schedule of `proofs/REMAT-BUDGETS.md`
+//! ([`super::least_memory_schedule`], valid down to the least memory) and the
+//! keep-everything sequence with each block's least-footprint option, fitted
+//! the same way (`keep-everything+offload`). A plan the simulator cannot
+//! realise in the memory does not fit (more offloads are tried). Then
+//! `heuristic::improve::retime` may move its events earlier (the caller runs
+//! it).
 //!
 //! Owns: [`improve`], the candidate offload order [`offload_order`].
 //! Must not import: exact solvers, the report, the CLI. Property
