@@ -1030,6 +1030,7 @@ pub fn random_graph(
         offload: None,
         baseline: None,
         release: ReleaseRule::AfterEnd,
+        allocator: Default::default(),
     };
     if g.nodes.is_empty() {
         return g;

@@ -110,6 +110,7 @@ pub fn dag_at(spec: &DagSpec, cap: u64, movable: bool) -> Instance {
         },
         mode: Mode::OneShot,
         release: ReleaseRule::AfterEnd,
+        allocator: Default::default(),
         groups: vec![],
     }
 }

@@ -235,5 +235,6 @@ pub fn tiny_adam_instance(d: &mut Draw, tight: bool) -> Offmate {
         bandwidth: BandwidthFile::PerTick(d.n(1, 4)),
         duplex: duplex(d),
         release: Default::default(),
+        allocator: Default::default(),
     }
 }

@@ -86,6 +86,9 @@ pub struct Graph {
     /// The release rule (`after_end` unless the file selects the relaxation).
     #[serde(default, skip_serializing_if = "ReleaseRule::is_default")]
     pub release: ReleaseRule,
+    /// The allocator R7 counts with (`models/MODEL.md` §2.8; `exact` unless the file selects another).
+    #[serde(default, skip_serializing_if = "Allocator::is_default")]
+    pub allocator: Allocator,
 }
 
 /// The most nodes a file may have (the benchmark's largest has 1000).
@@ -388,6 +391,7 @@ impl Graph {
             },
             mode: Mode::OneShot,
             release: self.release,
+            allocator: self.allocator,
             groups: vec![],
         })
     }

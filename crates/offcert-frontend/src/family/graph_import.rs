@@ -25,7 +25,7 @@
 //! Must not import: schedules, semantics, the checker, solvers.
 
 use super::graph::{Graph, Node, MAX_NODES};
-use crate::model::ReleaseRule;
+use crate::model::{Allocator, ReleaseRule};
 use serde_json::{Map, Value};
 use std::collections::{HashMap, HashSet};
 
@@ -179,6 +179,7 @@ pub fn parse_node_link(text: &str, name: Option<String>) -> Result<NodeLink, Gra
         offload: None,
         baseline: None,
         release: ReleaseRule::AfterEnd,
+        allocator: Allocator::Exact,
     };
     if let Err(e) = g.topological_order() {
         let msg = e.to_string();

@@ -135,6 +135,7 @@ impl InstanceFile {
             InstanceFile::Core(c) => c.allocator,
             InstanceFile::OpSequence(o) => o.allocator,
             InstanceFile::Offmate(o) => o.allocator,
+            InstanceFile::Graph(g) => g.allocator,
         }
     }
 
@@ -147,6 +148,7 @@ impl InstanceFile {
             InstanceFile::Core(x) => x.allocator = a,
             InstanceFile::OpSequence(x) => x.allocator = a,
             InstanceFile::Offmate(x) => x.allocator = a,
+            InstanceFile::Graph(x) => x.allocator = a,
         }
     }
 
