@@ -7,6 +7,8 @@
 #   libsqlite3-dev       - rusqlite links against the system SQLite (no bundled C build)
 #   z3, cvc5             - command-line solvers that re-check SMT-LIB2 certificates
 #   librsvg2-bin         - rsvg-convert: the tests render the SVG pictures (tests/plot.rs)
+#   python3-venv, -pip   - only where python3 lacks venv/ensurepip: scripts/test.sh builds the
+#                          Python package in a fresh virtual environment
 # Then fetch a prebuilt HiGHS (PyPI's `highsbox` wheel, pinned by version and hash)
 # into .deps/highs and write .deps/pkgconfig/highs.pc for it; .cargo/config.toml
 # points PKG_CONFIG_PATH there. If Python, pip or PyPI is unavailable, this step
@@ -17,6 +19,11 @@ need=()
 for p in libclang-dev pkg-config cmake libz3-dev libsqlite3-dev z3 cvc5 librsvg2-bin; do
   dpkg -s "$p" >/dev/null 2>&1 || need+=("$p")
 done
+# The Python package's tests (scripts/test.sh) build it in a fresh virtual
+# environment: python3 with venv and pip (Debian splits them off).
+if ! python3 -c 'import venv, ensurepip' >/dev/null 2>&1; then
+  need+=(python3 python3-venv python3-pip)
+fi
 if [ ${#need[@]} -gt 0 ]; then
   sudo=""
   if [ "$(id -u)" != 0 ]; then sudo="sudo"; fi
