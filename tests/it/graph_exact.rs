@@ -122,8 +122,11 @@ fn checkmate_milp_and_graph_search_agree_on_random_small_dags() {
     eprintln!(
         "optima {OPTIMA:?}, above Σd {ABOVE_SUM:?}, Checkmate's FULL_SCHEDULE above the optimum {FULL_LOSES:?}, slowest (ms) search/MILP/FULL {SLOWEST:?}"
     );
-    // Not vacuous: memory binds (recomputation) in some cases.
-    assert!(ABOVE_SUM.load(Ordering::Relaxed) >= 1, "{ABOVE_SUM:?}");
+    // Random small DAGs rarely force a recomputation (a reordering usually
+    // suffices: FULL_SCHEDULE, which fixes the order, loses there); the
+    // forced case is `both_methods_prove_a_forced_recomputation`. Not
+    // vacuous: the methods reach and agree on optima.
+    assert!(OPTIMA.load(Ordering::Relaxed) >= 8, "{OPTIMA:?}");
 }
 
 /// models/CHECKMATE.md §3: a source `a` read only by the last node, after a
