@@ -358,7 +358,8 @@ fn heuristic_names_are_listed_per_family() {
             "weight_chain",
             "op_sequence",
             "remat_chain",
-            "offmate"
+            "offmate",
+            "graph"
         ]
     );
     // Every registered heuristic is listed under a family it applies to.

@@ -61,6 +61,22 @@ fn agree(spec: DagSpec) -> TestResult {
             let _ = s;
             return TestResult::discard();
         }
+        // The MILP stopped by its clock: its schedule and bound must still
+        // sandwich the optimum; no agreement to judge.
+        (Status::Optimal, Status::Feasible | Status::Unknown) => {
+            let opt = search.bound.unwrap().0;
+            let above = vm
+                .as_ref()
+                .is_none_or(|r| r.as_ref().is_ok_and(|&m| m >= opt));
+            let below = milp.bound.is_none_or(|b| b.0 <= opt);
+            if !(above && below) {
+                return TestResult::error(format!(
+                    "{spec:?}: MILP {vm:?} / {:?} vs {opt}",
+                    milp.bound
+                ));
+            }
+            return TestResult::discard();
+        }
         other => return TestResult::error(format!("{spec:?}: statuses {other:?}")),
     }
     let (opt, m) = (vs.unwrap().unwrap(), vm.unwrap().unwrap());
@@ -106,8 +122,11 @@ fn checkmate_milp_and_graph_search_agree_on_random_small_dags() {
     eprintln!(
         "optima {OPTIMA:?}, above Σd {ABOVE_SUM:?}, Checkmate's FULL_SCHEDULE above the optimum {FULL_LOSES:?}, slowest (ms) search/MILP/FULL {SLOWEST:?}"
     );
-    // Not vacuous: memory binds (recomputation) in some cases.
-    assert!(ABOVE_SUM.load(Ordering::Relaxed) >= 2, "{ABOVE_SUM:?}");
+    // Random small DAGs rarely force a recomputation (a reordering usually
+    // suffices: FULL_SCHEDULE, which fixes the order, loses there); the
+    // forced case is `both_methods_prove_a_forced_recomputation`. Not
+    // vacuous: the methods reach and agree on optima.
+    assert!(OPTIMA.load(Ordering::Relaxed) >= 8, "{OPTIMA:?}");
 }
 
 /// models/CHECKMATE.md §3: a source `a` read only by the last node, after a
@@ -142,4 +161,27 @@ fn checkmate_full_schedule_loses_the_optimum_that_cover_all_finds() {
         (Status::Optimal, 4)
     );
     assert_eq!(makespan(&full.schedule), 5);
+}
+
+/// A recomputation every schedule needs: a (2 B) → b (4 B) → c (4 B), and d
+/// reads a and c, at 8 B. Keeping a through c needs 10 B, so a runs twice:
+/// the optimum is Σd + d_a = 5, and both methods prove it.
+#[test]
+fn both_methods_prove_a_forced_recomputation() {
+    let spec = DagSpec {
+        nodes: vec![(0, 2, 1, 0), (1, 4, 1, 0), (1, 4, 1, 0), (0b101, 1, 1, 0)],
+        slack: 0,
+    };
+    let inst = crate::common::dag_at(&spec, 8, false);
+    for m in [Method::GraphSearch, Method::Checkmate] {
+        let o = exact::solve(m, &inst, &limits()).unwrap();
+        let c = check(&inst, o.schedule.as_ref().unwrap())
+            .into_result()
+            .unwrap();
+        assert_eq!(
+            (o.status, c.makespan().0, o.bound.map(|b| b.0)),
+            (Status::Optimal, 5, Some(5)),
+            "{m:?}"
+        );
+    }
 }

@@ -18,7 +18,8 @@
 //! sequence, its releases and its offloads are realised by the simulator's
 //! ASAP loop (`simulate::asap_sequence`), which waits for memory and the link.
 //!
-//! Owns: [`Rule`], [`sequence`], [`plan`], [`Evict`], [`Best`], [`Offload`]. Must not import: exact
+//! Owns: [`Rule`], [`sequence`], [`plan`], [`low_memory_order`], [`Evict`],
+//! [`Best`], [`Offload`]. Must not import: exact
 //! solvers.
 
 use super::{dag_of, is_graph, realise};
@@ -68,6 +69,8 @@ struct Run<'a> {
     offloaded: Vec<bool>,
     /// On the CPU, to be prefetched before its next reader.
     away: Vec<bool>,
+    /// The place of each node in the order of first runs.
+    pos: Vec<usize>,
     /// The last position of the sequence that touched each output.
     last_touch: Vec<usize>,
     /// (node, position): offload the output once the op there has started.
@@ -80,7 +83,7 @@ impl Run<'_> {
         self.dag.succs[u]
             .iter()
             .filter(|&&w| !self.done[w])
-            .map(|&w| self.dag.pos[w])
+            .map(|&w| self.pos[w])
             .min()
     }
 
@@ -180,20 +183,62 @@ impl Run<'_> {
 
 /// The eviction scheduler's node sequence under `rule`, or why it stopped.
 pub fn sequence(dag: &Dag, rule: Rule) -> Result<Vec<usize>, String> {
-    Ok(plan(dag, rule, None)?.0)
+    Ok(plan(dag, &dag.topo, rule, None)?.0)
+}
+
+/// A topological order that keeps memory low (list scheduling): among the
+/// nodes whose inputs have all run, the one whose run frees the most bytes
+/// net (its output less the inputs it is the last reader of), the smaller
+/// output on ties, then the earlier in `dag.topo`.
+pub fn low_memory_order(dag: &Dag) -> Vec<usize> {
+    let n = dag.len();
+    let mut waiting: Vec<usize> = dag.preds.iter().map(Vec::len).collect();
+    let mut readers_left: Vec<usize> = dag.succs.iter().map(Vec::len).collect();
+    let mut ready: Vec<usize> = (0..n).filter(|&v| waiting[v] == 0).collect();
+    let mut order = Vec::with_capacity(n);
+    while !ready.is_empty() {
+        let net = |v: usize| -> i128 {
+            let freed: i128 = dag.preds[v]
+                .iter()
+                .filter(|&&u| readers_left[u] == 1)
+                .map(|&u| dag.size[u] as i128)
+                .sum();
+            dag.size[v] as i128 - freed
+        };
+        let (i, &v) = ready
+            .iter()
+            .enumerate()
+            .min_by_key(|&(_, &v)| (net(v), dag.size[v], dag.pos[v]))
+            .expect("non-empty");
+        ready.swap_remove(i);
+        order.push(v);
+        for &u in &dag.preds[v] {
+            readers_left[u] -= 1;
+        }
+        for &w in &dag.succs[v] {
+            waiting[w] -= 1;
+            if waiting[w] == 0 {
+                ready.push(w);
+            }
+        }
+    }
+    order
 }
 
 /// The node sequence and, with `xfer` (each node's transfer time where it
 /// may move), the offloads `(node, position)` that replace recomputations.
 pub fn plan(
     dag: &Dag,
+    order: &[usize],
     rule: Rule,
     xfer: Option<Vec<Option<i64>>>,
 ) -> Result<(Vec<usize>, Vec<(usize, usize)>), String> {
     let n = dag.len();
     let mut prefix = vec![0i64; n + 1];
-    for (k, &v) in dag.topo.iter().enumerate() {
+    let mut pos = vec![0; n];
+    for (k, &v) in order.iter().enumerate() {
         prefix[k + 1] = prefix[k] + dag.duration[v];
+        pos[v] = k;
     }
     let mut run = Run {
         dag,
@@ -208,10 +253,11 @@ pub fn plan(
         prefix,
         offloaded: vec![false; n],
         away: vec![false; n],
+        pos,
         last_touch: vec![0; n],
         offloads: Vec::new(),
     };
-    for (p, &v) in dag.topo.iter().enumerate() {
+    for (p, &v) in order.iter().enumerate() {
         run.at = p;
         run.compute(v, 0)?;
         run.done[v] = true;
@@ -250,12 +296,18 @@ impl Heuristic for Evict {
 /// from 1 to n (each realised and checked); the least checked makespan.
 pub struct Best;
 
-/// The candidate sequences `graph-best` tries.
+/// The candidate sequences `graph-best` tries: each rule in the topological
+/// order and in the low-memory order, and Chen's checkpoints.
 pub fn candidates(dag: &Dag) -> Vec<Vec<usize>> {
-    let mut out: Vec<Vec<usize>> = RULES
-        .iter()
-        .filter_map(|&r| sequence(dag, r).ok())
-        .collect();
+    let low = low_memory_order(dag);
+    let mut out: Vec<Vec<usize>> = Vec::new();
+    for order in [&dag.topo, &low] {
+        out.extend(
+            RULES
+                .iter()
+                .filter_map(|&r| plan(dag, order, r, None).ok().map(|p| p.0)),
+        );
+    }
     let n = dag.len().max(1);
     let mut k = 1;
     while k <= n {
@@ -320,7 +372,7 @@ impl Heuristic for Offload {
         let mut best: Option<(crate::units::Ticks, Schedule)> = None;
         let mut why = String::from("no rule finished");
         for rule in RULES {
-            let (seq, offloads) = match plan(&dag, rule, Some(xfer.clone())) {
+            let (seq, offloads) = match plan(&dag, &dag.topo, rule, Some(xfer.clone())) {
                 Ok(p) => p,
                 Err(e) => {
                     why = e;

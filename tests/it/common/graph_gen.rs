@@ -2,8 +2,8 @@
 //! directly as core instances so that the tests do not wait on a front-end).
 //!
 //! [`DagSpec`]: 3–8 nodes; node v > 0 reads each earlier node u whose bit is
-//! set in a random byte (restricted to the 4 nodes before it, so that graphs
-//! stay connected-ish and narrow), and at least one of them; sizes 1–6 B,
+//! set in a random byte (over the 8 nodes before it: long-range reads make
+//! recomputation pay), and at least the node before it when none is set; sizes 1–6 B,
 //! durations 1–4 ticks, scratch 0–1 B. The capacity lies between the largest
 //! footprint (the least any schedule needs) and the peak of running every
 //! node once in id order (checkpoint all), at a random fraction: tight memory.
@@ -19,10 +19,10 @@ use quickcheck::{Arbitrary, Gen};
 
 #[derive(Clone, Debug)]
 pub struct DagSpec {
-    /// Per node: (input bits over the 4 nodes before it, size, duration, scratch).
+    /// Per node: (input bits over the 8 nodes before it, size, duration, scratch).
     pub nodes: Vec<(u8, u8, u8, u8)>,
     /// Where the capacity lies between the largest footprint and the
-    /// checkpoint-all peak: 0, 1/8, 2/8 or 3/8 of the way (`slack % 4`).
+    /// checkpoint-all peak: 1/8, 2/8 or 3/8 of the way (`1 + slack % 3`).
     pub slack: u8,
 }
 
@@ -73,7 +73,7 @@ pub fn dag_at(spec: &DagSpec, cap: u64, movable: bool) -> Instance {
         .iter()
         .enumerate()
         .map(|(v, &(bits, _, d, tmp))| {
-            let mut reads: Vec<TensorId> = (1..=4usize)
+            let mut reads: Vec<TensorId> = (1..=8usize)
                 .filter(|&b| v >= b && bits >> (b - 1) & 1 == 1)
                 .map(|b| TensorId((v - b) as u32))
                 .collect();
@@ -122,7 +122,7 @@ pub fn dag_instance(spec: &DagSpec) -> Instance {
     let least = (0..dag.len()).map(|v| dag.footprint(v)).max().unwrap_or(0) as u64;
     let ids: Vec<usize> = (0..dag.len()).collect();
     let peak = peak_of(&dag, &ids).expect("id order is topological") as u64;
-    // 0, 1/8, 2/8 or 3/8 of the way: memory binds often.
-    let cap = least + (peak.saturating_sub(least)) * (spec.slack % 4) as u64 / 8;
+    // 1/8, 2/8 or 3/8 of the way: memory binds often.
+    let cap = least + (peak.saturating_sub(least)) * (1 + spec.slack % 3) as u64 / 8;
     dag_at(spec, cap, false)
 }
