@@ -67,6 +67,7 @@ fn instance(n: usize) -> (ActivationChain, Instance) {
         gpu_memory: 64,
         bandwidth: BandwidthFile::PerTick(2),
         release: Default::default(),
+        allocator: Default::default(),
     };
     let inst = chain.compile().expect("valid instance");
     (chain, inst)

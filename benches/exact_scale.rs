@@ -36,6 +36,7 @@ fn activation(l: usize) -> Instance {
         gpu_memory: 0,
         bandwidth: BandwidthFile::Ratio { bytes: 1, ticks: 2 },
         release: Default::default(),
+        allocator: Default::default(),
     };
     let peak = a.m_peak().unwrap();
     a.gpu_memory = (peak * 7).div_ceil(10);
@@ -70,6 +71,7 @@ fn weight(l: usize) -> Instance {
         gpu_memory: (top * 3).div_ceil(4),
         bandwidth: BandwidthFile::PerTick(1),
         release: Default::default(),
+        allocator: Default::default(),
     };
     let least = (1..=l).map(|i| w.mb(i).unwrap()).max().unwrap();
     w.gpu_memory = w.gpu_memory.max(least + 1);
