@@ -114,16 +114,19 @@ def _instances(instances: Union[Source, Sequence[Source]]) -> List[Source]:
 
 def gap(instances: Union[Source, Sequence[Source]] = (), *, memory: Union[None, int, str] = None,
         exact: bool = False, exact_max_ops: int = 8, time_limit: Optional[int] = None,
-        heuristics: Sequence[str] = (), jobs: Optional[int] = None, release: Optional[str] = None) -> GapReport:
+        heuristics: Sequence[str] = (), jobs: Optional[int] = None, release: Optional[str] = None,
+        allocator: Optional[str] = None) -> GapReport:
     """The optimality-gap report (``offcert gap``): heuristics against certified
     bounds and optima, over instance files, folders of them, or dicts, and the
     budgets ``memory`` (``"FROM:TO:STEPS"`` or one value; default each file's
     own). ``time_limit`` (whole seconds) turns on the anytime search for open
-    rows. Without it, the rows do not depend on the machine or on ``jobs``."""
+    rows. Without it, the rows do not depend on the machine or on ``jobs``.
+    ``allocator`` (``"exact"``, ``"va:40MB"``, ``"caching"``) judges every
+    schedule again under that allocator (``offcert gap --allocator``)."""
     items = [(x, "instance") for x in _instances(instances)]
     with _files(items) as paths:
         raw = _offcert.gap([p for p in paths if p], _bytes(memory), exact, exact_max_ops, time_limit,
-                           list(heuristics), jobs, release, False)
+                           list(heuristics), jobs, release, False, allocator)
     return GapReport._from(json.loads(raw))
 
 

@@ -68,7 +68,7 @@ fn rows_json(
 /// compute it: JSON `{rows, summary, text, csv}`.
 #[pyfunction]
 #[pyo3(signature = (instances, memory=None, exact=false, exact_max_ops=8, time_limit=None,
-    heuristics=Vec::new(), jobs=None, release=None, with_schedules=false))]
+    heuristics=Vec::new(), jobs=None, release=None, with_schedules=false, allocator=None))]
 #[allow(clippy::too_many_arguments)]
 pub fn gap(
     py: Python<'_>,
@@ -81,11 +81,19 @@ pub fn gap(
     jobs: Option<u64>,
     release: Option<String>,
     with_schedules: bool,
+    allocator: Option<String>,
 ) -> PyResult<String> {
     guarded(py, move || {
         if jobs == Some(0) {
             return Err(BindError::Input("jobs: must be at least 1".into()));
         }
+        let allocator = match allocator.as_deref() {
+            None => None,
+            Some(text) => Some(
+                text.parse::<offcert::model::Allocator>()
+                    .map_err(|e| BindError::Input(format!("allocator: {e}")))?,
+            ),
+        };
         let a = GapArgs {
             instances: instances.iter().map(PathBuf::from).collect(),
             memory,
@@ -100,6 +108,7 @@ pub fn gap(
             jobs,
             shard: None,
             release: release_of(release.as_deref())?,
+            allocator: offcert::cli::AllocatorOpt { allocator },
         };
         let entries = offcert::cli::gap::entries(&a)?;
         Ok(rows_json(&entries, with_schedules, release.as_deref())?.to_string())

@@ -44,3 +44,16 @@ def test_gap_bad_input_is_a_value_error():
         offcert.gap(FILES, jobs=0)
     with pytest.raises(ValueError):
         offcert.gap(FILES, memory="lots")
+
+
+def test_gap_under_an_allocator():
+    from conftest import without_seconds
+
+    exact = offcert.gap(FILES, memory="8:12:3", jobs=1, allocator="exact").to_dicts()
+    plain = offcert.gap(FILES, memory="8:12:3", jobs=1).to_dicts()
+    assert without_seconds(exact) == without_seconds(plain)
+    # Every 4 B activation occupies a whole 1 MB chunk: nothing fits in 8-12 B.
+    va = offcert.gap(FILES, memory="8:12:3", jobs=1, allocator="va:1MB")
+    assert len(va) == 6 and all(row.best_makespan is None for row in va)
+    with pytest.raises(ValueError, match="allocator"):
+        offcert.gap(FILES, allocator="buddy")
