@@ -63,3 +63,4 @@ mod weight_exact;
 mod weight_heuristics;
 mod weight_paper;
 mod weight_replan;
+mod window_allocators;
