@@ -26,6 +26,8 @@ pub struct CheckArgs {
     pub plot: Option<PathBuf>,
     #[command(flatten)]
     pub release: super::ReleaseOpt,
+    #[command(flatten)]
+    pub allocator: super::AllocatorOpt,
 }
 
 /// The JSON verdict: the report plus the digests of the files as read.
@@ -48,6 +50,7 @@ pub fn run(a: CheckArgs) -> anyhow::Result<ExitCode> {
     let stext = io::read_text(&a.schedule)?;
     let (file, mut inst) = io::parse_instance(&a.instance.display().to_string(), &itext)?;
     a.release.apply(&mut inst);
+    a.allocator.apply(&mut inst);
     let sched = io::parse_schedule(&a.schedule.display().to_string(), &stext, &inst)?;
     let (report, profile) = check_with_profile(&inst, &sched);
     if let Some(out) = &a.plot {
@@ -112,6 +115,9 @@ pub fn render_text(
         }
     );
     let _ = writeln!(s, "release rule: {} ({})", r.release, r.release.describe());
+    if let Some(line) = super::allocator_line(r.allocator) {
+        let _ = writeln!(s, "{line}");
+    }
     let _ = writeln!(
         s,
         "{}: {}",
@@ -125,6 +131,9 @@ pub fn render_text(
         r.peak_at,
         inst.machine.gpu_capacity.human()
     );
+    if let Some(p) = &r.allocator_peaks {
+        allocator_peaks(&mut s, p);
+    }
     if let Some(cap) = inst.machine.cpu_capacity {
         let _ = writeln!(
             s,
@@ -160,4 +169,24 @@ pub fn render_text(
         r.instance_sha256, r.schedule_sha256
     );
     s
+}
+
+/// The allocator's own peaks (MODEL.md §2.8), under a non-default allocator.
+fn allocator_peaks(s: &mut String, p: &crate::check::AllocatorPeaks) {
+    use std::fmt::Write;
+    if let (Some(occ), Some(n)) = (p.peak_occupied, p.max_live_allocations) {
+        let _ = writeln!(
+            s,
+            "peak GPU memory in whole chunks: {} (at most {n} allocations alive at once)",
+            occ.human()
+        );
+    }
+    if let (Some(r), Some(a)) = (p.peak_reserved, p.peak_allocated) {
+        let _ = writeln!(
+            s,
+            "peak reserved by the allocator: {}, peak allocated: {}",
+            r.human(),
+            a.human()
+        );
+    }
 }

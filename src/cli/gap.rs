@@ -76,6 +76,12 @@ pub struct GapArgs {
     pub jobs: Option<u64>,
     #[command(flatten)]
     pub release: super::ReleaseOpt,
+    /// Judge every row's schedules under this allocator (MODEL.md §2.8):
+    /// rows are computed in the `exact` model; a heuristic's schedule valid
+    /// there but not under the allocator counts as no schedule, with the
+    /// reason; the optimum is kept only if its schedule passes.
+    #[command(flatten)]
+    pub allocator: super::AllocatorOpt,
 }
 
 /// Expand folders into their instance files, sorted.
@@ -122,6 +128,9 @@ struct Job {
     label: String,
     file: InstanceFile,
     budgets: Vec<u64>,
+    /// The allocator the rows are judged under at the end (the file is
+    /// computed in the exact model).
+    allocator: crate::model::Allocator,
 }
 
 /// What every worker shares: the exact optimum, which instances get it, the
@@ -141,6 +150,8 @@ fn load(a: &GapArgs) -> anyhow::Result<Vec<Job>> {
     for f in &expand(&a.instances)? {
         let (mut file, _) = io::load_instance(f)?;
         a.release.apply_file(&mut file);
+        let allocator = a.allocator.allocator.unwrap_or(file.allocator());
+        file.set_allocator(crate::model::Allocator::Exact);
         let budgets = match &spec {
             Some(s) => s.budgets(&file).with_context(|| f.display().to_string())?,
             None => vec![report::budget::own_budget(&file)],
@@ -149,6 +160,7 @@ fn load(a: &GapArgs) -> anyhow::Result<Vec<Job>> {
             label: f.display().to_string(),
             file,
             budgets,
+            allocator,
         });
     }
     Ok(jobs)
@@ -225,8 +237,9 @@ fn instance_rows(job: &Job, shared: &Shared, bar: &ProgressBar) -> anyhow::Resul
         let inst = f
             .compile()
             .with_context(|| format!("{} at memory {b} B", job.label))?;
-        let entry = report::gap::gap_with_carry(&job.label, &f, &inst, &opts, carry.carried());
+        let mut entry = report::gap::gap_with_carry(&job.label, &f, &inst, &opts, carry.carried());
         carry.keep(&entry, &table::human_bytes(b));
+        report::allocated::restrict(&mut entry, &inst, job.allocator);
         rows.push(entry);
         bar.inc(1);
     }

@@ -30,6 +30,11 @@ pub struct HeuristicArgs {
     pub json: bool,
     #[command(flatten)]
     pub release: super::ReleaseOpt,
+    /// Judge every heuristic's schedule under this allocator too (MODEL.md
+    /// §2.8): the heuristics run in the `exact` model, and a schedule valid
+    /// there but not under the allocator counts as no schedule, with the reason.
+    #[command(flatten)]
+    pub allocator: super::AllocatorOpt,
 }
 
 /// The heuristic names, per family: `activation_chain: greedy, dynprog, …;
@@ -53,7 +58,13 @@ fn name_help() -> String {
 }
 
 pub fn run(a: HeuristicArgs) -> anyhow::Result<ExitCode> {
-    let (file, inst) = super::load_at_memory(&a.instance, a.release, a.memory.as_deref())?;
+    let (mut file, mut inst) = super::load_at_memory(&a.instance, a.release, a.memory.as_deref())?;
+    // The heuristics work in the exact model; their schedules are judged
+    // under the allocator afterwards (`strict`).
+    let mut strict = inst.clone();
+    a.allocator.apply(&mut strict);
+    file.set_allocator(crate::model::Allocator::Exact);
+    inst.allocator = crate::model::Allocator::Exact;
     let all = heuristic::all();
     for n in &a.names {
         if !all.iter().any(|h| h.name() == n) {
@@ -80,7 +91,16 @@ pub fn run(a: HeuristicArgs) -> anyhow::Result<ExitCode> {
         let t = std::time::Instant::now();
         let r = heuristic::run(h.as_ref(), &file, &inst);
         let secs = t.elapsed().as_secs_f64();
+        let refused = r
+            .as_ref()
+            .ok()
+            .and_then(|run| crate::report::allocated::refused(&strict, &run.checked));
         match r {
+            Ok(_) if refused.is_some() => out.push(serde_json::json!({
+                "heuristic": h.name(), "verdict": "no schedule",
+                "allocator": strict.allocator.to_string(),
+                "error": refused.unwrap_or_default(), "seconds": secs,
+            })),
             Ok(run) => {
                 if let Some(path) = &a.out {
                     let sf = ScheduleFile::from_schedule(run.checked.schedule(), &inst);
@@ -96,6 +116,9 @@ pub fn run(a: HeuristicArgs) -> anyhow::Result<ExitCode> {
                     "schedule_sha256": run.checked.report().schedule_sha256,
                     "seconds": secs,
                 }));
+                if !strict.allocator.is_default() {
+                    out.last_mut().unwrap()["allocator"] = strict.allocator.to_string().into();
+                }
             }
             Err(e) => {
                 if matches!(e, heuristic::HeuristicError::Invalid { .. }) {
@@ -113,6 +136,9 @@ pub fn run(a: HeuristicArgs) -> anyhow::Result<ExitCode> {
         println!("{}", serde_json::to_string_pretty(&out)?);
     } else {
         println!("{}", super::instance_line(&a.instance, &file, &inst));
+        if let Some(line) = super::allocator_line(strict.allocator) {
+            println!("{line}; heuristics run in the exact model, their schedules judged under it");
+        }
         for o in &out {
             match o.get("makespan") {
                 Some(m) => println!(

@@ -115,6 +115,34 @@ impl ReleaseOpt {
     }
 }
 
+/// `--allocator A`: the allocator R7 counts with (MODEL.md §2.8),
+/// overriding the instance file's.
+#[derive(clap::Args, Debug, Clone, Copy, Default)]
+pub struct AllocatorOpt {
+    /// Allocator R7 counts with, overriding the instance file's: `exact` (the
+    /// default, the papers' model: exact bytes), `va:CHUNK` (virtual
+    /// addressing: every GPU allocation rounded up to whole chunks, e.g.
+    /// `va:40MB`, `va:2MiB`) or `caching` (a model of PyTorch's caching
+    /// best-fit allocator).
+    #[arg(long, value_name = "A")]
+    pub allocator: Option<crate::model::Allocator>,
+}
+
+impl AllocatorOpt {
+    /// The allocator in force: the flag's, else the instance's.
+    pub fn chosen(self, inst: &crate::model::Instance) -> crate::model::Allocator {
+        self.allocator.unwrap_or(inst.allocator)
+    }
+    pub fn apply(self, inst: &mut crate::model::Instance) {
+        inst.allocator = self.chosen(inst);
+    }
+}
+
+/// The line a report under a non-default allocator adds (none under `exact`).
+pub fn allocator_line(a: crate::model::Allocator) -> Option<String> {
+    (!a.is_default()).then(|| format!("allocator: {a} ({})", a.describe()))
+}
+
 /// The instance file at `path` under `release`, at the one budget given by
 /// `memory` (bytes with K/M/G suffixes, `min`, `peak` or `P%`; default: the
 /// file's own), compiled. The file is loaded and checked as given first, so bad

@@ -35,6 +35,9 @@ pub enum Feature {
     CpuOps,
     /// A CPU memory capacity.
     CpuCapacity,
+    /// An allocator other than `exact` (`models/MODEL.md` §2.8): no method
+    /// encodes one; judge an `exact` optimum under it with `check` instead.
+    Allocator,
 }
 
 impl From<Extension> for Feature {
@@ -51,6 +54,7 @@ impl std::fmt::Display for Feature {
             Feature::Cyclic => f.write_str("a cyclic schedule"),
             Feature::CpuOps => f.write_str("ops on the CPU"),
             Feature::CpuCapacity => f.write_str("a CPU memory capacity"),
+            Feature::Allocator => f.write_str("an allocator other than exact"),
         }
     }
 }
@@ -75,6 +79,9 @@ impl Features {
         }
         if inst.machine.cpu_capacity.is_some() {
             used.push(Feature::CpuCapacity);
+        }
+        if !inst.allocator.is_default() {
+            used.push(Feature::Allocator);
         }
         Features(used)
     }

@@ -33,6 +33,15 @@ pub struct GapEntry {
     pub family: String,
     /// The release rule every figure of this row was established under (R10).
     pub release: crate::model::ReleaseRule,
+    /// The allocator the row's schedules were judged under at the end
+    /// (`gap --allocator`, MODEL.md §2.8; [`super::allocated::restrict`]):
+    /// bounds and exact methods are in the `exact` model.
+    #[serde(skip_serializing_if = "crate::model::Allocator::is_default")]
+    pub allocator: crate::model::Allocator,
+    /// Schedules valid under `exact` that the allocator refused (the best
+    /// schedule, the optimum), each with the reason.
+    #[serde(skip_serializing_if = "Vec::is_empty")]
+    pub allocator_refused: Vec<String>,
     /// How long a tick is, where the instance file says (imported programs):
     /// the text report then gives every whole number of ticks in time too.
     #[serde(skip_serializing_if = "Option::is_none")]
@@ -233,6 +242,8 @@ pub fn gap_with_carry(
         instance: label.into(),
         family: file.family().into(),
         release: inst.release,
+        allocator: Default::default(),
+        allocator_refused: Vec::new(),
         tick: file.tick_unit(),
         budget,
         budget_percent: position(file, budget),

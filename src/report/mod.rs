@@ -13,6 +13,7 @@
 //! solvers' checked verdicts; ratios are the only floats, for display.
 //! Must not import: the CLI.
 
+pub mod allocated;
 pub mod budget;
 pub mod cells;
 pub mod exact;

@@ -239,6 +239,16 @@ pub fn text(entries: &[GapEntry]) -> String {
             .map(|p| format!(" ({p:.0}% of least..peak)"))
             .unwrap_or_default();
         let _ = writeln!(s, "  memory {}{}", human_bytes(e.budget), pct);
+        if !e.allocator.is_default() {
+            let _ = writeln!(
+                s,
+                "    allocator {}: every schedule judged under it; bounds and exact methods in the exact model",
+                e.allocator
+            );
+            for r in &e.allocator_refused {
+                let _ = writeln!(s, "    refused by the allocator: {r}");
+            }
+        }
         if let Some(why) = &e.infeasible {
             let _ = writeln!(s, "    infeasible: {why}");
             continue;

@@ -3,7 +3,8 @@
 
 use std::process::Command;
 
-fn offcert(args: &[&str]) -> (i32, String, String) {
+/// Run the `offcert` binary from the repository root: exit code, stdout, stderr.
+pub(crate) fn offcert(args: &[&str]) -> (i32, String, String) {
     let out = Command::new(env!("CARGO_BIN_EXE_offcert"))
         .args(args)
         .current_dir(env!("CARGO_MANIFEST_DIR"))

@@ -15,6 +15,7 @@ mod activation_known;
 mod activation_properties;
 mod activation_windows;
 mod agreement;
+mod allocators;
 mod anytime;
 mod bad_input;
 mod checker_after_error;

@@ -1,6 +1,7 @@
 //! offcert-core: the trusted part of offcert, the certified checker.
 //!
-//! Owns: the rules (`semantics`), the certified checker and digests (`check`).
+//! Owns: the rules (`semantics`), the certified checker and digests (`check`),
+//! and the pure allocator models R7 may count with (`allocator`, MODEL.md §2.8).
 //! Re-exports the model it judges (`model`, `schedule`, `units`, from
 //! `offcert-model`), so that `offcert_core::model::…` paths hold.
 //!

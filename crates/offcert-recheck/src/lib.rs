@@ -25,15 +25,21 @@
 //! - the state is its own small model of copies and versions, written from the
 //!   transition table of MODEL.md §2.3 rather than from `semantics`;
 //! - "in use" (R10): no list of pins; at a release it scans every unrolled op
-//!   and transfer for one whose interval strictly contains the instant.
+//!   and transfer for one whose interval strictly contains the instant;
+//! - allocators (MODEL.md §2.8): `va:m_c` sums the rounded sizes from scratch;
+//!   `caching` is its own plain list of blocks (`allocator.rs`), fed the
+//!   allocations and frees of §2.8 at the transitions below.
 //!
 //! It is quadratic on purpose and meant for small schedules (tests), not for the
 //! million-event benchmark.
 #![forbid(unsafe_code)]
 
+mod allocator;
+
+use allocator::Heap;
 use offcert_model::model::{
-    ComputeOrder, Device, Direction, GroupId, Instance, Mode, Multiplicity, OpId, ReleaseRule,
-    TensorId,
+    Allocator, ComputeOrder, Device, Direction, GroupId, Instance, Mode, Multiplicity, OpId,
+    ReleaseRule, TensorId,
 };
 use offcert_model::schedule::{Event, EventId, Schedule};
 use offcert_model::units::{Bytes, Ticks};
@@ -194,6 +200,11 @@ struct Replay<'a> {
     /// Memory is judged by the instant (the reported period's), not by the
     /// event copy, so its findings are kept apart from the per-copy filter.
     memory: Vec<Finding>,
+    /// The `caching` allocator (MODEL.md §2.8), with the address of each
+    /// tensor's GPU block and of each op copy's scratch block.
+    heap: Option<Heap>,
+    block_of: Vec<Option<u64>>,
+    temp_of: Vec<Option<u64>>,
 }
 
 /// Re-check `s` against `inst`.
@@ -392,7 +403,24 @@ impl<'a> Replay<'a> {
             gpu_over_at: None,
             cpu_over_at: None,
             memory: Vec::new(),
+            heap: (inst.allocator == Allocator::Caching)
+                .then(|| Heap::new(inst.machine.gpu_capacity.0)),
+            block_of: vec![None; inst.tensors.len()],
+            temp_of: vec![None; unroll(s, cyclic, period).len()],
         };
+        // The initial copies take their blocks first, in tensor order.
+        for k in 0..inst.tensors.len() {
+            if r.tensors[k].gpu != Gpu::Off && !r.take_block(TensorId(k as u32)) {
+                let f = Finding {
+                    rule: "memory",
+                    kind: "allocator_out_of_memory",
+                    event: None,
+                    at: Some(Ticks(0)),
+                    tensor: Some(TensorId(k as u32)),
+                };
+                r.memory.push(f);
+            }
+        }
         r.peak = r.gpu_in_use(None);
         r.cpu_peak = r.cpu_in_use(None);
         r
@@ -520,10 +548,17 @@ impl<'a> Replay<'a> {
         let extra = (st.instant && st.half == Half::OpStart).then_some(st.copy);
         let used = self.gpu_in_use(extra);
         self.peak = self.peak.max(used);
-        if used > self.inst.machine.gpu_capacity.0 as u128 && self.gpu_over_at != Some(st.time) {
+        // R7 under the allocator (MODEL.md §2.8): exact bytes, whole chunks,
+        // or (caching) only the requests it could not serve, found where made.
+        let (over, kind) = match self.inst.allocator {
+            Allocator::Exact => (used, "memory_exceeded"),
+            Allocator::Va { chunk } => (self.gpu_in_chunks(extra, chunk.0), "va_memory_exceeded"),
+            Allocator::Caching => (0, ""),
+        };
+        if over > self.inst.machine.gpu_capacity.0 as u128 && self.gpu_over_at != Some(st.time) {
             self.gpu_over_at = Some(st.time);
             let at = self.rel(st.time);
-            self.memory.push(memory_finding("memory_exceeded", at));
+            self.memory.push(memory_finding(kind, at));
         }
         let cpu_used = self.cpu_in_use(extra);
         self.cpu_peak = self.cpu_peak.max(cpu_used);
@@ -648,6 +683,36 @@ impl Replay<'_> {
         }
         self.tensors[t.ix()].gpu = Gpu::Off;
         self.tensors[t.ix()].waiting_release = false;
+        self.give_block(t);
+    }
+
+    /// The caching allocator serves the GPU copy of `t` a block (true if it
+    /// could, or if no caching allocator is modelled).
+    fn take_block(&mut self, t: TensorId) -> bool {
+        let size = self.inst.tensor(t).size.0;
+        let Some(h) = self.heap.as_mut() else {
+            return true;
+        };
+        if size == 0 {
+            return true;
+        }
+        self.block_of[t.ix()] = h.malloc(size);
+        self.block_of[t.ix()].is_some()
+    }
+
+    /// The GPU copy of `t` gives its block back (if it had one).
+    fn give_block(&mut self, t: TensorId) {
+        if let (Some(h), Some(a)) = (self.heap.as_mut(), self.block_of[t.ix()].take()) {
+            h.free(a);
+        }
+    }
+
+    /// A new GPU buffer for `t` at `at` (a production or a prefetch): a
+    /// request the caching allocator cannot serve is a finding (R7).
+    fn new_buffer(&mut self, t: TensorId, at: Ticks, copy: usize) {
+        if !self.take_block(t) {
+            self.found("memory", "allocator_out_of_memory", copy, at, t);
+        }
     }
 
     /// A delete, a consume or an end-free: under the default rule, one that
@@ -733,10 +798,13 @@ impl Replay<'_> {
             for &t in &o.produces {
                 if self.tensors[t.ix()].gpu != Gpu::Off {
                     self.found("dependencies", "produces_resident", copy, at, t);
+                    self.give_block(t);
                 }
                 self.tensors[t.ix()].gpu = Gpu::Coming { ready: end };
                 self.tensors[t.ix()].buffers += 1;
+                self.new_buffer(t, at, copy);
             }
+            self.take_temp(op, at, copy);
             self.modified_buffers[copy] = o
                 .modifies
                 .iter()
@@ -771,6 +839,9 @@ impl Replay<'_> {
             }
         }
         if o.device == Device::Gpu {
+            if let (Some(h), Some(a)) = (self.heap.as_mut(), self.temp_of[copy].take()) {
+                h.free(a);
+            }
             for &t in &o.frees {
                 if self.tensors[t.ix()].gpu != Gpu::Off {
                     self.release_explicitly(t, at, copy);
@@ -845,6 +916,7 @@ impl Replay<'_> {
                 self.carried[copy] = Some(v);
                 self.tensors[t.ix()].gpu = Gpu::Coming { ready: end };
                 self.tensors[t.ix()].buffers += 1;
+                self.new_buffer(t, at, copy);
             }
             _ => {}
         }
@@ -897,6 +969,49 @@ impl Replay<'_> {
                 let o = self.inst.op(op);
                 if o.device == Device::Gpu {
                     sum += o.temp.0 as u128;
+                }
+            }
+        }
+        sum
+    }
+
+    /// A GPU op's scratch takes its block at its start, after its outputs'.
+    fn take_temp(&mut self, op: OpId, at: Ticks, copy: usize) {
+        let temp = self.inst.op(op).temp.0;
+        let Some(h) = self.heap.as_mut() else {
+            return;
+        };
+        if temp == 0 {
+            return;
+        }
+        self.temp_of[copy] = h.malloc(temp);
+        if self.temp_of[copy].is_none() {
+            let f = Finding {
+                rule: "memory",
+                kind: "allocator_out_of_memory",
+                event: Some(EventId(self.copies[copy].event as u32)),
+                at: Some(self.rel(at)),
+                tensor: None,
+            };
+            self.findings.push(f);
+        }
+    }
+
+    /// occ_GPU under `va:m_c`: [`Self::gpu_in_use`]'s terms, each rounded up to
+    /// whole chunks.
+    fn gpu_in_chunks(&self, instant: Option<usize>, chunk: u64) -> u128 {
+        let whole = |b: u64| (b as u128).div_ceil(chunk as u128) * chunk as u128;
+        let mut sum: u128 = 0;
+        for (k, c) in self.tensors.iter().enumerate() {
+            if c.gpu != Gpu::Off {
+                sum += whole(self.inst.tensors[k].size.0);
+            }
+        }
+        for &u in self.running.iter().chain(instant.iter()) {
+            if let Event::Compute { op, .. } = self.copies[u].ev {
+                let o = self.inst.op(op);
+                if o.device == Device::Gpu {
+                    sum += whole(o.temp.0);
                 }
             }
         }

@@ -5,6 +5,7 @@
 //! agreement of the checker with the independent re-check ([`recheck`]).
 //! Fixtures are read from the repository's `instances/` folders.
 
+mod allocators;
 mod check_cases;
 mod common;
 mod recheck;

@@ -5,7 +5,8 @@
 //!
 //! - this file: the QuickCheck configuration ([`qc`], [`cases`]), loading
 //!   fixture files ([`repo`], [`load`], [`pairs`], [`assert_has_note`]), and the
-//!   checker/re-check comparison ([`agree`], [`agree_after_mutations`]);
+//!   checker/re-check comparison ([`agree`], [`agree_after_mutations`]), and
+//!   instances scaled to real sizes ([`scaled`]);
 //! - [`cyclic`]: random weight chains and their earliest-start cyclic schedules;
 //! - [`mutate`]: the random schedule mutations of the agreement properties.
 
@@ -18,6 +19,7 @@ pub use mutate::*;
 use offcert_core::check::{check, CheckOutcome, Report, Warning};
 use offcert_core::model::Instance;
 use offcert_core::schedule::{EventId, Schedule, ScheduleFile};
+use offcert_core::units::{Bandwidth, Bytes};
 use offcert_frontend::family::CoreFile;
 use offcert_recheck::recheck;
 use quickcheck::QuickCheck;
@@ -182,4 +184,22 @@ pub fn agree(inst: &Instance, s: &Schedule) -> CheckOutcome {
         );
     }
     r
+}
+
+/// `inst` with every amount of memory (sizes, scratch, capacities, the bytes
+/// of β) times `k`: exact validity is unchanged, and the sizes reach the
+/// caching allocator's pools and segments (`models/MODEL.md` §2.8).
+pub fn scaled(inst: &Instance, k: u64) -> Instance {
+    let mut i = inst.clone();
+    for t in &mut i.tensors {
+        t.size = Bytes(t.size.0 * k);
+    }
+    for o in &mut i.ops {
+        o.temp = Bytes(o.temp.0 * k);
+    }
+    let m = &mut i.machine;
+    m.gpu_capacity = Bytes(m.gpu_capacity.0 * k);
+    m.cpu_capacity = m.cpu_capacity.map(|c| Bytes(c.0 * k));
+    m.bandwidth = Bandwidth::new(m.bandwidth.bytes * k, m.bandwidth.ticks);
+    i
 }
