@@ -24,6 +24,7 @@ pub mod schedule_plot;
 pub mod svg;
 pub mod table;
 pub mod trace_plot;
+pub mod window_allocators;
 
 pub use budget::{budget_range, with_budget, BudgetSpec, BudgetValue};
 pub use exact::{AnytimeCell, ProgressHook};

@@ -70,3 +70,4 @@ mod weight_exact;
 mod weight_heuristics;
 mod weight_paper;
 mod weight_replan;
+mod window_allocators;

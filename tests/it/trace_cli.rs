@@ -4,7 +4,8 @@ use std::process::Command;
 
 const ROOT: &str = env!("CARGO_MANIFEST_DIR");
 
-fn offcert(args: &[&str]) -> (i32, String) {
+/// Run the `offcert` binary in the repository root: exit code, stdout + stderr.
+pub(crate) fn offcert(args: &[&str]) -> (i32, String) {
     let o = Command::new(env!("CARGO_BIN_EXE_offcert"))
         .args(args)
         .current_dir(ROOT)

@@ -5,11 +5,11 @@
 //! from `tests/scripts/trace_figures.py` (independent, Python).
 
 use crate::common::qc;
+use crate::trace_cli::offcert;
 use offcert::trace::audit::{audit_trace, Note, Options, ReservedSummary};
 use offcert::trace::{kineto, Nanos, Trace};
 use offcert::units::Bytes;
 use quickcheck::TestResult;
-use std::process::Command;
 
 const ROOT: &str = env!("CARGO_MANIFEST_DIR");
 
@@ -18,22 +18,6 @@ fn load(name: &str) -> Trace {
         "{ROOT}/tests/data/traces/{name}"
     )))
     .unwrap()
-}
-
-fn offcert(args: &[&str]) -> (i32, String) {
-    let o = Command::new(env!("CARGO_BIN_EXE_offcert"))
-        .args(args)
-        .current_dir(ROOT)
-        .output()
-        .unwrap();
-    (
-        o.status.code().unwrap_or(-1),
-        format!(
-            "{}{}",
-            String::from_utf8_lossy(&o.stdout),
-            String::from_utf8_lossy(&o.stderr)
-        ),
-    )
 }
 
 fn tmp(name: &str, text: &str) -> String {
@@ -71,6 +55,16 @@ fn small() -> Vec<String> {
     ]
 }
 
+/// A note on reserved totals (missing, partial, below allocated).
+fn reserved_note(n: &Note) -> bool {
+    matches!(
+        n,
+        Note::ReservedMissing { .. }
+            | Note::ReservedPartial { .. }
+            | Note::ReservedBelowAllocated { .. }
+    )
+}
+
 fn summary(t: &Trace) -> (ReservedSummary, Vec<Note>) {
     let a = audit_trace(t, &Options::default());
     (a.devices[0].reserved.clone().expect("reserved"), a.notes)
@@ -104,12 +98,7 @@ fn a_small_trace_gives_the_figures_worked_by_hand() {
     assert_eq!(r.peak_difference_at, Nanos(11_000));
     assert_eq!(r.mean_difference, Some(2_574_813));
     assert_eq!(r.span, Nanos(10_000));
-    assert!(!notes.iter().any(|n| matches!(
-        n,
-        Note::ReservedMissing { .. }
-            | Note::ReservedPartial { .. }
-            | Note::ReservedBelowAllocated { .. }
-    )));
+    assert!(!notes.iter().any(reserved_note));
 }
 
 #[test]
@@ -171,12 +160,7 @@ fn bundled_traces_reserved_figures() {
     assert_eq!(r.peak_difference_at, Nanos(1_669_783_687_730_425_000));
     assert_eq!(r.mean_difference, Some(7_066_048_204));
     assert_eq!(r.span, Nanos(1_718_465_000));
-    assert!(!notes.iter().any(|n| matches!(
-        n,
-        Note::ReservedMissing { .. }
-            | Note::ReservedPartial { .. }
-            | Note::ReservedBelowAllocated { .. }
-    )));
+    assert!(!notes.iter().any(reserved_note));
     let t = load("kineto2021_v100-dgxs-32gb_resnet50_train_tbplugin.pt.trace.json.gz");
     let a = audit_trace(&t, &Options::default());
     assert!(a.devices[0].reserved.is_none());
