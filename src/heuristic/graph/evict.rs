@@ -139,44 +139,98 @@ impl Run<'_> {
         self.away[u] = true;
     }
 
-    fn compute(&mut self, v: usize, depth: usize) -> Result<(), String> {
-        if depth > self.dag.len() {
-            return Err("recomputation deeper than the graph (internal error)".into());
-        }
-        let preds = self.dag.preds[v].clone();
-        for &u in &preds {
-            if !self.resident[u] {
-                let pins: Vec<usize> = preds
-                    .iter()
-                    .copied()
-                    .filter(|&w| self.resident[w])
-                    .collect();
-                pins.iter().for_each(|&w| self.pinned[w] += 1);
-                let r = if self.away[u] {
-                    // Prefetched before v (the realiser places it).
-                    self.away[u] = false;
-                    let r = self.make_room(self.dag.size[u] as u128);
-                    self.resident[u] = true;
-                    self.used += self.dag.size[u] as u128;
-                    r
-                } else {
-                    self.compute(u, depth + 1)
-                };
-                pins.iter().for_each(|&w| self.pinned[w] -= 1);
-                r?;
+    /// The missing ancestors of `v` that its run needs, each once, in a
+    /// depth-first post-order ending with `v` itself; an offloaded one is
+    /// prefetched, not recomputed (its own inputs are not needed).
+    fn recompute_plan(&self, v: usize) -> Vec<usize> {
+        let mut plan = Vec::new();
+        let mut seen = std::collections::HashSet::new();
+        // Iterative DFS: (node, index of the next input to visit).
+        let mut stack = vec![(v, 0usize)];
+        while let Some(top) = stack.len().checked_sub(1) {
+            let (x, i) = stack[top];
+            let preds = &self.dag.preds[x];
+            if (self.away[x] && x != v) || i >= preds.len() {
+                plan.push(x);
+                stack.pop();
+                continue;
+            }
+            stack[top].1 += 1;
+            let u = preds[i];
+            if !self.resident[u] && seen.insert(u) {
+                stack.push((u, 0));
             }
         }
-        preds.iter().for_each(|&w| self.pinned[w] += 1);
-        let r = self.make_room(self.dag.size[v] as u128 + self.dag.temp[v] as u128);
-        preds.iter().for_each(|&w| self.pinned[w] -= 1);
-        r?;
-        self.seq.push(v);
-        let p = self.seq.len() - 1;
-        for &u in preds.iter().chain(std::iter::once(&v)) {
-            self.last_touch[u] = p;
+        plan
+    }
+
+    /// Run `v`: its missing ancestors are recomputed once each, in the
+    /// plan's order (`recompute_plan`); every input of a planned op is pinned
+    /// from the start of the plan to its last planned reader, so nothing
+    /// planned is evicted before its use and the work is linear in the plan.
+    fn compute(&mut self, v: usize) -> Result<(), String> {
+        let plan = self.recompute_plan(v);
+        let mut uses: std::collections::HashMap<usize, usize> = Default::default();
+        for &x in &plan {
+            if self.away[x] && x != v {
+                continue;
+            }
+            for &p in &self.dag.preds[x] {
+                *uses.entry(p).or_default() += 1;
+            }
         }
-        self.resident[v] = true;
-        self.used += self.dag.size[v] as u128;
+        let pinned_now: Vec<usize> = uses.keys().copied().filter(|&p| self.resident[p]).collect();
+        pinned_now.iter().for_each(|&p| self.pinned[p] += 1);
+        let r = self.run_plan(v, &plan, &mut uses);
+        // Unpin what is still pinned (all of it when the plan stopped early).
+        for (&p, &left) in &uses {
+            if left > 0 && self.resident[p] && self.pinned[p] > 0 {
+                self.pinned[p] -= 1;
+            }
+        }
+        r
+    }
+
+    fn run_plan(
+        &mut self,
+        v: usize,
+        plan: &[usize],
+        uses: &mut std::collections::HashMap<usize, usize>,
+    ) -> Result<(), String> {
+        for &x in plan {
+            let prefetch = self.away[x] && x != v;
+            let need = if prefetch {
+                self.dag.size[x] as u128
+            } else {
+                self.dag.size[x] as u128 + self.dag.temp[x] as u128
+            };
+            self.make_room(need)?;
+            if prefetch {
+                // Prefetched before its reader (the realiser places it).
+                self.away[x] = false;
+            } else {
+                self.seq.push(x);
+                let p = self.seq.len() - 1;
+                for &u in self.dag.preds[x].iter().chain(std::iter::once(&x)) {
+                    self.last_touch[u] = p;
+                }
+            }
+            self.resident[x] = true;
+            self.used += self.dag.size[x] as u128;
+            if uses.get(&x).is_some_and(|&k| k > 0) {
+                self.pinned[x] += 1;
+            }
+            if prefetch {
+                continue;
+            }
+            for &p in &self.dag.preds[x] {
+                let k = uses.get_mut(&p).expect("counted");
+                *k -= 1;
+                if *k == 0 {
+                    self.pinned[p] -= 1;
+                }
+            }
+        }
         Ok(())
     }
 }
@@ -259,7 +313,7 @@ pub fn plan(
     };
     for (p, &v) in order.iter().enumerate() {
         run.at = p;
-        run.compute(v, 0)?;
+        run.compute(v)?;
         run.done[v] = true;
     }
     Ok((run.seq, run.offloads))
