@@ -3,14 +3,16 @@
 //! the next op would not fit.
 //!
 //! The scheduler keeps a resident set R and its bytes. To run v: every input
-//! of v not in R is run first (recursively, with v's resident inputs pinned),
-//! then, while |R| + |v| + tmp(v) exceeds the capacity, an unpinned member of
+//! of v not in R is run first (an [`Engine`]: its missing ancestors once each
+//! in a planned post-order, or a work stack that pins only the running op's
+//! inputs), then, while |R| + |v| + tmp(v) exceeds the capacity, an unpinned member of
 //! R is evicted (the rule picks which); then v runs and joins R. The realised
 //! schedule keeps each output from its production to its last touch before
 //! its next production, an interval inside its stay in R, so its memory at
 //! every op start is at most the scheduler's: a sequence the scheduler
-//! finishes always fits (the checker confirms it). It fails only when the
-//! pinned inputs alone leave no room.
+//! finishes always fits (the checker confirms it). It fails when the pinned
+//! inputs alone leave no room, or (the stack) when its recomputations exceed
+//! a budget of 16·n + 1024 ops.
 //!
 //! With offloading enabled (`graph-offload`, [`Offload`]), an evicted output
 //! whose transfer fits in the compute before its next first-time reader is
@@ -18,7 +20,7 @@
 //! sequence, its releases and its offloads are realised by the simulator's
 //! ASAP loop (`simulate::asap_sequence`), which waits for memory and the link.
 //!
-//! Owns: [`Rule`], [`sequence`], [`plan`], [`low_memory_order`], [`Evict`],
+//! Owns: [`Rule`], [`Engine`], [`sequence`], [`plan`], [`low_memory_order`], [`Evict`],
 //! [`Best`], [`Offload`]. Must not import: exact
 //! solvers.
 
@@ -47,6 +49,23 @@ pub enum Rule {
     CostPerByte,
 }
 
+/// How the scheduler recomputes a missing input (both never recompute an
+/// output twice while it stays resident).
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+pub enum Engine {
+    /// All missing ancestors of the op, once each, in a planned post-order,
+    /// their inputs pinned until their last planned reader
+    /// (`Run::compute_planned`).
+    #[default]
+    Planned,
+    /// A work stack, only the running op's inputs pinned and the waiting
+    /// ops' inputs evicted last (`Run::compute_stacked`).
+    Stack,
+}
+
+/// Both engines, in the order `graph-best` tries them.
+pub const ENGINES: [Engine; 2] = [Engine::Planned, Engine::Stack];
+
 /// Every rule, in the order `graph-best` tries them.
 pub const RULES: [Rule; 3] = [Rule::CostPerByteDistance, Rule::Belady, Rule::CostPerByte];
 
@@ -55,6 +74,10 @@ struct Run<'a> {
     rule: Rule,
     resident: Vec<bool>,
     pinned: Vec<u32>,
+    /// Inputs of the ops waiting on the recomputation stack: evicted last.
+    soft: Vec<u32>,
+    /// The most ops the sequence may hold (recomputations included).
+    budget: usize,
     done: Vec<bool>,
     used: u128,
     /// The topological position being run for the first time.
@@ -90,8 +113,9 @@ impl Run<'_> {
     /// The eviction key: smaller goes first.
     fn key(&self, u: usize) -> (u8, f64) {
         let size = self.dag.size[u].max(1) as f64;
+        let soft = self.soft[u] > 0;
         let Some(next) = self.next_use(u) else {
-            return (0, -size);
+            return (if soft { 2 } else { 0 }, -size);
         };
         let dist = (next.saturating_sub(self.at)).max(1) as f64;
         let d = self.dag.duration[u].max(0) as f64 + 1e-9;
@@ -100,7 +124,7 @@ impl Run<'_> {
             Rule::Belady => -(dist * 1e12 + size),
             Rule::CostPerByte => d / size - dist * 1e-12,
         };
-        (1, k)
+        (if soft { 2 } else { 1 }, k)
     }
 
     fn make_room(&mut self, need: u128) -> Result<(), String> {
@@ -139,6 +163,61 @@ impl Run<'_> {
         self.away[u] = true;
     }
 
+    /// `Engine::Stack`: run `v`, recomputing its missing inputs first with a work stack:
+    /// the top op runs once its inputs are resident, otherwise a missing
+    /// input goes on the stack (an offloaded one is prefetched instead). Only
+    /// the inputs of the op being run are pinned; the inputs of the ops
+    /// waiting on the stack are protected softly (evicted only when nothing
+    /// else can go, and then recomputed again), so the scheduler is stuck
+    /// only when one op's inputs and output exceed the memory, and stops when
+    /// the sequence outgrows its budget (`Run::budget`).
+    fn compute_stacked(&mut self, v: usize) -> Result<(), String> {
+        let dag = self.dag;
+        let mut stack = vec![v];
+        dag.preds[v].iter().for_each(|&p| self.soft[p] += 1);
+        while let Some(&x) = stack.last() {
+            if self.seq.len() > self.budget {
+                return Err(format!(
+                    "recomputation budget of {} ops exceeded",
+                    self.budget
+                ));
+            }
+            let missing = dag.preds[x].iter().copied().find(|&u| !self.resident[u]);
+            if let Some(u) = missing.filter(|&u| !self.away[u]) {
+                stack.push(u);
+                dag.preds[u].iter().for_each(|&p| self.soft[p] += 1);
+                continue;
+            }
+            let preds = &dag.preds[x];
+            preds.iter().for_each(|&w| self.pinned[w] += 1);
+            let r = match missing {
+                // Prefetched before x (the realiser places it).
+                Some(u) => self.make_room(dag.size[u] as u128).map(|()| {
+                    self.away[u] = false;
+                    self.resident[u] = true;
+                    self.used += dag.size[u] as u128;
+                }),
+                None => self.make_room(dag.size[x] as u128 + dag.temp[x] as u128),
+            };
+            let preds = &dag.preds[x];
+            preds.iter().for_each(|&w| self.pinned[w] -= 1);
+            r?;
+            if missing.is_some() {
+                continue;
+            }
+            self.seq.push(x);
+            let p = self.seq.len() - 1;
+            for &u in dag.preds[x].iter().chain(std::iter::once(&x)) {
+                self.last_touch[u] = p;
+            }
+            self.resident[x] = true;
+            self.used += dag.size[x] as u128;
+            dag.preds[x].iter().for_each(|&p| self.soft[p] -= 1);
+            stack.pop();
+        }
+        Ok(())
+    }
+
     /// The missing ancestors of `v` that its run needs, each once, in a
     /// depth-first post-order ending with `v` itself; an offloaded one is
     /// prefetched, not recomputed (its own inputs are not needed).
@@ -164,11 +243,11 @@ impl Run<'_> {
         plan
     }
 
-    /// Run `v`: its missing ancestors are recomputed once each, in the
+    /// `Engine::Planned`: run `v`; its missing ancestors are recomputed once each, in the
     /// plan's order (`recompute_plan`); every input of a planned op is pinned
     /// from the start of the plan to its last planned reader, so nothing
     /// planned is evicted before its use and the work is linear in the plan.
-    fn compute(&mut self, v: usize) -> Result<(), String> {
+    fn compute_planned(&mut self, v: usize) -> Result<(), String> {
         let plan = self.recompute_plan(v);
         let mut uses: std::collections::HashMap<usize, usize> = Default::default();
         for &x in &plan {
@@ -237,18 +316,22 @@ impl Run<'_> {
 
 /// The eviction scheduler's node sequence under `rule`, or why it stopped.
 pub fn sequence(dag: &Dag, rule: Rule) -> Result<Vec<usize>, String> {
-    Ok(plan(dag, &dag.topo, rule, None)?.0)
+    Ok(plan(dag, &dag.topo, rule, Engine::Planned, None)?.0)
 }
 
 /// A topological order that keeps memory low (list scheduling): among the
 /// nodes whose inputs have all run, the one whose run frees the most bytes
 /// net (its output less the inputs it is the last reader of), the smaller
 /// output on ties, then the earlier in `dag.topo`.
-pub fn low_memory_order(dag: &Dag) -> Vec<usize> {
+///
+/// With `local`, among equal nets the node that reads the most recently run
+/// output goes first (a depth-first flavour that keeps chains together).
+pub fn low_memory_order(dag: &Dag, local: bool) -> Vec<usize> {
     let n = dag.len();
     let mut waiting: Vec<usize> = dag.preds.iter().map(Vec::len).collect();
     let mut readers_left: Vec<usize> = dag.succs.iter().map(Vec::len).collect();
     let mut ready: Vec<usize> = (0..n).filter(|&v| waiting[v] == 0).collect();
+    let mut placed = vec![0usize; n];
     let mut order = Vec::with_capacity(n);
     while !ready.is_empty() {
         let net = |v: usize| -> i128 {
@@ -259,12 +342,17 @@ pub fn low_memory_order(dag: &Dag) -> Vec<usize> {
                 .sum();
             dag.size[v] as i128 - freed
         };
+        let recent = |v: usize| -> std::cmp::Reverse<usize> {
+            let latest = dag.preds[v].iter().map(|&u| placed[u] + 1).max();
+            std::cmp::Reverse(if local { latest.unwrap_or(0) } else { 0 })
+        };
         let (i, &v) = ready
             .iter()
             .enumerate()
-            .min_by_key(|&(_, &v)| (net(v), dag.size[v], dag.pos[v]))
+            .min_by_key(|&(_, &v)| (net(v), recent(v), dag.size[v], dag.pos[v]))
             .expect("non-empty");
         ready.swap_remove(i);
+        placed[v] = order.len();
         order.push(v);
         for &u in &dag.preds[v] {
             readers_left[u] -= 1;
@@ -285,6 +373,7 @@ pub fn plan(
     dag: &Dag,
     order: &[usize],
     rule: Rule,
+    engine: Engine,
     xfer: Option<Vec<Option<i64>>>,
 ) -> Result<(Vec<usize>, Vec<(usize, usize)>), String> {
     let n = dag.len();
@@ -299,6 +388,8 @@ pub fn plan(
         rule,
         resident: vec![false; n],
         pinned: vec![0; n],
+        soft: vec![0; n],
+        budget: 16 * n + 1024,
         done: vec![false; n],
         used: 0,
         at: 0,
@@ -313,7 +404,10 @@ pub fn plan(
     };
     for (p, &v) in order.iter().enumerate() {
         run.at = p;
-        run.compute(v)?;
+        match engine {
+            Engine::Planned => run.compute_planned(v)?,
+            Engine::Stack => run.compute_stacked(v)?,
+        }
         run.done[v] = true;
     }
     Ok((run.seq, run.offloads))
@@ -353,20 +447,28 @@ pub struct Best;
 /// The candidate sequences `graph-best` tries: each rule in the topological
 /// order and in the low-memory order, and Chen's checkpoints.
 pub fn candidates(dag: &Dag) -> Vec<Vec<usize>> {
-    let low = low_memory_order(dag);
+    let orders = [
+        dag.topo.clone(),
+        low_memory_order(dag, false),
+        low_memory_order(dag, true),
+    ];
     let mut out: Vec<Vec<usize>> = Vec::new();
-    for order in [&dag.topo, &low] {
-        out.extend(
-            RULES
-                .iter()
-                .filter_map(|&r| plan(dag, order, r, None).ok().map(|p| p.0)),
-        );
+    for order in &orders {
+        for engine in ENGINES {
+            out.extend(
+                RULES
+                    .iter()
+                    .filter_map(|&r| plan(dag, order, r, engine, None).ok().map(|p| p.0)),
+            );
+        }
     }
+    // Chen's checkpoints: every segment length up to 64, then a geometric
+    // series (each candidate costs O(n²·deg / k) to build).
     let n = dag.len().max(1);
     let mut k = 1;
     while k <= n {
         out.push(super::chen_sequence(dag, k));
-        k = (k * 3).div_ceil(2);
+        k = if k < 8 { k + 1 } else { (k * 3).div_ceil(2) };
     }
     out
 }
@@ -425,8 +527,8 @@ impl Heuristic for Offload {
             .collect();
         let mut best: Option<(crate::units::Ticks, Schedule)> = None;
         let mut why = String::from("no rule finished");
-        for rule in RULES {
-            let (seq, offloads) = match plan(&dag, &dag.topo, rule, Some(xfer.clone())) {
+        for (rule, engine) in RULES.iter().flat_map(|&r| ENGINES.map(|e| (r, e))) {
+            let (seq, offloads) = match plan(&dag, &dag.topo, rule, engine, Some(xfer.clone())) {
                 Ok(p) => p,
                 Err(e) => {
                     why = e;

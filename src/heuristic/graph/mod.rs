@@ -19,10 +19,11 @@
 //!   next use per tick of recomputation). Feasible by construction whenever it
 //!   finishes (its resident set bounds the realised memory).
 //! - `graph-best` ([`evict::Best`]): the eviction scheduler under each
-//!   scoring rule, in the topological order and in a low-memory order (list
-//!   scheduling: the ready node that frees the most bytes net first), and
-//!   Chen's checkpoints at several segment lengths; the least makespan the
-//!   checker accepts.
+//!   scoring rule and recomputation engine, in the topological order and in
+//!   two low-memory orders (list scheduling: the ready node that frees the
+//!   most bytes net first; ties by the latest input or by the topological
+//!   order), and Chen's checkpoints at several segment lengths; the least
+//!   makespan the checker accepts.
 //!
 //! - `graph-offload` ([`evict::Offload`]): with offloading enabled, the
 //!   eviction scheduler offloads (once) an evicted output whose transfer fits
