@@ -28,6 +28,7 @@ mod formats;
 mod gap_cli;
 mod graph;
 mod graph_exact;
+mod graph_feasible;
 mod graph_import;
 mod graph_schedules;
 mod groups;
