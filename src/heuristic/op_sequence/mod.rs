@@ -57,9 +57,9 @@ fn uses(name: &'static str, file: &InstanceFile) -> Result<Uses, HeuristicError>
 /// ends each iteration with every variable dropped or on the host (S₀ has an
 /// empty GPU), so even an unbounded window moves every persistent variable in
 /// and out once per iteration, and its WAITs serialise transfers that
-/// no-offload never makes. No-offload's period is Σ durations (plus one tick
-/// when a drop falls on the last instant), which no schedule beats by more
-/// than that tick (the GPU runs the functions one after another), so it is
+/// no-offload never makes. No-offload's period is Σ durations (a drop on the
+/// last instant moves to instant 0 of the next iteration), which no schedule
+/// beats (the GPU runs the functions one after another), so it is
 /// the best the window could reach there; nnabla likewise swaps only when
 /// memory runs short. `window-paper` is the paper's algorithm as printed:
 /// it swaps at every budget (the baseline the paper measured).

@@ -19,8 +19,9 @@
 //!   direction) has ended, so no two transfers overlap (R4);
 //! - DROP(v) in end(f) is a delete at the end of f;
 //! - the period is the last end of any event (end-of-iteration wait for all:
-//!   no transfer crosses the boundary), one tick more when a drop falls on
-//!   that instant (events start in [0, P), R8).
+//!   no transfer crosses the boundary); a drop that falls on that instant
+//!   moves to instant 0 of the next iteration, the variable being on the GPU
+//!   at the boundary (events start in [0, P), R8).
 
 use crate::family::op_sequence::Uses;
 use crate::model::{Direction, Duplex, Instance, OpId, TensorId};
@@ -154,31 +155,51 @@ pub fn realise(inst: &Instance, u: &Uses, plan: &ActionPlan) -> Schedule {
                     off_end[v] = e;
                     last = last.max(e);
                 }
-                Action::Drop(v) => {
-                    // Events start in [0, P): a drop at the last end needs one more tick.
-                    last = last.max(end + 1);
-                    events.push(Event::Delete {
-                        tensor: TensorId(v as u32),
-                        at: Ticks(end),
-                    })
-                }
+                Action::Drop(v) => events.push(Event::Delete {
+                    tensor: TensorId(v as u32),
+                    at: Ticks(end),
+                }),
                 _ => {}
             }
         }
     }
+    let gpu0 = wrap_final_drops(&mut events, &plan.gpu0, last);
     let ids = |v: &[usize]| {
         let mut t: Vec<TensorId> = v.iter().map(|&x| TensorId(x as u32)).collect();
         t.sort();
+        t.dedup();
         t
     };
     Schedule::cyclic(
         Ticks(last.max(1)),
         CyclicState {
-            gpu: ids(&plan.gpu0),
+            gpu: ids(&gpu0),
             cpu: ids(&plan.cpu0),
         },
         events,
     )
+}
+
+/// Events start in [0, P) (R8), so a drop at the period's last instant P
+/// (typically the gradients the optimiser step reads last) moves to instant 0
+/// of the next iteration: the variable is on the GPU at the boundary (it was
+/// there until P) and is deleted at 0, before any allocation at 0. The
+/// period stays the last end, where a tick more was needed before. Returns
+/// the GPU set at time 0 with those variables added.
+fn wrap_final_drops(events: &mut [Event], gpu0: &[usize], last: i64) -> Vec<usize> {
+    let mut gpu = gpu0.to_vec();
+    if last == 0 {
+        return gpu;
+    }
+    for e in events.iter_mut() {
+        if let Event::Delete { tensor, at } = e {
+            if at.0 == last {
+                *at = Ticks(0);
+                gpu.push(tensor.0 as usize);
+            }
+        }
+    }
+    gpu
 }
 
 /// Peak GPU memory of a realised plan (releases before allocations at an
@@ -186,13 +207,8 @@ pub fn realise(inst: &Instance, u: &Uses, plan: &ActionPlan) -> Schedule {
 /// their instant). Used to discard candidates; the checker has the last word.
 pub fn peak_memory(u: &Uses, plan: &ActionPlan, s: &Schedule) -> u64 {
     let mut pts: Vec<(i64, i128)> = Vec::new();
-    let mut held_from = vec![None::<i64>; u.bytes.len()];
-    for &v in &plan.gpu0 {
-        held_from[v] = Some(0);
-    }
     let mut evs: Vec<&Event> = s.events.iter().collect();
     evs.sort_by_key(|e| (e.start(), e.end()));
-    let _ = &mut held_from;
     for e in evs {
         match *e {
             Event::Compute { op, start, .. } => {
@@ -219,7 +235,12 @@ pub fn peak_memory(u: &Uses, plan: &ActionPlan, s: &Schedule) -> u64 {
         }
     }
     pts.sort();
-    let mut cur: i128 = plan.gpu0.iter().map(|&v| u.bytes[v] as i128).sum();
+    // The schedule's own state at time 0 (the plan's, with the drops that
+    // `wrap_final_drops` moved to instant 0).
+    let mut cur: i128 = match &s.initial {
+        Some(init) => init.gpu.iter().map(|v| u.bytes[v.ix()] as i128).sum(),
+        None => plan.gpu0.iter().map(|&v| u.bytes[v] as i128).sum(),
+    };
     let mut peak = cur;
     for (_, d) in pts {
         cur += d;
