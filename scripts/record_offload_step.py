@@ -5,6 +5,7 @@ Run on a machine with a CUDA GPU and PyTorch (>= 2.1):
 
     python3 scripts/record_offload_step.py OUT_DIR [--small] [--chain-only [--eager-prefetch]]
     python3 scripts/record_offload_step.py OUT_DIR --allocator-only   # in a fresh process
+    python3 scripts/record_offload_step.py OUT_DIR --models   # ResNet-18 and a small GPT-2
 
 It writes, into OUT_DIR (every trace gzip'd JSON, our own data, MIT like the project):
 
@@ -28,6 +29,8 @@ It writes, into OUT_DIR (every trace gzip'd JSON, our own data, MIT like the pro
   free instead of when B_i is next (with the CPU ahead of the GPU that is during the forward);
 * ``--allocator-only`` (its own process): ``alloc.memsnap.json.gz``, the allocator's record from
   before the first CUDA allocation through three save_on_cpu steps.
+* ``--models``: ``resnet18.{kineto,et}.json.gz`` and ``gpt2small.{kineto,et}.json.gz``, one
+  save_on_cpu training step each of torchvision's ResNet-18 and a 4-layer GPT-2 (random weights).
 * ``meta.json``: versions, device, the runs' settings and measured memory figures.
 
 Each part runs on its own; a part that fails leaves its error in ``meta.json`` and the others
@@ -376,6 +379,71 @@ def chain_instance(layers, xbytes, timer, rate):
     }
 
 
+def record_model(out, name, model, inputs, loss_of):
+    """One profiled save_on_cpu training step (Kineto with profile_memory + the ET of the same
+    step) of a real model, after two warm-up steps."""
+    opt = torch.optim.SGD(model.parameters(), lr=1e-3)
+
+    def step():
+        opt.zero_grad(set_to_none=True)
+        with torch.autograd.graph.save_on_cpu(pin_memory=True):
+            loss = loss_of(model, inputs)
+        loss.backward()
+        opt.step()
+
+    for _ in range(2):
+        step()
+    torch.cuda.synchronize()
+    torch.cuda.reset_peak_memory_stats()
+    et_path = os.path.join(out, f"{name}.et.json")
+    et = torch.profiler.ExecutionTraceObserver()
+    et.register_callback(et_path)
+    kin_path = os.path.join(out, f"{name}.kineto.json")
+    with profile(
+        activities=[ProfilerActivity.CPU, ProfilerActivity.CUDA],
+        profile_memory=True,
+        record_shapes=True,
+    ) as prof:
+        et.start()
+        with record_function("ProfilerStep#0"):
+            step()
+        torch.cuda.synchronize()
+        et.stop()
+    et.unregister_callback()
+    prof.export_chrome_trace(kin_path)
+    return {
+        "max_memory_allocated": torch.cuda.max_memory_allocated(),
+        "max_memory_reserved": torch.cuda.max_memory_reserved(),
+        "kineto": os.path.basename(gzip_file(kin_path)),
+        "et": os.path.basename(gzip_file(et_path)),
+    }
+
+
+def record_resnet18(out):
+    import torchvision
+
+    torch.manual_seed(2)
+    model = torchvision.models.resnet18(num_classes=100).cuda()
+    x = torch.randn(32, 3, 224, 224, device="cuda")
+    labels = torch.randint(0, 100, (32,), device="cuda")
+    info = record_model(out, "resnet18", model, (x, labels),
+                        lambda m, i: torch.nn.functional.cross_entropy(m(i[0]), i[1]))
+    info["model"] = "torchvision resnet18(num_classes=100), batch 32, 3x224x224, fp32, SGD"
+    return info
+
+
+def record_gpt2(out):
+    from transformers import GPT2Config, GPT2LMHeadModel
+
+    torch.manual_seed(3)
+    conf = GPT2Config(n_layer=4, n_embd=512, n_head=8, n_positions=256, vocab_size=8192)
+    model = GPT2LMHeadModel(conf).cuda()
+    ids = torch.randint(0, 8192, (8, 256), device="cuda")
+    info = record_model(out, "gpt2small", model, ids, lambda m, i: m(input_ids=i, labels=i).loss)
+    info["model"] = "transformers GPT2LMHeadModel(n_layer=4, n_embd=512, n_head=8, n_positions=256, vocab 8192), random init, batch 8 x 256 tokens, fp32, SGD"
+    return info
+
+
 def record_allocator_from_start(out, cfg):
     """The caching allocator's record of a whole process: history on before the first CUDA
     allocation, then three save_on_cpu steps of the MLP (warm-up included), so that a model of
@@ -422,7 +490,9 @@ def main():
         ("plain", lambda: record_mlp(out, "plain", False, cfg)),
         ("chain", lambda: record_chain(out, cfg)),
     ]
-    if "--allocator-only" in sys.argv:
+    if "--models" in sys.argv:
+        parts = [("resnet18", lambda: record_resnet18(out)), ("gpt2small", lambda: record_gpt2(out))]
+    elif "--allocator-only" in sys.argv:
         parts = [("allocator", lambda: record_allocator_from_start(out, cfg))]
     elif "--chain-only" in sys.argv:
         parts = [("chain", lambda: record_chain(out, cfg))]
