@@ -19,11 +19,15 @@
 //! `fcn_8_vgg (MLSys)_32_(416, 608, 3)_train_nx.json`. Without the variable,
 //! or with a file missing, those rows are skipped with a line that says so.
 //! `OFFCERT_GRAPH_LP_SECS` (default 60) cuts the LP of `checkmate-lp`;
+//! `OFFCERT_GRAPH_PARTS_SECS` (default 60) cuts the parts of `graph-parts`,
+//! `OFFCERT_GRAPH_PARTS_MAX` and `OFFCERT_GRAPH_PARTS_POPS` set its largest
+//! part and its states per part (defaults: `GraphParts::default()`);
 //! `OFFCERT_GRAPH_FILTER` keeps the rows whose name contains one of its
 //! comma-separated substrings.
 
 use num_rational::BigRational;
 use num_traits::{ToPrimitive, Zero};
+use offcert::bound::graph::parts::GraphParts;
 use offcert::bound::graph::{CheckmateLp, GraphCompute};
 use offcert::bound::{BoundMethod, LowerBound};
 use offcert::exact::{self, Limits, Method, Status};
@@ -97,10 +101,33 @@ fn run_row(name: &str, file: &InstanceFile) {
         time_limit: Duration::from_secs(lp_secs),
         ..CheckmateLp::default()
     };
+    let parts_secs = env("OFFCERT_GRAPH_PARTS_SECS")
+        .and_then(|s| s.parse().ok())
+        .unwrap_or(60);
+    let d = GraphParts::default();
+    let parts = GraphParts {
+        time_limit: Duration::from_secs(parts_secs),
+        max_part: env("OFFCERT_GRAPH_PARTS_MAX")
+            .and_then(|s| s.parse().ok())
+            .unwrap_or(d.max_part),
+        max_pops: env("OFFCERT_GRAPH_PARTS_POPS")
+            .and_then(|s| s.parse().ok())
+            .unwrap_or(d.max_pops),
+        ..d
+    };
     let mut bounds: Vec<LowerBound> = Vec::new();
-    for b in [&GraphCompute as &dyn BoundMethod, &lp] {
+    for b in [&GraphCompute as &dyn BoundMethod, &lp, &parts] {
+        let t = Instant::now();
         match b.bound(file, &inst) {
-            Ok(lb) => bounds.push(lb),
+            Ok(lb) => {
+                cells.push(format!(
+                    "{} {} ({:.1} s)",
+                    b.name(),
+                    lb.display(),
+                    t.elapsed().as_secs_f64()
+                ));
+                bounds.push(lb)
+            }
             Err(e) => cells.push(format!("{}: {e}", b.name())),
         }
     }

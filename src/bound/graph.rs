@@ -12,8 +12,13 @@
 //!   at least the cut. No cost noise. Nothing moves in that program, so it
 //!   applies only where offloading is off.
 //!
-//! Owns: [`GraphCompute`], [`CheckmateLp`]. Must not import: heuristics,
-//! exact solvers, the simulator, the checker.
+//! - `graph-parts` ([`parts`]): a decomposition into parts whose relaxed
+//!   optima (other outputs free, but counted while read) add up.
+//!
+//! Owns: [`GraphCompute`], [`CheckmateLp`], [`parts`]. Must not import:
+//! heuristics, exact solvers, the simulator, the checker.
+
+pub mod parts;
 
 use super::weight::certify::certified_bound;
 use super::{BoundError, BoundMethod, Failure, LowerBound, Strength};
@@ -27,7 +32,11 @@ use num_rational::BigRational;
 use std::time::Duration;
 
 pub fn bounds() -> Vec<Box<dyn BoundMethod>> {
-    vec![Box::new(GraphCompute), Box::new(CheckmateLp::default())]
+    vec![
+        Box::new(GraphCompute),
+        Box::new(CheckmateLp::default()),
+        Box::new(parts::GraphParts::default()),
+    ]
 }
 
 /// Does the file compile to a DAG instance?

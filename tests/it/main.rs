@@ -30,6 +30,7 @@ mod graph;
 mod graph_exact;
 mod graph_feasible;
 mod graph_import;
+mod graph_parts;
 mod graph_schedules;
 mod groups;
 mod groups_exact;
