@@ -18,6 +18,7 @@
 //! schedule; without one (and for cyclic ones) by the structural bound of
 //! EXACTNESS §4, whose refutation proves the instance infeasible.
 
+mod cpu;
 mod decode;
 mod encode;
 mod structure;
@@ -39,14 +40,17 @@ use structure::{Base, Structure};
 /// a slotted order and `after` where every op runs on the GPU (one MILP per
 /// GPU op sequence that R11–R13 of models/MODEL.md allow:
 /// `exact::variants`); a free order through the `remat` reduction (one MILP
-/// per op sequence; several options per block included). A CPU capacity
-/// only where no schedule can reach it (`variants::unreachable_cpu_capacity`).
+/// per op sequence; several options per block included). Ops on the CPU of a
+/// cyclic instance (OFFMATE's CPU Adam step) in the roles of `milp::cpu`
+/// (proofs/EXACTNESS.md §3.12), without `after`. A CPU capacity only where no
+/// schedule can reach it (`variants::unreachable_cpu_capacity`).
 pub const SCOPE: Scope = Scope {
     encodes: &[
         Feature::Cyclic,
         Feature::Extension(Extension::Groups),
         Feature::Extension(Extension::Slots),
         Feature::Extension(Extension::After),
+        Feature::CpuOps,
         Feature::CpuCapacity,
     ],
     reductions: &[Reduction::Remat],
