@@ -23,7 +23,7 @@ mod decode;
 mod encode;
 mod structure;
 
-use super::scope::{Feature, Reduction, Scope};
+use super::scope::{Feature, Features, Reduction, Scope};
 use super::{variants, ExactError, Limits, Method, Outcome, Status};
 use crate::check::{check, Checked};
 use crate::lp::{self, LpResult};
@@ -214,8 +214,10 @@ fn heuristic_upper(inst: &Instance, st: &Structure) -> Option<(Schedule, Ticks)>
 /// The frame search of [`solve`]: every frame below `lo` is refuted; `best`
 /// is the best checked schedule so far.
 struct FrameSearch<'a> {
+    /// The instance every schedule is checked on.
     inst: &'a Instance,
-    st: &'a Structure,
+    /// One structure per op sequence: a frame is feasible iff one of them is.
+    sts: Vec<&'a Structure>,
     limits: &'a Limits,
     start: Instant,
     deadline: Instant,
@@ -239,26 +241,32 @@ enum Frame {
 impl FrameSearch<'_> {
     fn try_frame(&mut self, p: i64) -> Result<Frame, ExactError> {
         check_horizon(p)?;
-        let enc = match Encoding::build(self.st, p, false) {
-            Ok(e) => e,
-            Err(TooShort) => return Ok(Frame::Refuted),
-        };
-        let what = self.what;
-        self.sizes = model_note(&enc, &format!("model at {what} {p}"));
-        let res = run_lp(
-            &enc.lp,
-            self.deadline,
-            self.limits,
-            &format!("{what} {p}"),
-            self.start,
-        )?;
-        Ok(match res {
-            Some(LpResult::Optimal(x)) | Some(LpResult::Feasible(x)) => Frame::Feasible(incumbent(
-                checked(self.inst, decode::decode(self.st, &enc, &x))?,
-            )),
-            Some(LpResult::Infeasible) => Frame::Refuted,
-            Some(LpResult::Unknown) | None => Frame::Stopped,
-        })
+        for st in self.sts.clone() {
+            let enc = match Encoding::build(st, p, false) {
+                Ok(e) => e,
+                Err(TooShort) => continue,
+            };
+            let what = self.what;
+            self.sizes = model_note(&enc, &format!("model at {what} {p}"));
+            let res = run_lp(
+                &enc.lp,
+                self.deadline,
+                self.limits,
+                &format!("{what} {p}"),
+                self.start,
+            )?;
+            match res {
+                Some(LpResult::Optimal(x)) | Some(LpResult::Feasible(x)) => {
+                    return Ok(Frame::Feasible(incumbent(checked(
+                        self.inst,
+                        decode::decode(st, &enc, &x),
+                    )?)))
+                }
+                Some(LpResult::Infeasible) => {}
+                Some(LpResult::Unknown) | None => return Ok(Frame::Stopped),
+            }
+        }
+        Ok(Frame::Refuted)
     }
 
     fn keep(&mut self, found: (Schedule, Ticks)) {
@@ -344,7 +352,9 @@ impl FrameSearch<'_> {
 /// [`SCOPE`]. Groups, slots and `after`: one MILP per GPU op sequence that
 /// R11–R13 allow (`exact::variants`), the best kept.
 pub(super) fn solve(inst: &Instance, limits: &Limits) -> Result<Outcome, ExactError> {
-    if inst.extensions().is_empty() && !variants::unreachable_cpu_capacity(inst) {
+    if Features::of(inst).contains(Feature::CpuOps) {
+        solve_jointly(inst, limits)
+    } else if inst.extensions().is_empty() && !variants::unreachable_cpu_capacity(inst) {
         solve_fixed(inst, limits)
     } else {
         variants::solve_each(inst, limits, Method::Milp, solve_fixed)
@@ -386,7 +396,7 @@ fn solve_fixed(inst: &Instance, limits: &Limits) -> Result<Outcome, ExactError> 
     let what = if st.cyclic { "period" } else { "horizon" };
     let mut search = FrameSearch {
         inst,
-        st: &st,
+        sts: vec![&st],
         limits,
         start,
         deadline: start + limits.time_limit,
@@ -416,6 +426,106 @@ fn solve_fixed(inst: &Instance, limits: &Limits) -> Result<Outcome, ExactError> 
         Some((s, m)) if m.0 <= lo => outcome(Status::Optimal, Some(s), Some(m), notes),
         Some((s, _)) => outcome(Status::Feasible, Some(s), Some(Ticks(lo)), notes),
         None => outcome(Status::Unknown, None, Some(Ticks(lo)), notes),
+    })
+}
+
+/// [`solve`] on an instance with ops on the CPU: the op sequences that
+/// R11–R13 allow (`exact::variants`, the CPU orders included), each a
+/// fixed-order MILP, searched frame by frame all at once: a period is
+/// feasible iff one sequence's model is (feasibility is monotone in the
+/// period for each, EXACTNESS §5, so for their union too). Unlike
+/// sequence by sequence, no infeasible sequence is galloped up to its
+/// structural bound while another one has a schedule.
+fn solve_jointly(inst: &Instance, limits: &Limits) -> Result<Outcome, ExactError> {
+    let start = Instant::now();
+    let seqs = variants::sequences(inst, Method::Milp)?;
+    let mut fixed = vec![];
+    let mut refused: Option<ExactError> = None;
+    // The least compute of a sequence outside the method's limits: a lower
+    // bound on what it could reach (one stream per device, R2, R8).
+    let mut refused_lo: Option<i64> = None;
+    let mut witnessed = 0;
+    for seq in &seqs {
+        let fi = variants::fixed(inst, seq);
+        match analyse(&fi) {
+            Ok(st) if memory_witness(&fi, &st).is_some() => witnessed += 1,
+            Ok(st) => fixed.push(st),
+            Err(e @ ExactError::Unsupported { .. }) => {
+                refused.get_or_insert(e);
+                let c = variants::compute_bound(inst, seq).max(1);
+                refused_lo = Some(refused_lo.map_or(c, |r| r.min(c)));
+            }
+            Err(e) => return Err(e),
+        }
+    }
+    if fixed.is_empty() {
+        if let Some(e) = refused {
+            return Err(e);
+        }
+    }
+    let mut notes = vec![
+        LIMITS_NOTE.to_string(),
+        format!(
+            "variants (R11-R13): {} op sequences meet the groups, precedences and data; {} ruled out by memory alone, {} encoded and searched together, {} outside the method's limits",
+            seqs.len(),
+            witnessed,
+            fixed.len(),
+            seqs.len() - witnessed - fixed.len()
+        ),
+    ];
+    let outcome = |status, schedule, bound, notes| Outcome {
+        method: Method::Milp,
+        status,
+        schedule,
+        bound,
+        elapsed: start.elapsed(),
+        notes,
+    };
+    let Some(lo) = fixed.iter().map(|st| st.least_period()).min() else {
+        notes.push("infeasible: no op sequence fits the memory (EXACTNESS §4)".into());
+        return Ok(outcome(Status::Infeasible, None, None, notes));
+    };
+    let pmax = fixed
+        .iter()
+        .map(|st| st.horizon_bound())
+        .max()
+        .unwrap_or(lo);
+    let mut search = FrameSearch {
+        inst,
+        sts: fixed.iter().collect(),
+        limits,
+        start,
+        deadline: start + limits.time_limit,
+        what: "period",
+        lo,
+        best: None,
+        sizes: String::new(),
+        stopped: false,
+    };
+    if search.gallop(pmax)? && refused.is_none() {
+        notes.push(search.sizes.clone());
+        notes.push(format!(
+            "infeasible: every period up to the structural bound {pmax} is refuted for every sequence (EXACTNESS §4)"
+        ));
+        return Ok(outcome(Status::Infeasible, None, None, notes));
+    }
+    search.bisect()?;
+    let lo = search.lo;
+    notes.push(search.sizes);
+    notes.push(format!("every period below {lo} refuted by HiGHS"));
+    if let Some(e) = &refused {
+        notes.push(format!("not settled: {e}"));
+    }
+    if search.stopped {
+        notes.push("stopped (interrupt or time limit) before the search closed".into());
+    }
+    // Every encoded sequence is refuted below lo; a refused one only below
+    // its compute.
+    let bound = refused_lo.map_or(lo, |r| r.min(lo));
+    Ok(match search.best {
+        Some((s, m)) if m.0 <= bound => outcome(Status::Optimal, Some(s), Some(m), notes),
+        Some((s, _)) => outcome(Status::Feasible, Some(s), Some(Ticks(bound)), notes),
+        None => outcome(Status::Unknown, None, Some(Ticks(bound)), notes),
     })
 }
 

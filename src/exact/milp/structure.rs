@@ -257,6 +257,15 @@ impl Structure {
         m
     }
 
+    /// The least period any schedule of this sequence can have: the busier
+    /// device's compute (R2: one stream per device; R8: compute lies in
+    /// [0, P]), at least one tick.
+    pub fn least_period(&self) -> i64 {
+        let gpu: i64 = self.dur.iter().sum();
+        let cpu: i64 = self.cpu.dur.iter().sum();
+        gpu.max(cpu).max(1)
+    }
+
     /// A horizon that suffices for feasibility (proofs/EXACTNESS.md §4): every
     /// valid schedule within the structural limits can be compressed to one whose
     /// busy ticks are at most the total duration of ops and transfers and whose

@@ -8,8 +8,8 @@
 //! Must not import: bounds, heuristics, traces, reports, the CLI.
 
 use super::{Builder, Starts, TooShort};
-use crate::lp::{Lin, Var};
 use crate::exact::milp::structure::Anchor;
+use crate::lp::{Lin, Var};
 
 /// A host input's columns: its offload's start and its delete (unrolled
 /// instants). (Its lap binary, 1 when the CPU op reads the value produced in
