@@ -238,7 +238,31 @@ enum Frame {
     Stopped,
 }
 
-impl FrameSearch<'_> {
+impl<'a> FrameSearch<'a> {
+    /// A search from `lo` (every frame below it refuted) with incumbent `best`.
+    fn new(
+        inst: &'a Instance,
+        sts: Vec<&'a Structure>,
+        limits: &'a Limits,
+        start: Instant,
+        what: &'static str,
+        lo: i64,
+        best: Option<(Schedule, Ticks)>,
+    ) -> FrameSearch<'a> {
+        FrameSearch {
+            inst,
+            sts,
+            limits,
+            start,
+            deadline: start + limits.time_limit,
+            what,
+            lo,
+            best,
+            sizes: String::new(),
+            stopped: false,
+        }
+    }
+
     fn try_frame(&mut self, p: i64) -> Result<Frame, ExactError> {
         check_horizon(p)?;
         for st in self.sts.clone() {
@@ -394,18 +418,8 @@ fn solve_fixed(inst: &Instance, limits: &Limits) -> Result<Outcome, ExactError> 
         notes.push(format!("upper bound {m} from a checked ASAP schedule"));
     }
     let what = if st.cyclic { "period" } else { "horizon" };
-    let mut search = FrameSearch {
-        inst,
-        sts: vec![&st],
-        limits,
-        start,
-        deadline: start + limits.time_limit,
-        what,
-        lo: if st.cyclic { compute.max(1) } else { compute },
-        best,
-        sizes: String::new(),
-        stopped: false,
-    };
+    let lo = if st.cyclic { compute.max(1) } else { compute };
+    let mut search = FrameSearch::new(inst, vec![&st], limits, start, what, lo, best);
     if search.gallop(pmax)? {
         notes.push(search.sizes.clone());
         notes.push(format!(
@@ -490,18 +504,8 @@ fn solve_jointly(inst: &Instance, limits: &Limits) -> Result<Outcome, ExactError
         .map(|st| st.horizon_bound())
         .max()
         .unwrap_or(lo);
-    let mut search = FrameSearch {
-        inst,
-        sts: fixed.iter().collect(),
-        limits,
-        start,
-        deadline: start + limits.time_limit,
-        what: "period",
-        lo,
-        best: None,
-        sizes: String::new(),
-        stopped: false,
-    };
+    let sts = fixed.iter().collect();
+    let mut search = FrameSearch::new(inst, sts, limits, start, "period", lo, None);
     if search.gallop(pmax)? && refused.is_none() {
         notes.push(search.sizes.clone());
         notes.push(format!(
