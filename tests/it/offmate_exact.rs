@@ -255,13 +255,13 @@ fn agree(bytes: Vec<u8>, tight: bool) -> TestResult {
 /// schedule of either passes the checker.
 #[test]
 fn the_milp_and_the_search_agree_with_cpu_adam() {
-    qc(12, 6).quickcheck(agree as fn(Vec<u8>, bool) -> TestResult);
+    qc(8, 4).quickcheck(agree as fn(Vec<u8>, bool) -> TestResult);
     let (a, c) = (
         AGREED.load(Ordering::Relaxed),
         AGREED_CPU.load(Ordering::Relaxed),
     );
     eprintln!("agreed {a}, optimal schedules with a CPU op {c}");
-    assert!(a >= 6 && c >= 1, "agreed {a}, with a CPU op {c}");
+    assert!(a >= 4 && c >= 1, "agreed {a}, with a CPU op {c}");
 }
 
 /// Regression (issue 24): the search listed no boundary state where a
