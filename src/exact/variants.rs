@@ -26,7 +26,7 @@
 //! cannot then fail; a lower one is left to the fixed-order solver, which
 //! refuses it.
 //!
-//! Owns: [`sequences`], [`compute_bound`], [`solve_each`],
+//! Owns: [`sequences`], [`compute_bound`], [`fixed`], [`solve_each`],
 //! [`unreachable_cpu_capacity`], [`MAX_VARIANTS`].
 //! Must not import: the methods (a method passes its fixed-order solver in),
 //! the door, the cross-check, the reductions, heuristics.
@@ -262,7 +262,7 @@ pub fn unreachable_cpu_capacity(inst: &Instance) -> bool {
 /// `inst` with the fixed order `seq`, no groups and no `after` (decided by
 /// [`sequences`]), and no CPU capacity where none can be reached; same ops
 /// and tensors, so its schedules are the original's.
-fn fixed(inst: &Instance, seq: &[OpId]) -> Instance {
+pub fn fixed(inst: &Instance, seq: &[OpId]) -> Instance {
     let mut ops = inst.ops.clone();
     for o in &mut ops {
         o.after.clear();

@@ -137,9 +137,9 @@ fn refused(r: Result<exact::Outcome, ExactError>, method: Method, feature: Exten
 /// The MILP and the search encode groups, slots and `after` on the GPU
 /// (`exact::variants`; `groups_exact.rs`); on grp1 (cyclic, CPU ops) what
 /// they refuse is named: `after` in a free order (the `remat` reduction
-/// takes groups only), the cyclic free order, the CPU ops (MILP). The search
-/// encodes CPU ops (`offmate_exact.rs`) and refuses, by its finer limits, an
-/// op outside the slots and `after` together with CPU ops.
+/// takes groups only), the cyclic free order. The MILP and the search encode
+/// CPU ops (`offmate_exact.rs`) and refuse, by their finer limits, an op
+/// outside the slots and `after` together with CPU ops.
 #[test]
 fn milp_and_search_refuse_what_stays_outside_naming_it() {
     for m in [Method::Milp, Method::Search] {
@@ -155,17 +155,15 @@ fn milp_and_search_refuse_what_stays_outside_naming_it() {
             door(&only(Extension::After)),
             Feature::Extension(Extension::After)
         );
-        if m == Method::Milp {
-            assert_eq!(door(&only(Extension::Slots)), Feature::CpuOps);
-            assert_eq!(door(&grp1()), Feature::CpuOps);
-        }
     }
-    let finer = |i: &Instance| match exact::solve(Method::Search, i, &Limits::default()) {
-        Err(ExactError::Unsupported { reason, .. }) => reason,
-        other => panic!("search: expected a refusal, got {other:?}"),
-    };
-    assert!(finer(&only(Extension::Slots)).contains("is in no slotted group"));
-    assert!(finer(&grp1()).contains("precedences (after) with ops on the CPU"));
+    for m in [Method::Milp, Method::Search] {
+        let finer = |i: &Instance| match exact::solve(m, i, &Limits::default()) {
+            Err(ExactError::Unsupported { reason, .. }) => reason,
+            other => panic!("{m:?}: expected a refusal, got {other:?}"),
+        };
+        assert!(finer(&only(Extension::Slots)).contains("is in no slotted group"));
+        assert!(finer(&grp1()).contains("precedences (after) with ops on the CPU"));
+    }
 }
 
 #[test]
@@ -183,7 +181,7 @@ fn smt_refuses_groups_slots_and_after() {
 /// method's declared scope and refuses the first one outside it, by name: a
 /// free order where the method has no reduction for it (SMT), a cyclic
 /// instance where the reduction takes one-shot chains only (MILP, search), CPU
-/// ops where the method does not encode them (MILP, SMT).
+/// ops where the method does not encode them (SMT).
 #[test]
 fn the_door_refuses_the_first_feature_outside_the_scope() {
     let mut i = grp1();
@@ -212,16 +210,16 @@ fn the_door_refuses_the_first_feature_outside_the_scope() {
     assert_eq!(door(Method::Milp, &i), Feature::Cyclic);
     assert_eq!(door(Method::Search, &i), Feature::Cyclic);
     i.order = ComputeOrder::Fixed((0..i.ops.len() as u32).map(OpId).collect());
-    for m in [Method::Milp, Method::Smt] {
-        assert_eq!(door(m, &i), Feature::CpuOps, "{m:?}");
-    }
-    // The search encodes CPU ops; grp1's 4 B of CPU memory is in reach (w and
-    // optC's scratch need 8 B), which its finer limits refuse.
-    match exact::solve(Method::Search, &i, &Limits::default()) {
-        Err(ExactError::Unsupported { reason, .. }) => {
-            assert!(reason.contains("a CPU memory capacity"), "{reason}")
+    assert_eq!(door(Method::Smt, &i), Feature::CpuOps);
+    // The search and the MILP encode CPU ops; grp1's 4 B of CPU memory is in
+    // reach (w and optC's scratch need 8 B), which their finer limits refuse.
+    for m in [Method::Search, Method::Milp] {
+        match exact::solve(m, &i, &Limits::default()) {
+            Err(ExactError::Unsupported { reason, .. }) => {
+                assert!(reason.contains("a CPU memory capacity"), "{m:?}: {reason}")
+            }
+            other => panic!("{m:?}: expected a refusal, got {other:?}"),
         }
-        other => panic!("search: expected a refusal, got {other:?}"),
     }
 }
 

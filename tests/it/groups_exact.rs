@@ -339,9 +339,8 @@ fn remat_chains_with_two_options_get_cross_checked_bests() {
     assert!(n >= 6, "{n}");
 }
 
-/// What stays outside: ops on the CPU (grp1, every OFFMATE instance) are
-/// refused by the MILP naming the feature, and by the search where `after`
-/// comes with them (grp1); the SMT refuses
+/// What stays outside: ops on the CPU together with `after` (grp1) are
+/// refused by the MILP and the search; the SMT refuses
 /// the groups themselves; a slotted order with an op outside every slot is
 /// refused naming the op; the anytime search takes no groups.
 #[test]
@@ -351,21 +350,17 @@ fn refusals_name_what_stays_outside() {
         &repo().join("instances/fixtures/grp1.cpu-update.valid.schedule.json"),
     )
     .0;
-    match exact::solve(Method::Milp, &grp1, &Limits::default()) {
-        Err(ExactError::Unencoded { method, feature }) => {
-            assert_eq!((method, feature), (Method::Milp, Feature::CpuOps))
+    // The search and the MILP encode CPU ops, but not `after` beside them.
+    for m in [Method::Search, Method::Milp] {
+        match exact::solve(m, &grp1, &Limits::default()) {
+            Err(ExactError::Unsupported { reason, .. }) => {
+                assert!(
+                    reason.contains("precedences (after) with ops on the CPU"),
+                    "{m:?}: {reason}"
+                )
+            }
+            other => panic!("{m:?}: {other:?}"),
         }
-        other => panic!("{other:?}"),
-    }
-    // The search encodes CPU ops, but not `after` beside them.
-    match exact::solve(Method::Search, &grp1, &Limits::default()) {
-        Err(ExactError::Unsupported { reason, .. }) => {
-            assert!(
-                reason.contains("precedences (after) with ops on the CPU"),
-                "{reason}"
-            )
-        }
-        other => panic!("{other:?}"),
     }
     match exact::solve(Method::Smt, &grp1, &Limits::default()) {
         Err(ExactError::Unencoded { feature, .. }) => {
@@ -450,9 +445,9 @@ fn a_tiny_offmate_instance_gets_optimal_cross_checked() {
 
 /// The counterexamples of `proofs/OFFMATE-ILP.md` against the exact methods:
 /// those with a trainable parameter have a CPU Adam step `optC.p` (a member of
-/// `upd.p`), which the MILP refuses naming the CPU ops and the search takes
-/// (the SMT names the groups); on the others the two methods never contradict each
-/// other, and `eq17-overhead` (a forward that alone needs 50 B of a 40 B GPU,
+/// `upd.p`), which the MILP and the search take (the SMT names the groups); on
+/// every file the two methods never contradict each other (and every schedule
+/// passes the checker: the cross-check replays it), and `eq17-overhead` (a forward that alone needs 50 B of a 40 B GPU,
 /// §2.2) is infeasible, cross-checked.
 #[test]
 fn offmate_counterexamples_against_the_exact_methods() {
@@ -461,10 +456,6 @@ fn offmate_counterexamples_against_the_exact_methods() {
     for e in std::fs::read_dir(dir).unwrap() {
         let path = e.unwrap().path();
         let (_, inst) = load_instance(&path).unwrap();
-        let cpu = inst
-            .ops
-            .iter()
-            .any(|o| o.device != offcert::model::Device::Gpu);
         match exact::solve(Method::Smt, &inst, &Limits::default()) {
             Err(ExactError::Unencoded { feature, .. }) => {
                 assert_eq!(
@@ -476,21 +467,8 @@ fn offmate_counterexamples_against_the_exact_methods() {
             }
             other => panic!("{} SMT: {:?}", inst.name, other.map(|o| o.status)),
         }
-        if cpu {
-            match exact::solve(Method::Milp, &inst, &Limits::default()) {
-                Err(ExactError::Unencoded { feature, .. }) => {
-                    assert_eq!(feature, Feature::CpuOps, "{}", inst.name)
-                }
-                other => panic!("{} MILP: {:?}", inst.name, other.map(|o| o.status)),
-            }
-            // The search takes the CPU Adam step (a second stream): whatever
-            // it settles within 2 s, its schedule passes the checker.
-            let o = exact::solve(Method::Search, &inst, &limits(2)).unwrap();
-            eprintln!("{}: search {:?} {:?}", inst.name, o.status, o.bound);
-            if let Some(s) = &o.schedule {
-                assert!(check(&inst, s).valid, "{}", inst.name);
-            }
-        } else {
+        {
+            // With a CPU Adam step or not: the search and the MILP encode both.
             let v = crosscheck::run(&inst, &[Method::Search, Method::Milp], &limits(2));
             eprintln!("{}: {} {:?}", inst.name, v.label.words(), v.makespan());
             for r in &v.methods {

@@ -1,5 +1,6 @@
 //! Exact optima of OFFMATE instances with CPU Adam steps (issue 24): the search
-//! runs `optC.p` on a second compute stream (`proofs/SEARCH.md`, "CPU ops").
+//! runs `optC.p` on a second compute stream (`proofs/SEARCH.md`, "CPU ops"),
+//! the MILP encodes it (`proofs/EXACTNESS.md` §3.12), and the two agree.
 //! On the tiny fixtures `instances/offmate/tiny/adam-*.json` and on random tiny
 //! instances at tight and roomy memory: every schedule passes the checker on
 //! the original (slotted) instance, every certified OFFMATE bound is at most
@@ -105,25 +106,27 @@ fn without_cpu_ops(inst: &Instance) -> Instance {
     i
 }
 
-/// The tiny fixtures with a CPU Adam step: the search proves an optimum whose
-/// schedule runs a CPU Adam step and passes the checker; the bounds and the
-/// heuristics lie on either side; on adam-1x1 the CPU step beats every
-/// schedule whose Adam steps all run on the GPU. The MILP does not encode CPU
-/// ops yet, so the claim is `optimal (solver-reported)`.
+/// The tiny fixtures with a CPU Adam step: the search and the MILP each prove
+/// the optimum (4, 7, 11: `optimal (cross-checked)`), whose schedule runs a
+/// CPU Adam step and passes the checker; the bounds and the heuristics lie on
+/// either side; on adam-1x1 the CPU step beats every schedule whose Adam steps
+/// all run on the GPU.
 #[test]
 fn tiny_offmate_fixtures_with_cpu_adam_get_exact_optima() {
     let mut n = 0;
-    for name in ["adam-1x1", "adam-2x1", "adam-2x2"] {
+    for (name, want) in [("adam-1x1", 4), ("adam-2x1", 7), ("adam-2x2", 11)] {
         let path = repo().join(format!("instances/offmate/tiny/{name}.json"));
         let (file, inst) = load_instance(&path).unwrap();
         let v = crosscheck::run(&inst, &[Method::Search, Method::Milp], &limits(60));
         assert_eq!(
             v.label,
-            Label::OptimalSolverReported,
+            Label::OptimalCrossChecked,
             "{name}: {:?}",
             v.evidence
         );
+        assert!(v.disagreements.is_empty(), "{name}: {:?}", v.disagreements);
         let p = v.makespan().unwrap().0;
+        assert_eq!(p, want, "{name}");
         let sched = v.checked.as_ref().unwrap().schedule();
         assert!(check(&inst, sched).valid, "{name}");
         let cpu = cpu_runs(&inst, &sched.events);
@@ -209,4 +212,68 @@ fn the_search_with_cpu_adam_sits_between_bounds_and_heuristics() {
     );
     eprintln!("optimal {o} (with a CPU op {c}), infeasible {i}");
     assert!(o >= 4 && c >= 1, "optimal {o}, with a CPU op {c}");
+}
+
+static AGREED: AtomicUsize = AtomicUsize::new(0);
+static AGREED_CPU: AtomicUsize = AtomicUsize::new(0);
+
+/// A settled outcome: `Some(Some(p))` optimal p, `Some(None)` infeasible,
+/// `None` not settled within the limit. A schedule passes the checker.
+fn settled(inst: &Instance, m: Method, secs: u64) -> Option<Option<i64>> {
+    let o = exact::solve(m, inst, &limits(secs)).expect("in the method's scope");
+    if let Some(s) = &o.schedule {
+        assert!(check(inst, s).valid, "{m:?}");
+        if o.status == Status::Optimal && !cpu_runs(inst, &s.events).is_empty() {
+            AGREED_CPU.fetch_add(1, Ordering::Relaxed);
+        }
+    }
+    match o.status {
+        Status::Optimal => Some(Some(o.bound.unwrap().0)),
+        Status::Infeasible => Some(None),
+        _ => None,
+    }
+}
+
+fn agree(bytes: Vec<u8>, tight: bool) -> TestResult {
+    let mut d = Draw::new(&bytes);
+    let off = tiny_adam_instance(&mut d, tight);
+    let inst = InstanceFile::Offmate(off.clone()).compile().unwrap();
+    let Some(milp) = settled(&inst, Method::Milp, 3) else {
+        return TestResult::discard();
+    };
+    let Some(search) = settled(&inst, Method::Search, 3) else {
+        return TestResult::discard();
+    };
+    assert_eq!(milp, search, "MILP vs search on {off:?}");
+    AGREED.fetch_add(1, Ordering::Relaxed);
+    TestResult::passed()
+}
+
+/// Random tiny OFFMATE instances with CPU Adam steps (tight and roomy memory,
+/// `tiny_adam_instance`): wherever both settle within 3 s, the MILP and the
+/// search prove the same optimum or both prove infeasibility, and every
+/// schedule of either passes the checker.
+#[test]
+fn the_milp_and_the_search_agree_with_cpu_adam() {
+    qc(8, 4).quickcheck(agree as fn(Vec<u8>, bool) -> TestResult);
+    let (a, c) = (
+        AGREED.load(Ordering::Relaxed),
+        AGREED_CPU.load(Ordering::Relaxed),
+    );
+    eprintln!("agreed {a}, optimal schedules with a CPU op {c}");
+    assert!(a >= 4 && c >= 1, "agreed {a}, with a CPU op {c}");
+}
+
+/// Regression (issue 24): the search listed no boundary state where a
+/// gradient the CPU reads is on the GPU at time 0 with its offload in flight,
+/// and proved 6 on this instance; the MILP's 5 keeps it so. Both now prove 5.
+#[test]
+fn a_gradient_crossing_the_boundary_is_found_by_both_methods() {
+    let path = repo().join("instances/regressions/search/cpu-input-across-boundary.json");
+    let (_, inst) = load_instance(&path).unwrap();
+    let v = crosscheck::run(&inst, &[Method::Search, Method::Milp], &limits(30));
+    assert_eq!(v.label, Label::OptimalCrossChecked, "{:?}", v.evidence);
+    assert_eq!(v.makespan().unwrap().0, 5);
+    let o = search(&inst, 30);
+    assert_eq!((o.status, o.bound.map(|b| b.0)), (Status::Optimal, Some(5)));
 }

@@ -65,6 +65,7 @@ pub fn decode(st: &Structure, enc: &Encoding, x: &[f64]) -> Schedule {
             end: Ticks(sol.start[k] + st.dur[k]),
         })
         .collect();
+    cpu_events(&sol, &mut events);
     early_frees(&sol, &mut events);
     let dropped_at_p = drops(&sol, &mut events);
     // Offload per epoch (unrolled start) and evictions per window.
@@ -95,8 +96,86 @@ pub fn decode(st: &Structure, enc: &Encoding, x: &[f64]) -> Schedule {
     }
     let mut state = boundary_state(st, enc.len, &off_at, &evictions);
     state.gpu.extend(dropped_at_p);
+    host_state(&sol, &evictions, &mut state);
     state.gpu.sort();
+    state.gpu.dedup();
+    state.cpu.sort();
+    state.cpu.dedup();
     Schedule::cyclic(Ticks(enc.len), state, events)
+}
+
+/// The CPU ops, and each host input's offload and delete (unrolled instants
+/// wrapped into the period).
+fn cpu_events(sol: &Solution, events: &mut Vec<Event>) {
+    let (st, enc, x) = (sol.st, sol.enc, sol.x);
+    for (c, s) in enc.cpu.iter().enumerate() {
+        let start = s.value(x).unwrap_or(s.lo);
+        events.push(Event::Compute {
+            op: st.cpu.seq[c],
+            start: Ticks(start),
+            end: Ticks(start + st.cpu.dur[c]),
+        });
+    }
+    for (inp, v) in st.cpu.inputs.iter().zip(&enc.inputs) {
+        let d = st.dt[inp.tensor.ix()];
+        let o = sol.wrap(v.offload.value(x).unwrap_or(v.offload.lo));
+        events.push(Event::Transfer {
+            dir: Direction::Offload,
+            tensor: inp.tensor,
+            start: Ticks(o),
+            end: Ticks(o + d),
+            delete: false,
+        });
+        let r = v.release.value(x).unwrap_or(v.release.lo);
+        events.push(Event::Delete {
+            tensor: inp.tensor,
+            at: Ticks(sol.wrap(r)),
+        });
+    }
+}
+
+/// The boundary state of what the CPU ops touch (models/MODEL.md §2.6, read
+/// after the completions at P and before the time-0 deletes): persistent
+/// tensors a CPU op reads are current on the CPU throughout; a host input is
+/// on the GPU iff its delete is at or after P, current on the CPU iff its
+/// offload (of this period's value) ended by P; a host-updated tensor present
+/// at P is current there only if the copy was prefetched at or after the
+/// update (which ends by P), and is dropped from the GPU set otherwise.
+fn host_state(sol: &Solution, evictions: &[Eviction], state: &mut CyclicState) {
+    let (st, enc, x) = (sol.st, sol.enc, sol.x);
+    let p = enc.len;
+    state.cpu.extend(st.cpu.current.iter().copied());
+    for (inp, v) in st.cpu.inputs.iter().zip(&enc.inputs) {
+        let d = st.dt[inp.tensor.ix()];
+        if v.release.value(x).is_some_and(|r| r >= p) {
+            state.gpu.push(inp.tensor);
+        }
+        if v.offload.value(x).is_some_and(|o| o + d <= p) {
+            state.cpu.push(inp.tensor);
+        }
+    }
+    for (i, by) in st.cpu.updated_by.iter().enumerate() {
+        let Some(c) = *by else { continue };
+        let t = TensorId(i as u32);
+        let end = enc.cpu[c].value(x).unwrap_or(enc.cpu[c].lo) + st.cpu.dur[c];
+        // The latest prefetch (any period's copy of it) that has ended by P.
+        let last = evictions
+            .iter()
+            .filter(|ev| ev.tensor == t)
+            .flat_map(|ev| [-1, 0, 1].map(|k| ev.prefetch - k * p + ev.d))
+            .filter(|&e| e <= p)
+            .max();
+        let current = evictions
+            .iter()
+            .filter(|ev| ev.tensor == t)
+            .flat_map(|ev| [-1, 0, 1].map(|k| (ev.prefetch - k * p, ev.d)))
+            .filter(|&(s, d)| Some(s + d) == last && s >= end)
+            .count()
+            > 0;
+        if !current {
+            state.gpu.retain(|g| *g != t);
+        }
+    }
 }
 
 /// The releases of dropped per-iteration tensors (`Structure::dropped`): an

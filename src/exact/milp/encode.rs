@@ -6,8 +6,11 @@
 //!
 //! Must not import: bounds, heuristics, traces, reports, the CLI.
 
+mod cpu;
+
 use super::structure::{Anchor, Base, Release, Structure, UPos};
 use crate::lp::{Lin, Lp, Var};
+pub use cpu::InputVars;
 use std::collections::BTreeMap;
 
 /// Time-indexed start variables of one event kind: `vars[u - lo]` is 1 iff it
@@ -90,6 +93,10 @@ pub struct Encoding {
     /// allocation ends (any instant after that reader's start: once its last
     /// reader has started the tensor is dead, and a delete may free it early).
     pub frees: Vec<Option<Starts>>,
+    /// CPU op starts, by position on the CPU stream.
+    pub cpu: Vec<Starts>,
+    /// Per host input (`Structure::cpu.inputs`): its offload and its delete.
+    pub inputs: Vec<InputVars>,
 }
 
 /// Why no model was built: the frame is too short for the ops alone.
@@ -113,6 +120,8 @@ struct Builder<'a> {
     windows: Vec<Option<WindowVars>>,
     offloads: Vec<Option<Starts>>,
     frees: Vec<Option<Starts>>,
+    cpu: Vec<Starts>,
+    inputs: Vec<InputVars>,
 }
 
 impl Encoding {
@@ -131,12 +140,17 @@ impl Encoding {
             windows: vec![None; st.windows.len()],
             offloads: vec![None; st.epochs.len()],
             frees: vec![None; st.base.len()],
+            cpu: Vec::new(),
+            inputs: Vec::new(),
         };
         b.op_starts()?;
+        b.cpu_starts()?;
         b.early_frees();
         for e in 0..st.epochs.len() {
             b.epoch(e);
         }
+        b.host_updates()?;
+        b.host_inputs()?;
         b.channels();
         b.memory_per_slot()?;
         b.memory_at_zero_duration_ops()?;
@@ -152,6 +166,8 @@ impl Encoding {
             windows: b.windows,
             offloads: b.offloads,
             frees: b.frees,
+            cpu: b.cpu,
+            inputs: b.inputs,
         })
     }
 }
@@ -192,7 +208,9 @@ impl Builder<'_> {
             // boundary instant (zero-duration ops at P, then time-0 deletes)
             // inside the period, where deletes come first, and lose the optimum
             // (proofs/EXACTNESS.md §3.7; instances/regressions/milp/r8-boundary-delete.json).
-            let ls = if self.cyc && k == 0 && st.dur[n - 1] > 0 {
+            // With ops on the CPU a CPU op may run across the first GPU op's
+            // start: no rotation is assumed (proofs/EXACTNESS.md §3.12).
+            let ls = if self.cyc && k == 0 && st.dur[n - 1] > 0 && st.cpu.n() == 0 {
                 0
             } else {
                 len - after
@@ -438,6 +456,9 @@ impl Builder<'_> {
                 occupy(&w.prefetch, st.dt[st.windows[wi].tensor.ix()], 2);
             }
         }
+        for (c, v) in st.cpu.inputs.iter().zip(&self.inputs) {
+            occupy(&v.offload, st.dt[c.tensor.ix()], 1);
+        }
         for ((c, s), l) in &chan {
             if l.terms.len() > 1 {
                 self.lp.le(format!("R2_channel_{c}_{s}"), l, 1);
@@ -452,6 +473,7 @@ impl Builder<'_> {
         let nslots = if self.cyc { self.p } else { self.len };
         for s in 0..nslots {
             let mut l = self.resident_tensors(s);
+            l.add_lin(&self.host_input_memory(s), 1);
             let st = self.st;
             for k in 0..self.n {
                 if st.tmp[k] > 0 && st.dur[k] > 0 {

@@ -18,11 +18,12 @@
 //! schedule; without one (and for cyclic ones) by the structural bound of
 //! EXACTNESS §4, whose refutation proves the instance infeasible.
 
+mod cpu;
 mod decode;
 mod encode;
 mod structure;
 
-use super::scope::{Feature, Reduction, Scope};
+use super::scope::{Feature, Features, Reduction, Scope};
 use super::{variants, ExactError, Limits, Method, Outcome, Status};
 use crate::check::{check, Checked};
 use crate::lp::{self, LpResult};
@@ -39,14 +40,17 @@ use structure::{Base, Structure};
 /// a slotted order and `after` where every op runs on the GPU (one MILP per
 /// GPU op sequence that R11–R13 of models/MODEL.md allow:
 /// `exact::variants`); a free order through the `remat` reduction (one MILP
-/// per op sequence; several options per block included). A CPU capacity
-/// only where no schedule can reach it (`variants::unreachable_cpu_capacity`).
+/// per op sequence; several options per block included). Ops on the CPU of a
+/// cyclic instance (OFFMATE's CPU Adam step) in the roles of `milp::cpu`
+/// (proofs/EXACTNESS.md §3.12), without `after`. A CPU capacity only where no
+/// schedule can reach it (`variants::unreachable_cpu_capacity`).
 pub const SCOPE: Scope = Scope {
     encodes: &[
         Feature::Cyclic,
         Feature::Extension(Extension::Groups),
         Feature::Extension(Extension::Slots),
         Feature::Extension(Extension::After),
+        Feature::CpuOps,
         Feature::CpuCapacity,
     ],
     reductions: &[Reduction::Remat],
@@ -210,8 +214,10 @@ fn heuristic_upper(inst: &Instance, st: &Structure) -> Option<(Schedule, Ticks)>
 /// The frame search of [`solve`]: every frame below `lo` is refuted; `best`
 /// is the best checked schedule so far.
 struct FrameSearch<'a> {
+    /// The instance every schedule is checked on.
     inst: &'a Instance,
-    st: &'a Structure,
+    /// One structure per op sequence: a frame is feasible iff one of them is.
+    sts: Vec<&'a Structure>,
     limits: &'a Limits,
     start: Instant,
     deadline: Instant,
@@ -232,29 +238,59 @@ enum Frame {
     Stopped,
 }
 
-impl FrameSearch<'_> {
+impl<'a> FrameSearch<'a> {
+    /// A search from `lo` (every frame below it refuted) with incumbent `best`.
+    fn new(
+        inst: &'a Instance,
+        sts: Vec<&'a Structure>,
+        limits: &'a Limits,
+        start: Instant,
+        what: &'static str,
+        lo: i64,
+        best: Option<(Schedule, Ticks)>,
+    ) -> FrameSearch<'a> {
+        FrameSearch {
+            inst,
+            sts,
+            limits,
+            start,
+            deadline: start + limits.time_limit,
+            what,
+            lo,
+            best,
+            sizes: String::new(),
+            stopped: false,
+        }
+    }
+
     fn try_frame(&mut self, p: i64) -> Result<Frame, ExactError> {
         check_horizon(p)?;
-        let enc = match Encoding::build(self.st, p, false) {
-            Ok(e) => e,
-            Err(TooShort) => return Ok(Frame::Refuted),
-        };
-        let what = self.what;
-        self.sizes = model_note(&enc, &format!("model at {what} {p}"));
-        let res = run_lp(
-            &enc.lp,
-            self.deadline,
-            self.limits,
-            &format!("{what} {p}"),
-            self.start,
-        )?;
-        Ok(match res {
-            Some(LpResult::Optimal(x)) | Some(LpResult::Feasible(x)) => Frame::Feasible(incumbent(
-                checked(self.inst, decode::decode(self.st, &enc, &x))?,
-            )),
-            Some(LpResult::Infeasible) => Frame::Refuted,
-            Some(LpResult::Unknown) | None => Frame::Stopped,
-        })
+        for st in self.sts.clone() {
+            let enc = match Encoding::build(st, p, false) {
+                Ok(e) => e,
+                Err(TooShort) => continue,
+            };
+            let what = self.what;
+            self.sizes = model_note(&enc, &format!("model at {what} {p}"));
+            let res = run_lp(
+                &enc.lp,
+                self.deadline,
+                self.limits,
+                &format!("{what} {p}"),
+                self.start,
+            )?;
+            match res {
+                Some(LpResult::Optimal(x)) | Some(LpResult::Feasible(x)) => {
+                    return Ok(Frame::Feasible(incumbent(checked(
+                        self.inst,
+                        decode::decode(st, &enc, &x),
+                    )?)))
+                }
+                Some(LpResult::Infeasible) => {}
+                Some(LpResult::Unknown) | None => return Ok(Frame::Stopped),
+            }
+        }
+        Ok(Frame::Refuted)
     }
 
     fn keep(&mut self, found: (Schedule, Ticks)) {
@@ -340,7 +376,9 @@ impl FrameSearch<'_> {
 /// [`SCOPE`]. Groups, slots and `after`: one MILP per GPU op sequence that
 /// R11–R13 allow (`exact::variants`), the best kept.
 pub(super) fn solve(inst: &Instance, limits: &Limits) -> Result<Outcome, ExactError> {
-    if inst.extensions().is_empty() && !variants::unreachable_cpu_capacity(inst) {
+    if Features::of(inst).contains(Feature::CpuOps) {
+        solve_jointly(inst, limits)
+    } else if inst.extensions().is_empty() && !variants::unreachable_cpu_capacity(inst) {
         solve_fixed(inst, limits)
     } else {
         variants::solve_each(inst, limits, Method::Milp, solve_fixed)
@@ -380,18 +418,8 @@ fn solve_fixed(inst: &Instance, limits: &Limits) -> Result<Outcome, ExactError> 
         notes.push(format!("upper bound {m} from a checked ASAP schedule"));
     }
     let what = if st.cyclic { "period" } else { "horizon" };
-    let mut search = FrameSearch {
-        inst,
-        st: &st,
-        limits,
-        start,
-        deadline: start + limits.time_limit,
-        what,
-        lo: if st.cyclic { compute.max(1) } else { compute },
-        best,
-        sizes: String::new(),
-        stopped: false,
-    };
+    let lo = if st.cyclic { compute.max(1) } else { compute };
+    let mut search = FrameSearch::new(inst, vec![&st], limits, start, what, lo, best);
     if search.gallop(pmax)? {
         notes.push(search.sizes.clone());
         notes.push(format!(
@@ -412,6 +440,96 @@ fn solve_fixed(inst: &Instance, limits: &Limits) -> Result<Outcome, ExactError> 
         Some((s, m)) if m.0 <= lo => outcome(Status::Optimal, Some(s), Some(m), notes),
         Some((s, _)) => outcome(Status::Feasible, Some(s), Some(Ticks(lo)), notes),
         None => outcome(Status::Unknown, None, Some(Ticks(lo)), notes),
+    })
+}
+
+/// [`solve`] on an instance with ops on the CPU: the op sequences that
+/// R11–R13 allow (`exact::variants`, the CPU orders included), each a
+/// fixed-order MILP, searched frame by frame all at once: a period is
+/// feasible iff one sequence's model is (feasibility is monotone in the
+/// period for each, EXACTNESS §5, so for their union too). Unlike
+/// sequence by sequence, no infeasible sequence is galloped up to its
+/// structural bound while another one has a schedule.
+fn solve_jointly(inst: &Instance, limits: &Limits) -> Result<Outcome, ExactError> {
+    let start = Instant::now();
+    let seqs = variants::sequences(inst, Method::Milp)?;
+    let mut fixed = vec![];
+    let mut refused: Option<ExactError> = None;
+    // The least compute of a sequence outside the method's limits: a lower
+    // bound on what it could reach (one stream per device, R2, R8).
+    let mut refused_lo: Option<i64> = None;
+    let mut witnessed = 0;
+    for seq in &seqs {
+        let fi = variants::fixed(inst, seq);
+        match analyse(&fi) {
+            Ok(st) if memory_witness(&fi, &st).is_some() => witnessed += 1,
+            Ok(st) => fixed.push(st),
+            Err(e @ ExactError::Unsupported { .. }) => {
+                refused.get_or_insert(e);
+                let c = variants::compute_bound(inst, seq).max(1);
+                refused_lo = Some(refused_lo.map_or(c, |r| r.min(c)));
+            }
+            Err(e) => return Err(e),
+        }
+    }
+    if fixed.is_empty() {
+        if let Some(e) = refused {
+            return Err(e);
+        }
+    }
+    let mut notes = vec![
+        LIMITS_NOTE.to_string(),
+        format!(
+            "variants (R11-R13): {} op sequences meet the groups, precedences and data; {} ruled out by memory alone, {} encoded and searched together, {} outside the method's limits",
+            seqs.len(),
+            witnessed,
+            fixed.len(),
+            seqs.len() - witnessed - fixed.len()
+        ),
+    ];
+    let outcome = |status, schedule, bound, notes| Outcome {
+        method: Method::Milp,
+        status,
+        schedule,
+        bound,
+        elapsed: start.elapsed(),
+        notes,
+    };
+    let Some(lo) = fixed.iter().map(|st| st.least_period()).min() else {
+        notes.push("infeasible: no op sequence fits the memory (EXACTNESS §4)".into());
+        return Ok(outcome(Status::Infeasible, None, None, notes));
+    };
+    let pmax = fixed
+        .iter()
+        .map(|st| st.horizon_bound())
+        .max()
+        .unwrap_or(lo);
+    let sts = fixed.iter().collect();
+    let mut search = FrameSearch::new(inst, sts, limits, start, "period", lo, None);
+    if search.gallop(pmax)? && refused.is_none() {
+        notes.push(search.sizes.clone());
+        notes.push(format!(
+            "infeasible: every period up to the structural bound {pmax} is refuted for every sequence (EXACTNESS §4)"
+        ));
+        return Ok(outcome(Status::Infeasible, None, None, notes));
+    }
+    search.bisect()?;
+    let lo = search.lo;
+    notes.push(search.sizes);
+    notes.push(format!("every period below {lo} refuted by HiGHS"));
+    if let Some(e) = &refused {
+        notes.push(format!("not settled: {e}"));
+    }
+    if search.stopped {
+        notes.push("stopped (interrupt or time limit) before the search closed".into());
+    }
+    // Every encoded sequence is refuted below lo; a refused one only below
+    // its compute.
+    let bound = refused_lo.map_or(lo, |r| r.min(lo));
+    Ok(match search.best {
+        Some((s, m)) if m.0 <= bound => outcome(Status::Optimal, Some(s), Some(m), notes),
+        Some((s, _)) => outcome(Status::Feasible, Some(s), Some(Ticks(bound)), notes),
+        None => outcome(Status::Unknown, None, Some(Ticks(bound)), notes),
     })
 }
 

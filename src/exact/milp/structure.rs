@@ -10,8 +10,9 @@
 //!
 //! Must not import: bounds, heuristics, traces, reports, the CLI.
 
+use super::cpu::{self, CpuRoles};
 use crate::exact::{ExactError, Method};
-use crate::model::{ComputeOrder, Device, Instance, Mode, OpId, Placement, ReleaseRule, TensorId};
+use crate::model::{ComputeOrder, Instance, Mode, OpId, Placement, ReleaseRule, TensorId};
 use crate::semantics::transfer_ticks;
 use num_integer::gcd;
 
@@ -109,6 +110,10 @@ pub struct Structure {
     /// them, and the decoder writes that release as an explicit delete
     /// (proofs/EXACTNESS.md §3.9).
     pub dropped: Vec<bool>,
+    /// The ops on the CPU and the roles of what they read (`cpu`); their
+    /// host-only tensors and host inputs are not in `base`, `epochs` or
+    /// `windows` (`Base::None`).
+    pub cpu: CpuRoles,
 }
 
 fn unsupported(reason: impl Into<String>) -> ExactError {
@@ -136,7 +141,11 @@ impl Structure {
         }
     }
     pub fn analyse(inst: &Instance) -> Result<Structure, ExactError> {
-        let seq = fixed_sequence(inst)?;
+        let (seq, cpu_seq) = cpu::split(inst, &fixed_sequence(inst)?);
+        if seq.is_empty() {
+            return Err(unsupported("the order has no GPU ops"));
+        }
+        let cpu = CpuRoles::of(inst, &seq, cpu_seq)?;
         let cyclic = inst.mode == Mode::Cyclic;
         let n = seq.len();
         let nt = inst.tensors.len();
@@ -169,6 +178,9 @@ impl Structure {
             let t = TensorId(i as u32);
             let ten = inst.tensor(t);
             let u = uses.tensor(i);
+            if cpu.owns(i) {
+                continue; // host-only or a host input: encoded beside the CPU ops
+            }
             if u.unused() {
                 unused_in_scope(
                     &ten.name,
@@ -184,7 +196,7 @@ impl Structure {
                 u.one_shot_life(&ten.name, ten.initial, size[i], n)?
             } else if persistent[i] {
                 let life = u.persistent_life(&ten.name, n)?;
-                if u.mods.is_empty() {
+                if u.mods.is_empty() && cpu.updated_by[i].is_none() {
                     unmodified_persistent.push(t);
                 }
                 life
@@ -220,6 +232,7 @@ impl Structure {
             static_mem,
             unmodified_persistent,
             dropped,
+            cpu,
         })
     }
 
@@ -244,6 +257,15 @@ impl Structure {
         m
     }
 
+    /// The least period any schedule of this sequence can have: the busier
+    /// device's compute (R2: one stream per device; R8: compute lies in
+    /// [0, P]), at least one tick.
+    pub fn least_period(&self) -> i64 {
+        let gpu: i64 = self.dur.iter().sum();
+        let cpu: i64 = self.cpu.dur.iter().sum();
+        gpu.max(cpu).max(1)
+    }
+
     /// A horizon that suffices for feasibility (proofs/EXACTNESS.md §4): every
     /// valid schedule within the structural limits can be compressed to one whose
     /// busy ticks are at most the total duration of ops and transfers and whose
@@ -257,13 +279,19 @@ impl Structure {
             .map(|e| self.dt[e.tensor.ix()])
             .sum();
         let pref: i64 = self.windows.iter().map(|w| self.dt[w.tensor.ix()]).sum();
-        let instants =
-            2 * self.n() as i64 + 2 * self.epochs.len() as i64 + 3 * self.windows.len() as i64;
-        ops + offl + pref + instants + 1
+        // The CPU ops and their host inputs' offloads are busy time too; each
+        // input adds an offload's two instants and its delete (§3.12).
+        let cpu_ops: i64 = self.cpu.dur.iter().sum();
+        let inputs: i64 = self.cpu.inputs.iter().map(|c| self.dt[c.tensor.ix()]).sum();
+        let instants = 2 * (self.n() + self.cpu.n()) as i64
+            + 2 * self.epochs.len() as i64
+            + 3 * (self.windows.len() + self.cpu.inputs.len()) as i64;
+        ops + offl + pref + cpu_ops + inputs + instants + 1
     }
 }
 
-/// The fixed GPU op sequence, or why the instance is out of scope.
+/// The fixed order (GPU and CPU ops; `cpu::split` parts them), or why the
+/// instance is out of scope.
 fn fixed_sequence(inst: &Instance) -> Result<Vec<OpId>, ExactError> {
     let seq = match &inst.order {
         ComputeOrder::Fixed(v) => v.clone(),
@@ -281,9 +309,6 @@ fn fixed_sequence(inst: &Instance) -> Result<Vec<OpId>, ExactError> {
                 "op {} appears twice in the order (rematerialisation is not encoded)",
                 inst.op(*o).name
             )));
-        }
-        if inst.op(*o).device != Device::Gpu {
-            return Err(unsupported("CPU ops are not encoded"));
         }
     }
     if inst.machine.cpu_capacity.is_some() {

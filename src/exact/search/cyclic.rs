@@ -167,7 +167,9 @@ pub(super) fn born(inst: &Instance, order: &[OpId]) -> Vec<usize> {
 /// offload per value). A per-iteration tensor is absent, or (if it moves)
 /// absent with a current CPU copy; if its last use may end at P
 /// ([`droppable`]), it may also be present, with or without a current CPU
-/// copy (it is then dropped at time 0). At most one transfer is in flight per
+/// copy (it is then dropped at time 0). One that a CPU op reads (needed until
+/// its next production) may be present, with or without a current CPU copy,
+/// or present with its offload in flight. At most one transfer is in flight per
 /// channel, and S₀ with its prefetches in flight fits the GPU memory (it is
 /// the memory at P).
 ///
@@ -198,6 +200,12 @@ pub(super) fn boundaries(ctx: &Ctx) -> Option<Vec<Boundary>> {
         let offloadable = moves && (uses.last_read[i].is_some_and(|r| r > p) || ctx.always[i]);
         let dropped = uses.released_at[i].is_empty() && droppable(ctx, &uses, i);
         let places: &[Place] = match (offloadable, dropped) {
+            // A tensor a CPU op reads is needed until the next production
+            // (limit "needed later"): its GPU copy may cross the boundary,
+            // with or without a current CPU copy, or with its offload in
+            // flight (issue 24: the MILP's period 5 on the random tiny
+            // OFFMATE instance of `tests/it/offmate_exact.rs`'s regression).
+            _ if moves && ctx.always[i] => CPU_INPUT,
             (false, false) => continue,
             (true, false) => &[ABSENT, CPU],
             (false, true) => &[ABSENT, GPU],
@@ -263,6 +271,7 @@ const BOTH: Place = Place::Held {
     gpu: true,
     cpu: true,
 };
+const CPU_INPUT: &[Place] = &[ABSENT, CPU, GPU, BOTH, Place::Moving(Direction::Offload)];
 const PERSISTENT: &[Place] = &[
     GPU,
     BOTH,
