@@ -62,6 +62,7 @@ mod search_cyclic;
 mod solve_cli;
 mod trace_cli;
 mod trace_hostile;
+mod trace_recorded;
 mod trace_release;
 mod trace_reserved;
 mod trace_roundtrip;
