@@ -38,6 +38,7 @@ def kineto(path):
     for kind in ("HtoD", "DtoH", "DtoD"):
         cs = [e for e in ev if e.get("cat") == "gpu_memcpy" and kind in e["name"]]
         out[kind] = (len(cs), sum(int(e["args"]["bytes"]) for e in cs))
+        out[kind + "_ns"] = sum(int(Decimal(e["dur"]) * 1000) for e in cs)
     mem = sorted(
         (e for e in ev if e.get("name") == "[memory]" and e["args"].get("Device Type") == 1),
         key=lambda e: Decimal(e["ts"]),
