@@ -225,7 +225,7 @@ fn render_snapshot(
     let total = |v: &[trace::memsnap::SegmentMade]| Bytes(v.iter().map(|m| m.size.0).sum());
     for r in replays {
         let _ = writeln!(s, "GPU {}: {} events, {} allocations, {} frees completed, {} frees of blocks allocated before the history, streams {:?}", r.device, r.events, r.allocations, r.frees, r.unknown_frees, r.streams);
-        let _ = writeln!(s, "  real allocator: {} segment(s) allocated ({}), {} given back; reserved peak {}, at the end {}", r.real_segments.len(), total(&r.real_segments).human(), r.real_segment_frees, r.real_peak_reserved.human(), r.real_final_reserved.human());
+        let _ = writeln!(s, "  real allocator: reserved {} before the history, {} segment(s) allocated ({}), {} given back; reserved peak {}, at the end {}", r.real_start_reserved.human(), r.real_segments.len(), total(&r.real_segments).human(), r.real_segment_frees, r.real_peak_reserved.human(), r.real_final_reserved.human());
         let _ = writeln!(s, "  caching model from empty (capacity unbounded): {} segment(s) ({}); reserved peak {}, at the end {}; allocated peak {}, at the end {}", r.model_segments.len(), total(&r.model_segments).human(), r.model_peak_reserved.human(), r.model_final_reserved.human(), r.model_peak_allocated.human(), r.model_final_allocated.human());
         let first = r
             .real_segments
@@ -234,7 +234,7 @@ fn render_snapshot(
             .position(|(x, y)| x != y);
         let segs = match (first, r.real_segments.len() == r.model_segments.len()) {
             (None, true) => "the same sizes in the same order, each made for the same allocation".to_string(),
-            (None, false) => format!("the first {} agree, then one side has more", r.real_segments.len().min(r.model_segments.len())),
+            (None, false) => format!("the first {} agree; the real allocator made {}, the model {}", r.real_segments.len().min(r.model_segments.len()), r.real_segments.len(), r.model_segments.len()),
             (Some(k), _) => format!("first differ at segment {k}: real {} B for allocation {}, model {} B for allocation {}", r.real_segments[k].size.0, r.real_segments[k].allocation, r.model_segments[k].size.0, r.model_segments[k].allocation),
         };
         let _ = writeln!(s, "  segments: {segs}");

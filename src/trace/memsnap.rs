@@ -240,6 +240,9 @@ pub struct SnapshotReplay {
     /// Compared points where the reserved bytes differ.
     pub reserved_differences: u64,
     pub first_difference: Option<ReservedDifference>,
+    /// The real reserved bytes before the history: the snapshot's segments at
+    /// the end less the history's segment allocations plus its releases.
+    pub real_start_reserved: Bytes,
     pub real_peak_reserved: Bytes,
     pub model_peak_reserved: Bytes,
     pub real_final_reserved: Bytes,
@@ -278,6 +281,7 @@ pub fn replay(snap: &Snapshot, device: usize) -> Option<SnapshotReplay> {
         compared: 0,
         reserved_differences: 0,
         first_difference: None,
+        real_start_reserved: Bytes(0),
         real_peak_reserved: Bytes(0),
         model_peak_reserved: Bytes(0),
         real_final_reserved: Bytes(0),
@@ -285,7 +289,25 @@ pub fn replay(snap: &Snapshot, device: usize) -> Option<SnapshotReplay> {
         model_peak_allocated: Bytes(0),
         model_final_allocated: Bytes(0),
     };
-    let mut real: u64 = 0;
+    // The real reserved bytes before the history: the device's segments at the
+    // end less those the history allocated, plus those it gave back (0 for a
+    // history from the process's start).
+    let at_end: u64 = snap
+        .segments
+        .iter()
+        .filter(|g| g.device == device as i64)
+        .map(|g| g.total_size)
+        .sum();
+    let (made, freed) = history
+        .iter()
+        .fold((0u64, 0u64), |(m, f), e| match e.action {
+            Action::SegmentAlloc | Action::SegmentMap => (m.saturating_add(e.size), f),
+            Action::SegmentFree | Action::SegmentUnmap => (m, f.saturating_add(e.size)),
+            _ => (m, f),
+        });
+    let mut real: u64 = at_end.saturating_add(freed).saturating_sub(made);
+    r.real_start_reserved = Bytes(real);
+    r.real_peak_reserved = Bytes(real);
     for (k, e) in history.iter().enumerate() {
         let compare = match e.action {
             Action::Alloc => {

@@ -323,6 +323,7 @@ fn caching_model_replays_a_whole_process_like_the_real_allocator() {
     );
     assert_eq!(r.compared, 253 + 225);
     assert_eq!((r.reserved_differences, r.first_difference), (0, None));
+    assert_eq!(r.real_start_reserved, Bytes(0));
     assert!(r.agrees());
     // The state at the end (the snapshot's `segments`): 18 segments,
     // 371195904 B reserved, 286359552 B allocated in blocks.
@@ -350,11 +351,20 @@ fn a_snapshot_from_mid_run_is_said_to_start_elsewhere() {
     // no segment allocated (the warm-up's are cached).
     assert_eq!((r.allocations, r.frees, r.unknown_frees), (79, 67, 12));
     assert!(r.real_segments.is_empty());
+    // Reserved before the history: the 18 segments at the end (371195904 B,
+    // recorded_figures.py), none made or given back during it.
+    assert_eq!(r.real_start_reserved, Bytes(371_195_904));
+    assert_eq!(r.real_peak_reserved, Bytes(371_195_904));
     assert!(!r.agrees());
     let (code, out) = offcert(&["audit", &rel("h100_mlp_saveoncpu.memsnap.json.gz")]);
     assert_eq!(code, 0, "{out}");
     assert!(
         out.contains("12 frees of earlier blocks were skipped"),
+        "{out}"
+    );
+    assert!(out.contains("  real allocator: reserved 371.195904 MB before the history, 0 segment(s) allocated (0 B)"), "{out}");
+    assert!(
+        out.contains("  segments: the first 0 agree; the real allocator made 0, the model 9"),
         "{out}"
     );
 }
@@ -367,7 +377,7 @@ fn audit_reads_an_allocator_snapshot() {
     for want in [
         "settings: expandable_segments false, max_split_size unlimited",
         "GPU 0: 721 events, 253 allocations, 225 frees completed, 0 frees of blocks allocated before the history, streams [0]",
-        "  real allocator: 18 segment(s) allocated (371.195904 MB), 0 given back; reserved peak 371.195904 MB, at the end 371.195904 MB",
+        "  real allocator: reserved 0 B before the history, 18 segment(s) allocated (371.195904 MB), 0 given back; reserved peak 371.195904 MB, at the end 371.195904 MB",
         "  segments: the same sizes in the same order, each made for the same allocation",
         "  reserved after each of 478 compared events: equal throughout",
         "verdict: clean",
