@@ -79,6 +79,8 @@ struct Out<'a> {
     explanations: Option<Vec<String>>,
     #[serde(skip_serializing_if = "Option::is_none")]
     plan: Option<&'a PlanComparison>,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    allocated_above_model: Option<Vec<audit::AllocatedAboveModel>>,
 }
 
 pub fn run(a: AuditArgs) -> anyhow::Result<ExitCode> {
@@ -87,6 +89,9 @@ pub fn run(a: AuditArgs) -> anyhow::Result<ExitCode> {
     }
     if a.plan.is_some() && (a.instance.is_none() || a.mapping.is_none()) {
         bail!("--plan needs --instance and --mapping");
+    }
+    if trace::memsnap::is_snapshot(&a.trace) {
+        return run_snapshot(&a);
     }
     let tr = trace::load(&a.trace)?;
     let inst: Option<Instance> = match &a.instance {
@@ -157,6 +162,94 @@ pub fn run(a: AuditArgs) -> anyhow::Result<ExitCode> {
     Ok(super::verdict_code(clean))
 }
 
+/// An allocator snapshot (`torch.cuda.memory._snapshot()` as JSON): its
+/// history replayed through the caching model from empty, beside the real
+/// allocator's segments and reserved bytes. Reports only: exit 0.
+fn run_snapshot(a: &AuditArgs) -> anyhow::Result<ExitCode> {
+    if a.instance.is_some() || a.budget.is_some() || a.link_gbps.is_some() || a.plot.is_some() {
+        bail!(
+            "{}: an allocator snapshot is audited on its own (no --instance, --mapping, --budget, --link-gbps or --plot)",
+            a.trace.display()
+        );
+    }
+    let snap = trace::memsnap::load(&a.trace)?;
+    let replays: Vec<trace::memsnap::SnapshotReplay> = (0..snap.device_traces.len())
+        .filter(|&d| a.device.is_none_or(|x| x == d as i64))
+        .filter_map(|d| trace::memsnap::replay(&snap, d))
+        .collect();
+    if a.json {
+        #[derive(Serialize)]
+        struct SnapOut<'a> {
+            verdict: &'static str,
+            settings: &'a Option<trace::memsnap::Settings>,
+            final_segments: usize,
+            devices: &'a [trace::memsnap::SnapshotReplay],
+        }
+        let out = SnapOut {
+            verdict: "clean",
+            settings: &snap.allocator_settings,
+            final_segments: snap.segments.len(),
+            devices: &replays,
+        };
+        println!("{}", serde_json::to_string_pretty(&out)?);
+    } else {
+        print!(
+            "{}",
+            render_snapshot(&a.trace.display().to_string(), &snap, &replays)
+        );
+    }
+    Ok(super::verdict_code(true))
+}
+
+fn render_snapshot(
+    file: &str,
+    snap: &trace::memsnap::Snapshot,
+    replays: &[trace::memsnap::SnapshotReplay],
+) -> String {
+    let mut s = String::new();
+    let settings = snap
+        .allocator_settings
+        .as_ref()
+        .map_or("not recorded".to_string(), |x| {
+            format!(
+                "expandable_segments {}, max_split_size {}",
+                x.expandable_segments,
+                if x.max_split_size < 0 {
+                    "unlimited".to_string()
+                } else {
+                    x.max_split_size.to_string()
+                }
+            )
+        });
+    let _ = writeln!(s, "allocator snapshot {file}: {} device histor(ies), {} segment(s) at the end; settings: {settings}", snap.device_traces.len(), snap.segments.len());
+    let total = |v: &[trace::memsnap::SegmentMade]| Bytes(v.iter().map(|m| m.size.0).sum());
+    for r in replays {
+        let _ = writeln!(s, "GPU {}: {} events, {} allocations, {} frees completed, {} frees of blocks allocated before the history, streams {:?}", r.device, r.events, r.allocations, r.frees, r.unknown_frees, r.streams);
+        let _ = writeln!(s, "  real allocator: reserved {} before the history, {} segment(s) allocated ({}), {} given back; reserved peak {}, at the end {}", r.real_start_reserved.human(), r.real_segments.len(), total(&r.real_segments).human(), r.real_segment_frees, r.real_peak_reserved.human(), r.real_final_reserved.human());
+        let _ = writeln!(s, "  caching model from empty (capacity unbounded): {} segment(s) ({}); reserved peak {}, at the end {}; allocated peak {}, at the end {}", r.model_segments.len(), total(&r.model_segments).human(), r.model_peak_reserved.human(), r.model_final_reserved.human(), r.model_peak_allocated.human(), r.model_final_allocated.human());
+        let first = r
+            .real_segments
+            .iter()
+            .zip(&r.model_segments)
+            .position(|(x, y)| x != y);
+        let segs = match (first, r.real_segments.len() == r.model_segments.len()) {
+            (None, true) => "the same sizes in the same order, each made for the same allocation".to_string(),
+            (None, false) => format!("the first {} agree; the real allocator made {}, the model {}", r.real_segments.len().min(r.model_segments.len()), r.real_segments.len(), r.model_segments.len()),
+            (Some(k), _) => format!("first differ at segment {k}: real {} B for allocation {}, model {} B for allocation {}", r.real_segments[k].size.0, r.real_segments[k].allocation, r.model_segments[k].size.0, r.model_segments[k].allocation),
+        };
+        let _ = writeln!(s, "  segments: {segs}");
+        let _ = match &r.first_difference {
+            None => writeln!(s, "  reserved after each of {} compared events: equal throughout", r.compared),
+            Some(d) => writeln!(s, "  reserved after each of {} compared events: {} differ, first after event {} (real {}, model {})", r.compared, r.reserved_differences, d.event, d.real.human(), d.model.human()),
+        };
+        if r.unknown_frees > 0 {
+            let _ = writeln!(s, "note: GPU {}: the history starts after the process's first allocations ({} frees of earlier blocks were skipped), so the model, which starts empty, replays another state than the real allocator's", r.device, r.unknown_frees);
+        }
+    }
+    let _ = writeln!(s, "verdict: clean");
+    s
+}
+
 /// The trace-only options: each from its flag, else from the instance.
 fn options(
     a: &AuditArgs,
@@ -208,6 +301,7 @@ fn json_out<'a>(
             _ => None,
         },
         plan,
+        allocated_above_model: mapped.map(|m| audit::allocated_above_model(tr, m)),
     }
 }
 
@@ -216,6 +310,17 @@ fn t(n: Nanos) -> String {
     let sign = if n.0 < 0 { "-" } else { "" };
     let a = n.0.unsigned_abs();
     format!("{sign}{}.{:06} ms", a / 1_000_000, a % 1_000_000)
+}
+
+/// Where an instant lies against the first GPU event: `+X ms` after it, or
+/// `X ms before the first GPU event` (allocator events can precede every kernel).
+fn since(at: Nanos, origin: Nanos) -> String {
+    let d = at.0 - origin.0;
+    if d < 0 {
+        format!("{} before the first GPU event", t(Nanos(-d)))
+    } else {
+        format!("+{}", t(Nanos(d)))
+    }
 }
 
 fn render(
@@ -229,6 +334,19 @@ fn render(
     let mut s = render_trace(tr, ta);
     if let (Some(m), Some(i)) = (mapped, inst) {
         s.push_str(&render_mapped(m, i));
+        for a in audit::allocated_above_model(tr, m) {
+            let _ = writeln!(
+                s,
+                "  note: GPU {}: the trace's allocated bytes above its baseline peak at {} at {} ns, {} above the model's peak of {}; first above it at {} ns, for {} in all (the allocator counts a block from the CPU's request, the model from the GPU event; models/TRACES.md)",
+                a.device,
+                a.trace_peak.human(),
+                a.trace_peak_at.0,
+                a.excess.human(),
+                a.model_peak.human(),
+                a.first_above_at.0,
+                t(a.time_above)
+            );
+        }
     }
     if let Some(p) = plan {
         s.push_str(&render_plan(p));
@@ -272,13 +390,21 @@ fn render_trace(tr: &trace::Trace, ta: &TraceAudit) -> String {
         if let Some(m) = &d.memory {
             let _ = writeln!(
                 s,
-                "  device memory: {} events, baseline {} ({}), peak {} at {} (+{} from the first GPU event)",
+                "  device memory: {} events, baseline {} ({}), peak {} at {} ({})",
                 m.events,
                 m.baseline.human(),
-                if m.baseline_known { "from Total Allocated" } else { "inferred, a lower bound" },
+                if m.baseline_known {
+                    "from Total Allocated"
+                } else {
+                    "inferred, a lower bound"
+                },
                 m.peak.human(),
                 m.peak_at.0,
-                t(Nanos(m.peak_at.0 - origin.0))
+                if m.peak_at.0 < origin.0 {
+                    since(m.peak_at, origin)
+                } else {
+                    format!("{} from the first GPU event", since(m.peak_at, origin))
+                }
             );
         }
         if let Some(r) = &d.reserved {
@@ -319,20 +445,20 @@ fn render_reserved(r: &audit::ReservedSummary, origin: Nanos) -> String {
     let mut s = String::new();
     let _ = writeln!(
         s,
-        "  reserved memory: {} events with Total Reserved, peak {} at {} (+{}, {} allocated then); peak reserved - peak allocated {}",
+        "  reserved memory: {} events with Total Reserved, peak {} at {} ({}, {} allocated then); peak reserved - peak allocated {}",
         r.events,
         r.peak_reserved.human(),
         r.peak_reserved_at.0,
-        t(Nanos(r.peak_reserved_at.0 - origin.0)),
+        since(r.peak_reserved_at, origin),
         signed_bytes(r.allocated_at_peak_reserved),
         signed_bytes(r.peak_reserved_over_peak_allocated)
     );
     let _ = writeln!(
         s,
-        "  reserved - allocated: peak {} at {} (+{}), time-weighted mean {} over {}",
+        "  reserved - allocated: peak {} at {} ({}), time-weighted mean {} over {}",
         signed_bytes(r.peak_difference),
         r.peak_difference_at.0,
-        t(Nanos(r.peak_difference_at.0 - origin.0)),
+        since(r.peak_difference_at, origin),
         r.mean_difference.map_or("-".to_string(), signed_bytes),
         t(r.span)
     );
@@ -343,7 +469,7 @@ fn render_reserved(r: &audit::ReservedSummary, origin: Nanos) -> String {
 /// reserved curve.
 fn render_replay(r: &audit::CachingReplay, origin: Nanos) -> String {
     let mut s = String::new();
-    let at = |n: Nanos| format!("{} (+{})", n.0, t(Nanos(n.0 - origin.0)));
+    let at = |n: Nanos| format!("{} ({})", n.0, since(n, origin));
     let _ = writeln!(
         s,
         "  caching model on the trace's allocations: {} allocations, {} paired frees, {} frees of earlier blocks, {} seeded live at the start (capacity unbounded): reserved peak {} at {}, allocated peak {}, reserved at the end {}",

@@ -81,6 +81,11 @@ pub struct EtArgs {
     /// Instance name (default: the trace's file stem).
     #[arg(long)]
     pub name: Option<String>,
+    /// A storage id that the trace reuses for a fresh tensor (the allocator gave
+    /// a freed block to a new tensor) becomes a new variable `s{id}.{k}`;
+    /// without it, every reuse reads as a modification of one variable.
+    #[arg(long)]
+    pub split_reused_storages: bool,
 }
 
 #[derive(clap::Args, Debug)]
@@ -165,6 +170,7 @@ fn run_et(a: EtArgs) -> anyhow::Result<ExitCode> {
         name,
         gpu_memory: a.gpu_memory,
         bandwidth: BandwidthFile::PerTick(a.bandwidth),
+        split_reused_storages: a.split_reused_storages,
     };
     let (seq, rep) = et::import_files(&a.trace, a.kineto.as_deref(), &opts)?;
     let v = InstanceFile::OpSequence(seq.clone()).to_json()?;

@@ -220,16 +220,15 @@ fn memory_panel(
             .collect(),
         capacity: opts.budget.map(|b| (b.0, format!("budget {b} B"))),
         peak: m.map(|m| {
-            (
-                m.peak.0,
-                ms(m.peak_at, origin),
-                format!(
-                    "peak {} at {} ns (+{:.6} ms)",
-                    m.peak.human(),
-                    m.peak_at.0,
-                    ms(m.peak_at, origin)
-                ),
-            )
+            (m.peak.0, ms(m.peak_at, origin), {
+                let off = ms(m.peak_at, origin);
+                let when = if off < 0.0 {
+                    format!("{:.6} ms before the first GPU event", -off)
+                } else {
+                    format!("+{off:.6} ms")
+                };
+                format!("peak {} at {} ns ({when})", m.peak.human(), m.peak_at.0)
+            })
         }),
         others: reserved_curves(tl, replay, origin),
     }

@@ -17,7 +17,18 @@
 //!   one first met as an output is written for the first time there; an output
 //!   of an already known storage is a modification for in-place operators
 //!   (name ending in `_` or a `!` in the schema), whose first tensor argument
-//!   is modified too; otherwise it is a view (a read);
+//!   is modified too; otherwise it is a view (a read) when the storage is
+//!   among the node's inputs, and a modification when it is not;
+//! - with [`EtOptions::split_reused_storages`] (`--split-reused-storages`):
+//!   storage ids are reused: PyTorch's ET names a storage by its data pointer,
+//!   and the caching allocator hands a freed block to the next request, so one
+//!   id can name several tensors in turn. A *new* tensor (a tensor id not met
+//!   before on that storage) output by an operator that is not in-place, at a
+//!   storage that is not among the node's inputs, is a fresh allocation at a
+//!   reused address: a new variable `s{id}.{k}` (k = 1, 2, ...), written
+//!   there, and every later reference to the storage id names it (once per
+//!   top-level operator: its nested nodes name one tensor). Without this,
+//!   every reuse read as a modification of one long-lived variable;
 //! - storages created in the iteration are dead after their last use (the
 //!   ET records no frees; PyTorch's allocator frees a storage when its last
 //!   reference goes), so "alive after the last operator" means persistent.
@@ -69,6 +80,10 @@ pub struct EtOptions {
     pub gpu_memory: Option<u64>,
     /// β in bytes per ns (per direction, full duplex).
     pub bandwidth: BandwidthFile,
+    /// A storage id reused by a fresh tensor becomes a new variable (module
+    /// docs); off: every reuse reads as a modification of one variable (the
+    /// reading before 2026-11-27, which the bundled instances were made with).
+    pub split_reused_storages: bool,
 }
 
 /// What the import could and could not link.
@@ -264,9 +279,10 @@ fn nodes<'a>(file: &str, root: &'a Value, schema: Schema) -> Result<Vec<Node<'a>
     Ok(out)
 }
 
-/// A CUDA tensor reference: (storage, bytes needed) or why it is skipped.
+/// A CUDA tensor reference: (storage, bytes needed, tensor id) or why it is
+/// skipped.
 enum TRef {
-    Cuda(i64, u64),
+    Cuda(i64, u64, i64),
     Host,
     Empty,
 }
@@ -293,6 +309,7 @@ fn tensor(file: &str, at: &str, v: &Value) -> Result<Option<TRef>, EtError> {
             .ok_or_else(|| field(file, at, format!("{what} is not an integer")))
     };
     let storage = num(1, "storage_id")?;
+    let tensor_id = num(0, "tensor_id")?;
     let (offset, numel, itemsize) = (num(2, "offset")?, num(3, "numel")?, num(4, "itemsize")?);
     if offset < 0 || numel < 0 {
         return Err(field(
@@ -330,7 +347,7 @@ fn tensor(file: &str, at: &str, v: &Value) -> Result<Option<TRef>, EtError> {
     Ok(Some(if bytes == 0 {
         TRef::Empty
     } else {
-        TRef::Cuda(storage, bytes)
+        TRef::Cuda(storage, bytes, tensor_id)
     }))
 }
 
@@ -392,9 +409,9 @@ fn is_view(name: &str) -> bool {
 struct Folded {
     name: String,
     rf_id: i64,
-    reads: Vec<i64>,
-    writes: Vec<i64>,
-    modifies: Vec<i64>,
+    reads: Vec<Var>,
+    writes: Vec<Var>,
+    modifies: Vec<Var>,
     bytes_touched: u64,
     kernel_like: bool,
 }
@@ -422,7 +439,10 @@ pub fn import(
     let key = |i: usize| (nodes[i].rf_id.unwrap_or(i64::MAX), nodes[i].id);
     let mut tops: Vec<usize> = members.keys().copied().collect();
     tops.sort_by_key(|&i| key(i));
-    let mut st = Storages::default();
+    let mut st = Storages {
+        split: opts.split_reused_storages,
+        ..Default::default()
+    };
     for &t in &tops {
         let mut ms = members[&t].clone();
         ms.sort_by_key(|&i| key(i));
@@ -477,18 +497,32 @@ fn top_level_members(
     Ok(members)
 }
 
+/// A variable: a storage id and its generation (0, then one more for each
+/// fresh tensor at a reused address; module docs).
+type Var = (i64, u32);
+
 /// The storages met so far (largest size, first-met order, which were first
-/// met as inputs: persistent) and the folded operators.
+/// met as inputs: persistent), the tensor ids met on each, each storage id's
+/// current generation, and the folded operators.
 #[derive(Default)]
 struct Storages {
-    size: HashMap<i64, u64>,
-    seen: HashSet<i64>,
-    persistent: Vec<i64>,
-    order: Vec<i64>,
+    size: HashMap<Var, u64>,
+    seen: HashSet<Var>,
+    persistent: Vec<Var>,
+    order: Vec<Var>,
+    tensors: HashSet<(i64, i64)>,
+    generation: HashMap<i64, u32>,
+    /// Split reused storage ids ([`EtOptions::split_reused_storages`]).
+    split: bool,
     folded: Vec<Folded>,
 }
 
 impl Storages {
+    /// The variable a storage id names now.
+    fn var(&self, storage: i64) -> Var {
+        (storage, self.generation.get(&storage).copied().unwrap_or(0))
+    }
+
     /// Fold the tensors of top-level operator `t`'s member nodes `ms` (in
     /// order) into one function (module docs, "Mapping").
     fn fold(
@@ -508,6 +542,7 @@ impl Storages {
             bytes_touched: 0,
             kernel_like: !is_view(nodes[t].name),
         };
+        let mut written_here: HashSet<i64> = HashSet::new();
         for &m in ms {
             let n = &nodes[m];
             let mut ins = Vec::new();
@@ -516,15 +551,15 @@ impl Storages {
             tensors_of(et_file, &format!("nodes[{m}].outputs"), &n.outs, &mut outs)?;
             let inplace = n.is_op && (n.name.ends_with('_') && !n.name.ends_with("__"));
             let cuda = |t: &TRef| match t {
-                TRef::Cuda(s, _) => Some(*s),
+                TRef::Cuda(s, _, _) => Some(*s),
                 _ => None,
             };
             let first_in = ins.iter().find_map(cuda);
             let in_set: Vec<i64> = ins.iter().filter_map(cuda).collect();
             for (k, list) in [(0, &ins), (1, &outs)] {
                 for t in list.iter() {
-                    let (s, b) = match t {
-                        TRef::Cuda(s, b) => (*s, *b),
+                    let (storage, b, tid) = match t {
+                        TRef::Cuda(s, b, tid) => (*s, *b, *tid),
                         TRef::Host => {
                             rep.host_tensors_skipped += 1;
                             continue;
@@ -534,6 +569,24 @@ impl Storages {
                             continue;
                         }
                     };
+                    let fresh = self.tensors.insert((tid, storage));
+                    if self.split
+                        && k == 1
+                        && fresh
+                        && !inplace
+                        && !n.mutating
+                        && !in_set.contains(&storage)
+                        && self.seen.contains(&self.var(storage))
+                        && !written_here.contains(&storage)
+                    {
+                        // a new tensor at a reused address: a new variable
+                        let g = self.generation.entry(storage).or_insert(0);
+                        *g += 1;
+                    }
+                    let s = self.var(storage);
+                    if k == 1 {
+                        written_here.insert(storage);
+                    }
                     let e = self.size.entry(s).or_insert(0);
                     *e = (*e).max(b);
                     if self.seen.insert(s) {
@@ -546,8 +599,9 @@ impl Storages {
                         }
                         continue;
                     }
-                    let modifies = (k == 1 && (inplace || n.mutating || !in_set.contains(&s)))
-                        || (k == 0 && inplace && Some(s) == first_in);
+                    let modifies = (k == 1
+                        && (inplace || n.mutating || !in_set.contains(&storage)))
+                        || (k == 0 && inplace && Some(storage) == first_in);
                     if modifies {
                         f.modifies.push(s);
                     } else {
@@ -563,11 +617,11 @@ impl Storages {
     /// it touches (for the cost model).
     fn one_access_each(&mut self) {
         for f in &mut self.folded {
-            let w: HashSet<i64> = f.writes.iter().copied().collect();
+            let w: HashSet<Var> = f.writes.iter().copied().collect();
             dedup(&mut f.writes);
             f.modifies.retain(|s| !w.contains(s));
             dedup(&mut f.modifies);
-            let m: HashSet<i64> = f.modifies.iter().copied().collect();
+            let m: HashSet<Var> = f.modifies.iter().copied().collect();
             f.reads.retain(|s| !w.contains(s) && !m.contains(s));
             dedup(&mut f.reads);
             f.bytes_touched = f
@@ -591,8 +645,14 @@ impl Storages {
         opts: &EtOptions,
         mut rep: EtReport,
     ) -> Result<(OpSequence, EtReport), EtError> {
-        let pers: HashSet<i64> = self.persistent.iter().copied().collect();
-        let vname = |s: i64| format!("s{s}");
+        let pers: HashSet<Var> = self.persistent.iter().copied().collect();
+        let vname = |(s, g): Var| {
+            if g == 0 {
+                format!("s{s}")
+            } else {
+                format!("s{s}.{g}")
+            }
+        };
         let variables: Vec<Variable> = self
             .order
             .iter()
@@ -654,12 +714,17 @@ impl Storages {
         seq.gpu_memory = opts.gpu_memory.unwrap_or_else(|| u.resident_peak());
         seq.note = Some(format!(
             "imported by `offcert import et` from {et_file} (schema {schema_s}); 1 tick = 1 ns; durations: {}; \
-             {} of {} operators linked{}; variables are CUDA storages ({} host tensor references and {} empty storages left out); \
+             {} of {} operators linked{}; variables are CUDA storages{} ({} host tensor references and {} empty storages left out); \
              storages first met as inputs are persistent; gpu_memory {} B{}; link full duplex (assumption)",
             rep.duration_source,
             rep.linked,
             rep.functions,
             if rep.unlinked.is_empty() { String::new() } else { format!(" ({} fell back to the cost model)", rep.unlinked.len()) },
+            if self.split {
+                ", a storage id reused by a fresh tensor a new variable `s{id}.{k}`"
+            } else {
+                ""
+            },
             rep.host_tensors_skipped,
             rep.empty_storages_skipped,
             seq.gpu_memory,
@@ -669,7 +734,7 @@ impl Storages {
     }
 }
 
-fn dedup(v: &mut Vec<i64>) {
+fn dedup(v: &mut Vec<Var>) {
     let mut s = HashSet::new();
     v.retain(|x| s.insert(*x));
 }

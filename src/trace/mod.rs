@@ -8,6 +8,8 @@
 //! - [`time`]: exact decimal timestamps;
 //! - [`kineto`], [`nsys`]: streaming importers;
 //! - [`et`]: PyTorch execution traces → `op_sequence` instances;
+//! - [`memsnap`]: PyTorch caching-allocator snapshots, replayed through the
+//!   `caching` allocator model;
 //! - [`intervals`]: interval unions for busy/idle/overlap measures;
 //! - [`mapping`]: names in a trace → the model's ops and tensors, and the
 //!   reconstruction of a [`crate::schedule::Schedule`];
@@ -24,6 +26,7 @@ pub mod export;
 pub mod intervals;
 pub mod kineto;
 pub mod mapping;
+pub mod memsnap;
 pub mod nsys;
 pub mod plan;
 pub mod time;

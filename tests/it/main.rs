@@ -64,6 +64,7 @@ mod solve_cli;
 mod trace_cli;
 mod trace_hostile;
 mod trace_models;
+mod trace_recorded;
 mod trace_release;
 mod trace_reserved;
 mod trace_roundtrip;

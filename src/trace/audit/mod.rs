@@ -7,11 +7,13 @@
 //! checker judge it.
 //! Must not import: solvers, heuristics, bounds, reports, the CLI.
 
+pub mod ahead;
 pub mod mapped;
 pub mod replay;
 pub mod reserved;
 pub mod trace;
 
+pub use ahead::*;
 pub use mapped::*;
 pub use replay::*;
 pub use reserved::*;
