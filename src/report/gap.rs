@@ -161,13 +161,7 @@ pub fn gap_with_carry(
     let budget = super::budget::own_budget(file);
     let (mut bounds, failures, infeasible) = evaluate_bounds(file, inst);
     let mut problems = Vec::new();
-    let mut cells = Vec::new();
-    for h in heuristic::all().iter().filter(|h| h.applies(file)) {
-        if opts.only.is_empty() || opts.only.iter().any(|n| n == h.name()) {
-            let limit = opts.solver_limit;
-            cells.push(heuristic_cell(h.as_ref(), file, inst, limit, &mut problems));
-        }
-    }
+    let mut cells = heuristic_cells(file, inst, opts, &mut problems);
     let mut best: Option<BestCell> = None;
     for c in &cells {
         if let Some(k) = c.checked() {
@@ -205,15 +199,8 @@ pub fn gap_with_carry(
     };
     let began = Instant::now();
     if let (None, None, false, Some(limit)) = (&infeasible, &optimum, closed(&best), opts.improve) {
-        let starts = offmate_starts(&cells);
-        improve_best(
-            file,
-            inst,
-            &mut best,
-            &starts,
-            certified_ceil(&bounds),
-            limit,
-        );
+        let target = certified_ceil(&bounds);
+        improve_best(file, inst, &mut best, &cells, target, limit);
     }
     // The anytime search gets what the improvement left of the row's limit.
     let left = opts.anytime.map(|l| l.saturating_sub(began.elapsed()));
@@ -306,7 +293,7 @@ fn improve_best(
     file: &InstanceFile,
     inst: &Instance,
     best: &mut Option<BestCell>,
-    starts: &[(String, Checked)],
+    cells: &[HeuristicCell],
     target: Option<i64>,
     limit: Effort,
 ) {
@@ -323,7 +310,7 @@ fn improve_best(
             offer(best, &k, &by);
         }
     } else if let Some(off) = file.offmate() {
-        improve_offmate(off, inst, best, starts, limit);
+        improve_offmate(off, inst, best, &offmate_starts(cells), limit);
     } else if let crate::family::InstanceFile::OpSequence(seq) = file {
         // Cyclic programs: re-plan the evictions, re-time, cut the period.
         if let Some(k) = heuristic::improve::improve_op_sequence(seq, inst, start.checked(), limit)
@@ -337,6 +324,24 @@ fn improve_best(
         let by = format!("{}+improve", start.by);
         offer(best, &k, &by);
     }
+}
+
+/// A cell per heuristic that applies to `file` (those of `opts.only` when
+/// given), under the row's solver limit.
+fn heuristic_cells(
+    file: &InstanceFile,
+    inst: &Instance,
+    opts: &GapOptions,
+    problems: &mut Vec<String>,
+) -> Vec<HeuristicCell> {
+    let mut cells = Vec::new();
+    for h in heuristic::all().iter().filter(|h| h.applies(file)) {
+        if opts.only.is_empty() || opts.only.iter().any(|n| n == h.name()) {
+            let limit = opts.solver_limit;
+            cells.push(heuristic_cell(h.as_ref(), file, inst, limit, problems));
+        }
+    }
+    cells
 }
 
 /// The OFFMATE plan sources whose schedules the improvement starts from
