@@ -161,13 +161,7 @@ pub fn gap_with_carry(
     let budget = super::budget::own_budget(file);
     let (mut bounds, failures, infeasible) = evaluate_bounds(file, inst);
     let mut problems = Vec::new();
-    let mut cells = Vec::new();
-    for h in heuristic::all().iter().filter(|h| h.applies(file)) {
-        if opts.only.is_empty() || opts.only.iter().any(|n| n == h.name()) {
-            let limit = opts.solver_limit;
-            cells.push(heuristic_cell(h.as_ref(), file, inst, limit, &mut problems));
-        }
-    }
+    let mut cells = heuristic_cells(file, inst, opts, &mut problems);
     let mut best: Option<BestCell> = None;
     for c in &cells {
         if let Some(k) = c.checked() {
@@ -205,7 +199,8 @@ pub fn gap_with_carry(
     };
     let began = Instant::now();
     if let (None, None, false, Some(limit)) = (&infeasible, &optimum, closed(&best), opts.improve) {
-        improve_best(file, inst, &mut best, certified_ceil(&bounds), limit);
+        let target = certified_ceil(&bounds);
+        improve_best(file, inst, &mut best, &cells, target, limit);
     }
     // The anytime search gets what the improvement left of the row's limit.
     let left = opts.anytime.map(|l| l.saturating_sub(began.elapsed()));
@@ -298,6 +293,7 @@ fn improve_best(
     file: &InstanceFile,
     inst: &Instance,
     best: &mut Option<BestCell>,
+    cells: &[HeuristicCell],
     target: Option<i64>,
     limit: Effort,
 ) {
@@ -314,14 +310,7 @@ fn improve_best(
             offer(best, &k, &by);
         }
     } else if let Some(off) = file.offmate() {
-        // Cyclic OFFMATE schedules: plan moves (a block's option, an Adam
-        // step between GPU and CPU), then the re-timing, every candidate
-        // checked (`heuristic::offmate::improve`).
-        let limit = heuristic::offmate::improve::cap(limit);
-        if let Some(k) = heuristic::offmate::improve::improve(off, inst, start.checked(), limit) {
-            let by = format!("{}+improve ({})", start.by, k.moves.join(", "));
-            offer(best, &k.checked, &by);
-        }
+        improve_offmate(off, inst, best, &offmate_starts(cells), limit);
     } else if let crate::family::InstanceFile::OpSequence(seq) = file {
         // Cyclic programs: re-plan the evictions, re-time, cut the period.
         if let Some(k) = heuristic::improve::improve_op_sequence(seq, inst, start.checked(), limit)
@@ -334,6 +323,74 @@ fn improve_best(
         // re-plan and re-time the transfers (`heuristic::improve`).
         let by = format!("{}+improve", start.by);
         offer(best, &k, &by);
+    }
+}
+
+/// A cell per heuristic that applies to `file` (those of `opts.only` when
+/// given), under the row's solver limit.
+fn heuristic_cells(
+    file: &InstanceFile,
+    inst: &Instance,
+    opts: &GapOptions,
+    problems: &mut Vec<String>,
+) -> Vec<HeuristicCell> {
+    let mut cells = Vec::new();
+    for h in heuristic::all().iter().filter(|h| h.applies(file)) {
+        if opts.only.is_empty() || opts.only.iter().any(|n| n == h.name()) {
+            let limit = opts.solver_limit;
+            cells.push(heuristic_cell(h.as_ref(), file, inst, limit, problems));
+        }
+    }
+    cells
+}
+
+/// The OFFMATE plan sources whose schedules the improvement starts from
+/// besides the best one ([`improve_offmate`]).
+const OFFMATE_SOURCES: [&str; 2] = [
+    heuristic::offmate::algorithm1::NAME,
+    heuristic::offmate::balance::NAME,
+];
+
+/// The checked schedules of the OFFMATE plan sources among `cells`.
+fn offmate_starts(cells: &[HeuristicCell]) -> Vec<(String, Checked)> {
+    cells
+        .iter()
+        .filter(|c| OFFMATE_SOURCES.contains(&c.heuristic.as_str()))
+        .filter_map(|c| c.checked().map(|k| (c.heuristic.clone(), k.clone())))
+        .collect()
+}
+
+/// Cyclic OFFMATE schedules: plan moves (a block's option, an Adam step
+/// between GPU and CPU), then the re-timing, every candidate checked
+/// (`heuristic::offmate::improve`), from the best schedule and from each
+/// other plan source's (`starts`: a plan a little longer may improve further,
+/// as Algorithm 1's does on the RTX 3060 row without activation offload).
+/// Each start gets the capped count, or its share of the time limit.
+fn improve_offmate(
+    off: &crate::family::offmate::Offmate,
+    inst: &Instance,
+    best: &mut Option<BestCell>,
+    starts: &[(String, Checked)],
+    limit: Effort,
+) {
+    let Some(first) = best.as_ref().map(|b| (b.by.clone(), b.checked().clone())) else {
+        return;
+    };
+    let mut all = vec![first];
+    for (by, k) in starts {
+        if all.iter().all(|(_, c)| c.schedule() != k.schedule()) {
+            all.push((by.clone(), k.clone()));
+        }
+    }
+    let each = match heuristic::offmate::improve::cap(limit) {
+        Effort::Time(d) => Effort::Time(d / all.len() as u32),
+        n => n,
+    };
+    for (by, start) in all {
+        if let Some(k) = heuristic::offmate::improve::improve(off, inst, &start, each) {
+            let by = format!("{by}+improve ({})", k.moves.join(", "));
+            offer(best, &k.checked, &by);
+        }
     }
 }
 

@@ -35,6 +35,7 @@ mod graph_schedules;
 mod groups;
 mod groups_exact;
 mod offmate;
+mod offmate_balance;
 mod offmate_bounds;
 mod offmate_exact;
 mod offmate_gap;

@@ -11,6 +11,7 @@
 //! Must not import: exact solvers, reports, the CLI.
 
 pub mod algorithm1;
+pub mod balance;
 pub mod improve;
 pub mod postprocess;
 pub mod realise;
@@ -254,9 +255,10 @@ pub fn baseline_plan(off: &Offmate, b: Baseline) -> StepPlan {
 /// schedule` with the checker's reason (its plan fixes what lives where, so
 /// there is nothing to repair); it never returns a schedule that does not fit.
 /// Algorithm 1 (the ILP, [`algorithm1`]) comes first, so that it keeps the
-/// credit on a tie.
+/// credit on a tie; the step-balanced plan ([`balance`]) second.
 pub fn heuristics() -> Vec<Box<dyn super::Heuristic>> {
-    let mut v: Vec<Box<dyn super::Heuristic>> = vec![Box::new(algorithm1::Algorithm1)];
+    let mut v: Vec<Box<dyn super::Heuristic>> =
+        vec![Box::new(algorithm1::Algorithm1), Box::new(balance::Balance)];
     v.extend(
         Baseline::all()
             .into_iter()
