@@ -24,6 +24,7 @@
 //! Must not import: heuristics, exact solvers, the checker.
 
 pub mod knapsack;
+pub mod relaxed;
 
 use super::{BoundError, BoundMethod, Failure, LowerBound, Strength};
 use crate::family::remat_chain::RematChain;
@@ -37,6 +38,8 @@ pub fn bounds() -> Vec<Box<dyn BoundMethod>> {
         Box::new(RematCompute),
         Box::new(RematSplit),
         Box::new(knapsack::RematKnapsack),
+        Box::new(knapsack::RematKnapsackEvery),
+        Box::new(relaxed::RematRelaxedSearch),
     ]
 }
 
