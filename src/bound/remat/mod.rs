@@ -19,6 +19,13 @@
 //!   cannot stay are offloaded (link time on both sides) or produced again
 //!   after it (forward time after it), whichever mix costs least: a fractional
 //!   knapsack over the layers' forwards. One option per block.
+//! - `remat-knapsack-every` ([`knapsack`]): the same at the start of every
+//!   backward B_m (the compute before it then includes B_{L+1}..B_{m+1}), the
+//!   largest.
+//! - `remat-relaxed-search` ([`relaxed`]): the optimum of a relaxation of the
+//!   model (no data-loss rule, groups at least once, free 0-byte transfers),
+//!   found by A* over integer instants with no op-sequence limit; small
+//!   chains only (at most 2,000 ticks of compute).
 //!
 //! Owns: [`RematCompute`], [`RematSplit`], [`compute_bound`], [`split_bound`].
 //! Must not import: heuristics, exact solvers, the checker.

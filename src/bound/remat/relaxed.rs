@@ -21,7 +21,7 @@
 //! It is written on the compiled [`Instance`] (bit masks of tensors), and
 //! refuses what it does not model (cyclic, fixed or slotted orders, CPU ops,
 //! modifications, `after`, a full-duplex link, `after_start`, more than 64
-//! tensors or 254 ops), and chains whose compute exceeds [`MAX_COMPUTE`]
+//! tensors or 128 ops), and chains whose compute exceeds [`MAX_COMPUTE`]
 //! ticks (a search by instant is hopeless there).
 //!
 //! Owns: [`RematRelaxedSearch`], [`relaxed_optimum`], [`Outcome`].
@@ -36,7 +36,7 @@ use std::collections::HashMap;
 /// The largest compute sum (ticks) the search takes on.
 pub const MAX_COMPUTE: i64 = 2_000;
 /// States stored per deepening pass before the search gives up.
-pub const MAX_STATES: usize = 3_000_000;
+pub const MAX_STATES: usize = 1_000_000;
 /// Minimal delete sets tried before one allocation, at most.
 const MAX_COVERS: usize = 4_096;
 
@@ -126,8 +126,8 @@ impl Net {
         if inst.release != ReleaseRule::AfterEnd || inst.machine.duplex != Duplex::HalfDuplex {
             return Err(refuse("`after_start` or a full-duplex link"));
         }
-        if inst.tensors.len() > 64 || inst.ops.len() >= NONE as usize {
-            return Err(refuse("more than 64 tensors or 254 ops"));
+        if inst.tensors.len() > 64 || inst.ops.len() > 128 {
+            return Err(refuse("more than 64 tensors or 128 ops"));
         }
         let bad = |o: &crate::model::Op| {
             o.device != Device::Gpu || !o.modifies.is_empty() || !o.after.is_empty()
@@ -218,9 +218,6 @@ impl Net {
             .collect();
         let mut by_cost: Vec<usize> = (0..n).collect();
         by_cost.sort_by_key(|t| std::cmp::Reverse(made[*t].map_or(0, |x| x.0)));
-        if ops.len() > 128 {
-            return Err(refuse("more than 128 ops"));
-        }
         Ok(Net {
             size: inst.tensors.iter().map(|t| t.size.0).collect(),
             xfer,
