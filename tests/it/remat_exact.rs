@@ -22,20 +22,9 @@ use std::time::Duration;
 
 type Spec = Vec<(u8, u8, u8, u8, u8)>;
 
-/// A random chain of 1..=4 layers, every layer op at least one tick (the
-/// methods' scope), memory from the least feasible up, mostly within a few
-/// bytes of it (tight memory is where recomputation and transfers pay).
+/// A random chain of 1..=4 layers (`tight_remat_chain`).
 fn chain(spec: &[(u8, u8, u8, u8, u8)], bw: u8, slack: u8) -> RematChain {
-    let layers = small_remat_layers(&spec, 4);
-    let mut c = remat_chain_of("random-remat", layers, bw, RematTail::SMALL);
-    let lo = c.min_memory().unwrap();
-    let hi = c.store_all_peak().unwrap();
-    c.gpu_memory = if slack % 4 == 0 {
-        lo + (slack as u64 / 4) % (hi - lo + 1)
-    } else {
-        lo + (slack as u64 % 4).min(hi - lo)
-    };
-    c
+    tight_remat_chain(spec, 4, bw, slack)
 }
 
 fn solve(c: &RematChain, methods: &[Method]) -> Verdict {

@@ -20,10 +20,8 @@ use offcert::exact::{Limits, Method};
 use offcert::family::remat_chain::RematChain;
 use offcert::family::InstanceFile;
 use offcert::heuristic;
-use offcert::heuristic::remat::replan;
 use quickcheck::TestResult;
 use std::sync::atomic::{AtomicUsize, Ordering};
-use std::time::Duration;
 
 fn q(n: i64) -> BigRational {
     BigRational::from_integer(BigInt::from(n))
@@ -157,58 +155,10 @@ fn remat2_relaxed_search_meets_the_best_schedule_at_every_budget() {
 
 type Spec = Vec<(u8, u8, u8, u8, u8)>;
 
-/// 1..=3 layers (`small_remat_layers`), memory from the least feasible up by
-/// 0..=3 bytes, or anywhere up to the peak one time in four.
-fn tight_chain(spec: &[(u8, u8, u8, u8, u8)], bw: u8, slack: u8) -> RematChain {
-    let layers = small_remat_layers(spec, 3);
-    let mut c = remat_chain_of("relaxed", layers, bw, RematTail::SMALL);
-    let lo = c.min_memory().unwrap();
-    let hi = c.store_all_peak().unwrap();
-    c.gpu_memory = if slack % 4 == 0 {
-        lo + (slack as u64 / 4) % (hi - lo + 1)
-    } else {
-        lo + (slack as u64 % 4).min(hi - lo)
-    };
-    c
-}
-
 static COMPARED: AtomicUsize = AtomicUsize::new(0);
 static CLOSED: AtomicUsize = AtomicUsize::new(0);
 static ABOVE_KNAPSACK: AtomicUsize = AtomicUsize::new(0);
 static EVERY_ABOVE: AtomicUsize = AtomicUsize::new(0);
-
-/// The least checked makespan of the heuristics, the re-planning and (with
-/// `exact`) the search through the remat reduction; `None` when none ran.
-fn best_checked(c: &RematChain, exact: bool) -> Option<i64> {
-    let f = InstanceFile::RematChain(c.clone());
-    let inst = f.compile().unwrap();
-    let mut best: Option<i64> = None;
-    let mut keep = |m: i64| best = Some(best.map_or(m, |b| b.min(m)));
-    if exact {
-        let limits = Limits {
-            time_limit: Duration::from_secs(3),
-            ..Limits::default()
-        };
-        let v = crosscheck::run(&inst, &[Method::Search], &limits);
-        if let Some(m) = v.makespan() {
-            keep(m.0);
-        }
-    }
-    let mut rotor = None;
-    for h in heuristic::remat::heuristics() {
-        if let Ok(run) = heuristic::run(h.as_ref(), &f, &inst) {
-            keep(run.checked.report().makespan.0);
-            rotor.get_or_insert(run.checked);
-        }
-    }
-    if c.plain().is_ok() {
-        let effort = offcert::heuristic::effort::Effort::Candidates(100);
-        if let Some((_, k)) = replan::improve(c, &inst, rotor.as_ref(), None, effort) {
-            keep(k.makespan().0);
-        }
-    }
-    best
-}
 
 /// Both new bounds against every checked makespan; `remat-knapsack-every`
 /// at least `remat-knapsack`, the relaxed search at least `remat-compute`.
@@ -229,7 +179,8 @@ fn bounds_below_checked(c: &RematChain, exact: bool) -> TestResult {
     if rs < compute {
         return TestResult::error(format!("{json}: relaxed {rs} below the compute {compute}"));
     }
-    let Some(best) = best_checked(c, exact) else {
+    let methods: &[Method] = if exact { &[Method::Search] } else { &[] };
+    let Some(best) = remat_best_checked(c, methods, 100) else {
         return TestResult::discard();
     };
     if every > q(best) || rs > best {
@@ -248,7 +199,7 @@ fn one_option(spec: Spec, bw: u8, slack: u8) -> TestResult {
     if spec.is_empty() {
         return TestResult::discard();
     }
-    let c = tight_chain(&spec, bw, slack);
+    let c = tight_remat_chain(&spec, 3, bw, slack);
     bounds_below_checked(&c, c.l() <= 2)
 }
 

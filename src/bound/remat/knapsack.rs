@@ -28,8 +28,8 @@
 //! [`knapsack_every_bound`].
 //! Must not import: heuristics, exact solvers, the checker.
 
-use super::{chain, infeasible};
-use crate::bound::{BoundError, BoundMethod, LowerBound, Strength};
+use super::certified;
+use crate::bound::{BoundError, BoundMethod, LowerBound};
 use crate::family::remat_chain::RematChain;
 use crate::family::InstanceFile;
 use crate::model::Instance;
@@ -243,13 +243,7 @@ impl BoundMethod for RematKnapsack {
         matches!(f, InstanceFile::RematChain(_))
     }
     fn bound(&self, f: &InstanceFile, _inst: &Instance) -> Result<LowerBound, BoundError> {
-        let c = chain(self.name(), f)?;
-        infeasible(self.name(), c)?;
-        Ok(LowerBound {
-            value: knapsack_bound(c),
-            source: self.name().into(),
-            strength: Strength::Certified,
-        })
+        certified(self.name(), f, knapsack_bound)
     }
 }
 
@@ -265,13 +259,7 @@ impl BoundMethod for RematKnapsackEvery {
         matches!(f, InstanceFile::RematChain(_))
     }
     fn bound(&self, f: &InstanceFile, _inst: &Instance) -> Result<LowerBound, BoundError> {
-        let c = chain(self.name(), f)?;
-        infeasible(self.name(), c)?;
-        Ok(LowerBound {
-            value: knapsack_every_bound(c),
-            source: self.name().into(),
-            strength: Strength::Certified,
-        })
+        certified(self.name(), f, knapsack_every_bound)
     }
 }
 

@@ -117,6 +117,22 @@ fn infeasible(name: &'static str, c: &RematChain) -> Result<(), BoundError> {
     Ok(())
 }
 
+/// A certified `remat_chain` bound: the chain of `f`, refused where no
+/// schedule exists, and `value` of it.
+fn certified(
+    name: &'static str,
+    f: &InstanceFile,
+    value: impl Fn(&RematChain) -> BigRational,
+) -> Result<LowerBound, BoundError> {
+    let c = chain(name, f)?;
+    infeasible(name, c)?;
+    Ok(LowerBound {
+        value: value(c),
+        source: name.into(),
+        strength: Strength::Certified,
+    })
+}
+
 pub struct RematCompute;
 
 /// The `remat-compute` value: per layer the least u_F + u_B over its options,
@@ -187,12 +203,6 @@ impl BoundMethod for RematSplit {
         matches!(f, InstanceFile::RematChain(_))
     }
     fn bound(&self, f: &InstanceFile, _inst: &Instance) -> Result<LowerBound, BoundError> {
-        let c = chain(self.name(), f)?;
-        infeasible(self.name(), c)?;
-        Ok(LowerBound {
-            value: split_bound(c),
-            source: self.name().into(),
-            strength: Strength::Certified,
-        })
+        certified(self.name(), f, split_bound)
     }
 }
