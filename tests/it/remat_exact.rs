@@ -95,7 +95,12 @@ fn agree_and_sandwich(spec: Spec, bw: u8, slack: u8) -> TestResult {
     }
     OPTIMAL.fetch_add(1, Ordering::Relaxed);
     for b in bound::remat::bounds() {
-        let lb = b.bound(&f, &inst).unwrap();
+        let lb = match b.bound(&f, &inst) {
+            Ok(lb) => lb,
+            // The relaxed search takes at most 14 tensors (3 plain layers).
+            Err(bound::BoundError::Failed { .. }) if b.name() == "remat-relaxed-search" => continue,
+            Err(e) => panic!("{e}"),
+        };
         if lb.ceil_ticks() > opt {
             return TestResult::error(format!(
                 "{}: bound {} above the optimum {opt}",
@@ -196,7 +201,12 @@ fn fast_forward_between_bounds_and_rotor(spec: Spec, bw: u8, slack: u8, ff: u8) 
     let inst = f.compile().unwrap();
     let json = serde_json::to_string(&c).unwrap();
     for b in bound::remat::bounds() {
-        let lb = b.bound(&f, &inst).unwrap();
+        let lb = match b.bound(&f, &inst) {
+            Ok(lb) => lb,
+            // The relaxed search takes at most 14 tensors (3 plain layers).
+            Err(bound::BoundError::Failed { .. }) if b.name() == "remat-relaxed-search" => continue,
+            Err(e) => panic!("{e}"),
+        };
         if lb.ceil_ticks() > opt {
             return TestResult::error(format!("{json}: {} above {opt}", lb.display()));
         }

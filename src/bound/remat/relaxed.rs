@@ -21,8 +21,9 @@
 //! It is written on the compiled [`Instance`] (bit masks of tensors), and
 //! refuses what it does not model (cyclic, fixed or slotted orders, CPU ops,
 //! modifications, `after`, a full-duplex link, `after_start`, more than 64
-//! tensors or 128 ops), and chains whose compute exceeds [`MAX_COMPUTE`]
-//! ticks (a search by instant is hopeless there).
+//! tensors or 128 ops), chains of more than [`MAX_TENSORS`] tensors, and
+//! chains whose compute exceeds [`MAX_COMPUTE`] ticks (a search by instant
+//! is hopeless there).
 //!
 //! Owns: [`RematRelaxedSearch`], [`relaxed_optimum`], [`Outcome`].
 //! Must not import: heuristics, exact solvers, the checker.
@@ -35,6 +36,10 @@ use std::collections::HashMap;
 
 /// The largest compute sum (ticks) the search takes on.
 pub const MAX_COMPUTE: i64 = 2_000;
+/// The most tensors it takes on: three layers with one option each (12), or
+/// two blocks with up to two options each plus a third (13, 14). Four plain
+/// layers (15) already take minutes on some tight chains.
+pub const MAX_TENSORS: usize = 14;
 /// States stored per deepening pass before the search gives up.
 pub const MAX_STATES: usize = 1_000_000;
 /// Minimal delete sets tried before one allocation, at most.
@@ -134,6 +139,9 @@ impl Net {
         };
         if inst.ops.iter().any(bad) {
             return Err(refuse("CPU ops, modifications or `after`"));
+        }
+        if inst.tensors.len() > MAX_TENSORS {
+            return Err(refuse(&format!("more than {MAX_TENSORS} tensors")));
         }
         if inst.total_compute().0 > MAX_COMPUTE {
             return Err(refuse(&format!("more than {MAX_COMPUTE} ticks of compute")));
