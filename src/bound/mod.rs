@@ -143,6 +143,10 @@ pub enum Failure {
     /// Not a computation graph, or one the bound does not take (its reason).
     #[error("{0}")]
     Graph(String),
+    /// What a search-based bound does not model, or an instance too large
+    /// for it (its reason).
+    #[error("{0}")]
+    OutsideSearch(String),
     /// The instance's byte sizes overflow `u64` when added up.
     #[error("sizes overflow")]
     SizesOverflow,

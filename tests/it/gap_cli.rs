@@ -696,30 +696,43 @@ fn gap_ends_with_a_summary_of_the_rows() {
 
 /// Issue 23, Why 5: on `limit4.json` the exact methods' result is the best
 /// within the op-sequence limits (10 with limit 4 relaxed, 11 with it kept),
-/// not an optimum: the gap report offers it as a checked schedule and claims
-/// no optimum.
+/// not an optimum: the gap report offers it as a checked schedule, never as
+/// `optimal (cross-checked)`. The row is `optimal (certified)` only because
+/// a certified bound with no sequence limit, `remat-relaxed-search`, meets
+/// it (`proofs/REMAT-BOUNDS.md`).
 #[test]
-fn gap_on_the_limit4_chain_claims_no_optimum() {
+fn gap_on_the_limit4_chain_claims_an_optimum_only_through_a_certified_bound() {
     const LIMIT4: &str = "instances/regressions/remat/limit4.json";
     let (code, out, err) = offcert(&["gap", LIMIT4, "--exact", "--quiet"]);
     assert_eq!(code, 0, "{out}{err}");
-    assert!(out.contains("optimum unknown"), "{out}");
-    // No row claims an optimum (the summary line counts them: none).
     let rows: Vec<&str> = out.lines().filter(|l| !l.starts_with("summary:")).collect();
-    assert!(rows.iter().all(|l| !l.contains("optimal")), "{out}");
+    assert!(
+        rows.iter().all(|l| !l.contains("optimal (cross-checked)")),
+        "{out}"
+    );
     assert!(
         out.contains("best schedule 10 ticks: exact (best within sequence limits (cross-checked))"),
         "{out}"
     );
     assert!(
-        out.contains("0 optimal (certified), 0 optimal (cross-checked), 1 open"),
+        out.contains("best certified bound 10 ticks: remat-relaxed-search"),
+        "{out}"
+    );
+    assert!(
+        out.contains("1 optimal (certified), 0 optimal (cross-checked), 0 open"),
         "{out}"
     );
     let (code, out, _) = offcert(&["gap", LIMIT4, "--exact", "--quiet", "--json"]);
     assert_eq!(code, 0);
     let v: serde_json::Value = serde_json::from_str(&out).unwrap();
     let entry = &v[0];
-    assert!(entry["optimum"].is_null(), "{out}");
+    assert_eq!(entry["optimum"]["claim"], "optimal (certified)", "{out}");
+    assert!(
+        entry["optimum"]["by"]
+            .as_str()
+            .is_some_and(|b| b.ends_with("meets bound remat-relaxed-search")),
+        "{out}"
+    );
     assert_eq!(entry["best_schedule"]["makespan"], 10, "{out}");
 }
 

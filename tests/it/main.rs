@@ -57,6 +57,7 @@ mod remat_exact;
 mod remat_options;
 mod remat_pofo;
 mod remat_pofo_run;
+mod remat_relaxed;
 mod remat_replan;
 mod remat_sequence;
 mod retime;

@@ -15,15 +15,11 @@ use num_rational::BigRational;
 use offcert::bound::remat::knapsack::{knapsack_bound, RematKnapsack};
 use offcert::bound::remat::split_bound;
 use offcert::bound::BoundMethod;
-use offcert::exact::crosscheck;
-use offcert::exact::{Limits, Method};
+use offcert::exact::Method;
 use offcert::family::remat_chain::{RematChain, RematLayer, RematLoss};
 use offcert::family::InstanceFile;
-use offcert::heuristic;
-use offcert::heuristic::remat::replan;
 use quickcheck::TestResult;
 use std::sync::atomic::{AtomicUsize, Ordering};
-use std::time::Duration;
 
 fn layer(u_f: i64, u_b: i64, a: u64, abar: u64) -> RematLayer {
     RematLayer {
@@ -91,38 +87,19 @@ fn below_every_valid_schedule(spec: Spec, bw: u8, slack: u8) -> TestResult {
     }
     let c = tight_chain(&spec, bw, slack);
     let json = serde_json::to_string(&c).unwrap();
-    let f = InstanceFile::RematChain(c.clone());
-    let inst = f.compile().unwrap();
     let kb = knapsack_bound(&c);
     let split = split_bound(&c);
     if kb < split {
         return TestResult::error(format!("{json}: knapsack {kb} below remat-split {split}"));
     }
-    let mut best: Option<i64> = None;
-    let mut keep = |m: i64| best = Some(best.map_or(m, |b| b.min(m)));
-    let limits = Limits {
-        time_limit: Duration::from_secs(3),
-        ..Limits::default()
-    };
     // The exact methods where they are quick (1–2 layers); the heuristics and
     // the re-planning everywhere: every makespan kept is a checked one.
-    if c.l() <= 2 {
-        let v = crosscheck::run(&inst, &[Method::Search, Method::Milp], &limits);
-        if let Some(m) = v.makespan() {
-            keep(m.0);
-        }
-    }
-    let mut rotor = None;
-    for h in heuristic::remat::heuristics() {
-        if let Ok(run) = heuristic::run(h.as_ref(), &f, &inst) {
-            keep(run.checked.report().makespan.0);
-            rotor.get_or_insert(run.checked);
-        }
-    }
-    let effort = offcert::heuristic::effort::Effort::Candidates(300);
-    if let Some((_, k)) = replan::improve(&c, &inst, rotor.as_ref(), None, effort) {
-        keep(k.makespan().0);
-    }
+    let methods: &[Method] = if c.l() <= 2 {
+        &[Method::Search, Method::Milp]
+    } else {
+        &[]
+    };
+    let best = remat_best_checked(&c, methods, 300);
     let Some(best) = best else {
         return TestResult::discard();
     };

@@ -22,20 +22,9 @@ use std::time::Duration;
 
 type Spec = Vec<(u8, u8, u8, u8, u8)>;
 
-/// A random chain of 1..=4 layers, every layer op at least one tick (the
-/// methods' scope), memory from the least feasible up, mostly within a few
-/// bytes of it (tight memory is where recomputation and transfers pay).
+/// A random chain of 1..=4 layers (`tight_remat_chain`).
 fn chain(spec: &[(u8, u8, u8, u8, u8)], bw: u8, slack: u8) -> RematChain {
-    let layers = small_remat_layers(&spec, 4);
-    let mut c = remat_chain_of("random-remat", layers, bw, RematTail::SMALL);
-    let lo = c.min_memory().unwrap();
-    let hi = c.store_all_peak().unwrap();
-    c.gpu_memory = if slack % 4 == 0 {
-        lo + (slack as u64 / 4) % (hi - lo + 1)
-    } else {
-        lo + (slack as u64 % 4).min(hi - lo)
-    };
-    c
+    tight_remat_chain(spec, 4, bw, slack)
 }
 
 fn solve(c: &RematChain, methods: &[Method]) -> Verdict {
@@ -106,7 +95,12 @@ fn agree_and_sandwich(spec: Spec, bw: u8, slack: u8) -> TestResult {
     }
     OPTIMAL.fetch_add(1, Ordering::Relaxed);
     for b in bound::remat::bounds() {
-        let lb = b.bound(&f, &inst).unwrap();
+        let lb = match b.bound(&f, &inst) {
+            Ok(lb) => lb,
+            // The relaxed search takes at most 14 tensors (3 plain layers).
+            Err(bound::BoundError::Failed { .. }) if b.name() == "remat-relaxed-search" => continue,
+            Err(e) => panic!("{e}"),
+        };
         if lb.ceil_ticks() > opt {
             return TestResult::error(format!(
                 "{}: bound {} above the optimum {opt}",
@@ -207,7 +201,12 @@ fn fast_forward_between_bounds_and_rotor(spec: Spec, bw: u8, slack: u8, ff: u8) 
     let inst = f.compile().unwrap();
     let json = serde_json::to_string(&c).unwrap();
     for b in bound::remat::bounds() {
-        let lb = b.bound(&f, &inst).unwrap();
+        let lb = match b.bound(&f, &inst) {
+            Ok(lb) => lb,
+            // The relaxed search takes at most 14 tensors (3 plain layers).
+            Err(bound::BoundError::Failed { .. }) if b.name() == "remat-relaxed-search" => continue,
+            Err(e) => panic!("{e}"),
+        };
         if lb.ceil_ticks() > opt {
             return TestResult::error(format!("{json}: {} above {opt}", lb.display()));
         }

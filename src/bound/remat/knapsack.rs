@@ -19,11 +19,17 @@
 //! with its least forward duration (any of its forward ops), least backward
 //! and least |ā_k| − |a| (the proof's last section).
 //!
-//! Owns: [`RematKnapsack`], [`knapsack_bound`].
+//! `remat-knapsack-every` takes the same argument at the start of every
+//! backward B_m instead of only the loss's (the forwards and B_{L+1}..B_{m+1}
+//! before it, B_m..B_1 after it, the tensors B_{m−1}..B_1 read still to come)
+//! and keeps the largest.
+//!
+//! Owns: [`RematKnapsack`], [`RematKnapsackEvery`], [`knapsack_bound`],
+//! [`knapsack_every_bound`].
 //! Must not import: heuristics, exact solvers, the checker.
 
-use super::{chain, infeasible};
-use crate::bound::{BoundError, BoundMethod, LowerBound, Strength};
+use super::certified;
+use crate::bound::{BoundError, BoundMethod, LowerBound};
 use crate::family::remat_chain::RematChain;
 use crate::family::InstanceFile;
 use crate::model::Instance;
@@ -97,54 +103,60 @@ struct Terms {
     r0: Option<Q>,
 }
 
+/// Per layer ℓ = 1..=L+1 (entry ℓ − 1): the least forward duration of any of
+/// its ops (the fast forward `F{ℓ}`, every `Fall{ℓ}.{k}`), the least backward,
+/// the least |ā_k| − |a| and the least |ā_k| − |a| + o_b,k over its options
+/// (the loss: its own values).
+fn per_layer(c: &RematChain) -> Vec<(i128, i128, i128, i128)> {
+    let dm = c.dims();
+    let mut per: Vec<(i128, i128, i128, i128)> = (1..=dm.l)
+        .map(|k| {
+            let x = &c.layers[k - 1];
+            let o = c.options_of(k);
+            let fwd = o
+                .iter()
+                .map(|y| y.u_f as i128)
+                .fold(x.ff_u_f.unwrap_or(x.u_f) as i128, i128::min);
+            let bwd = o.iter().map(|y| y.u_b as i128).min().unwrap_or(0);
+            let sig = |y: &crate::family::remat_chain::RematOption| (y.abar - dm.a[k]) as i128;
+            let s = o.iter().map(sig).min().unwrap_or(0);
+            let sb = o.iter().map(|y| sig(y) + y.o_b as i128).min().unwrap_or(0);
+            (fwd, bwd, s, sb)
+        })
+        .collect();
+    let loss = dm.l + 1;
+    let (s, ob) = (dm.s[loss] as i128, dm.o_b[loss] as i128);
+    per.push((dm.u_f[loss] as i128, dm.u_b[loss] as i128, s, s + ob));
+    per
+}
+
 impl Terms {
-    fn of(c: &RematChain) -> Terms {
+    /// The terms at τ_m, the start of `B{m}` (m = 1..=L+1; the loss's is
+    /// `remat-knapsack`, every m is `remat-knapsack-every`): the forwards and
+    /// B_{L+1}..B_{m+1} before it, B_m..B_1 after it; K_m = {a_0, …, a_{m−2},
+    /// s_1, …, s_{m−1}}; B_m's footprint d_m, a_m, s_m, a_{m−1}, d_{m−1}, o_b.
+    fn at(c: &RematChain, per: &[(i128, i128, i128, i128)], m: usize) -> Terms {
         let dm = c.dims();
-        let l = dm.l;
-        // Per layer ℓ = 1..=L: the least forward duration of any of its ops
-        // (the fast forward `F{ℓ}`, every `Fall{ℓ}.{k}`), the least backward,
-        // the least |ā_k| − |a| over its options.
-        let per: Vec<(i128, i128, i128)> = (1..=l)
-            .map(|k| {
-                let x = &c.layers[k - 1];
-                let o = c.options_of(k);
-                let fwd = o
-                    .iter()
-                    .map(|y| y.u_f as i128)
-                    .fold(x.ff_u_f.unwrap_or(x.u_f) as i128, i128::min);
-                let bwd = o.iter().map(|y| y.u_b as i128).min().unwrap_or(0);
-                let sig = o
-                    .iter()
-                    .map(|y| (y.abar - dm.a[k]) as i128)
-                    .min()
-                    .unwrap_or(0);
-                (fwd, bwd, sig)
-            })
-            .collect();
-        let loss = l + 1;
-        let sf: i128 = per.iter().map(|x| x.0).sum::<i128>() + dm.u_f[loss] as i128;
-        let sb: i128 = per.iter().map(|x| x.1).sum::<i128>() + dm.u_b[loss] as i128;
-        let kept: i128 =
-            (0..l).map(|k| dm.a[k] as i128).sum::<i128>() + per.iter().map(|x| x.2).sum::<i128>();
-        let fp = dm.a[l] as i128 + dm.s[loss] as i128 + dm.d[l] as i128 + dm.o_b[loss] as i128;
+        let a = |k: usize| dm.a[k] as i128;
+        let sf: i128 =
+            per.iter().map(|x| x.0).sum::<i128>() + per[m..].iter().map(|x| x.1).sum::<i128>();
+        let sb: i128 = per[..m].iter().map(|x| x.1).sum();
+        let kept: i128 = (0..m.saturating_sub(1)).map(a).sum::<i128>()
+            + per[..m - 1].iter().map(|x| x.2).sum::<i128>();
+        // a_m and d_m are 0 for the loss (m = L+1): its B reads a_L and s_{L+1}.
+        let fp = a(m) + dm.d[m] as i128 + per[m - 1].3 + a(m - 1) + dm.d[m - 1] as i128;
         let v = (kept + fp - c.gpu_memory as i128).max(0);
-        // Layer ℓ's forward after τ re-produces a_ℓ (in K for ℓ < L) and s_ℓ.
-        let items: Vec<Item> = per
+        // Layer j < m's forward after τ_m re-produces a_j (in K_m for j < m−1) and s_j.
+        let items: Vec<Item> = per[..m - 1]
             .iter()
             .enumerate()
             .map(|(i, x)| Item {
                 cost: x.0,
-                bytes: x.2 + if i + 1 < l { dm.a[i + 1] as i128 } else { 0 },
+                bytes: x.2 + if i + 2 < m { a(i + 1) } else { 0 },
             })
             .collect();
-        // Any forward run after τ (the loss's too) makes R positive.
-        let r0 = per
-            .iter()
-            .map(|x| x.0)
-            .chain([dm.u_f[loss] as i128])
-            .filter(|x| *x > 0)
-            .min()
-            .map(q);
+        // Any forward run after τ_m (the loss's too) makes R positive.
+        let r0 = per.iter().map(|x| x.0).filter(|x| *x > 0).min().map(q);
         let bw = c.bandwidth.to_bandwidth();
         Terms {
             sf: q(sf),
@@ -205,9 +217,20 @@ impl Terms {
     }
 }
 
-/// The `remat-knapsack` value, exactly.
+/// The `remat-knapsack` value (at the loss's backward), exactly.
 pub fn knapsack_bound(c: &RematChain) -> BigRational {
-    Terms::of(c).value()
+    let per = per_layer(c);
+    Terms::at(c, &per, c.l() + 1).value()
+}
+
+/// The `remat-knapsack-every` value: the knapsack at the start of every
+/// backward B_m, m = 1..=L+1, the largest; exactly.
+pub fn knapsack_every_bound(c: &RematChain) -> BigRational {
+    let per = per_layer(c);
+    (1..=c.l() + 1)
+        .map(|m| Terms::at(c, &per, m).value())
+        .max()
+        .unwrap_or_else(Q::zero)
 }
 
 pub struct RematKnapsack;
@@ -220,13 +243,23 @@ impl BoundMethod for RematKnapsack {
         matches!(f, InstanceFile::RematChain(_))
     }
     fn bound(&self, f: &InstanceFile, _inst: &Instance) -> Result<LowerBound, BoundError> {
-        let c = chain(self.name(), f)?;
-        infeasible(self.name(), c)?;
-        Ok(LowerBound {
-            value: knapsack_bound(c),
-            source: self.name().into(),
-            strength: Strength::Certified,
-        })
+        certified(self.name(), f, knapsack_bound)
+    }
+}
+
+/// `remat-knapsack-every`: `remat-knapsack` at the start of every backward,
+/// the largest (`proofs/REMAT-BOUNDS.md`).
+pub struct RematKnapsackEvery;
+
+impl BoundMethod for RematKnapsackEvery {
+    fn name(&self) -> &'static str {
+        "remat-knapsack-every"
+    }
+    fn applies(&self, f: &InstanceFile) -> bool {
+        matches!(f, InstanceFile::RematChain(_))
+    }
+    fn bound(&self, f: &InstanceFile, _inst: &Instance) -> Result<LowerBound, BoundError> {
+        certified(self.name(), f, knapsack_every_bound)
     }
 }
 

@@ -19,11 +19,19 @@
 //!   cannot stay are offloaded (link time on both sides) or produced again
 //!   after it (forward time after it), whichever mix costs least: a fractional
 //!   knapsack over the layers' forwards. One option per block.
+//! - `remat-knapsack-every` ([`knapsack`]): the same at the start of every
+//!   backward B_m (the compute before it then includes B_{L+1}..B_{m+1}), the
+//!   largest.
+//! - `remat-relaxed-search` ([`relaxed`]): the optimum of a relaxation of the
+//!   model (no data-loss rule, groups at least once, free 0-byte transfers),
+//!   found by A* over integer instants with no op-sequence limit; small
+//!   chains only (at most 2,000 ticks of compute).
 //!
 //! Owns: [`RematCompute`], [`RematSplit`], [`compute_bound`], [`split_bound`].
 //! Must not import: heuristics, exact solvers, the checker.
 
 pub mod knapsack;
+pub mod relaxed;
 
 use super::{BoundError, BoundMethod, Failure, LowerBound, Strength};
 use crate::family::remat_chain::RematChain;
@@ -37,6 +45,8 @@ pub fn bounds() -> Vec<Box<dyn BoundMethod>> {
         Box::new(RematCompute),
         Box::new(RematSplit),
         Box::new(knapsack::RematKnapsack),
+        Box::new(knapsack::RematKnapsackEvery),
+        Box::new(relaxed::RematRelaxedSearch),
     ]
 }
 
@@ -105,6 +115,22 @@ fn infeasible(name: &'static str, c: &RematChain) -> Result<(), BoundError> {
         });
     }
     Ok(())
+}
+
+/// A certified `remat_chain` bound: the chain of `f`, refused where no
+/// schedule exists, and `value` of it.
+fn certified(
+    name: &'static str,
+    f: &InstanceFile,
+    value: impl Fn(&RematChain) -> BigRational,
+) -> Result<LowerBound, BoundError> {
+    let c = chain(name, f)?;
+    infeasible(name, c)?;
+    Ok(LowerBound {
+        value: value(c),
+        source: name.into(),
+        strength: Strength::Certified,
+    })
 }
 
 pub struct RematCompute;
@@ -177,12 +203,6 @@ impl BoundMethod for RematSplit {
         matches!(f, InstanceFile::RematChain(_))
     }
     fn bound(&self, f: &InstanceFile, _inst: &Instance) -> Result<LowerBound, BoundError> {
-        let c = chain(self.name(), f)?;
-        infeasible(self.name(), c)?;
-        Ok(LowerBound {
-            value: split_bound(c),
-            source: self.name().into(),
-            strength: Strength::Certified,
-        })
+        certified(self.name(), f, split_bound)
     }
 }

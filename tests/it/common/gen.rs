@@ -281,6 +281,28 @@ pub fn remat_chain_of(name: &str, layers: Vec<RematLayer>, bw: u8, tail: RematTa
     }
 }
 
+/// A random chain of 1..=`max` layers (`small_remat_layers`, every op at
+/// least one tick), memory from the least feasible up: by 0..=3 bytes (tight,
+/// where recomputation and transfers pay), or anywhere up to the
+/// keep-everything peak one time in four.
+pub fn tight_remat_chain(
+    spec: &[(u8, u8, u8, u8, u8)],
+    max: usize,
+    bw: u8,
+    slack: u8,
+) -> RematChain {
+    let layers = small_remat_layers(spec, max);
+    let mut c = remat_chain_of("random-remat", layers, bw, RematTail::SMALL);
+    let lo = c.min_memory().unwrap();
+    let hi = c.store_all_peak().unwrap();
+    c.gpu_memory = if slack % 4 == 0 {
+        lo + (slack as u64 / 4) % (hi - lo + 1)
+    } else {
+        lo + (slack as u64 % 4).min(hi - lo)
+    };
+    c
+}
+
 /// A `remat_chain` with several options per block (rockmate's `RK_Chain`):
 /// 1..=4 layers (the first 4 of `spec`), each `(uf, ub, a, s, o, x)`: u_F
 /// 1..=4 (a forward lasts ≥ 1 tick, as in tests/remat.rs), u_B 0..=5, |a|

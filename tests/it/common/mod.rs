@@ -78,3 +78,45 @@ pub fn search_optimum(inst: &Instance) -> Option<i64> {
     assert!(r.valid, "search schedule rejected: {:?}", r.violations);
     (out.status == offcert::exact::Status::Optimal).then_some(r.makespan.0)
 }
+
+/// The least checked makespan on a `remat_chain`: the exact `methods`'
+/// best within their sequence limits (3 s), every remat heuristic's, and
+/// the re-planning's from rotor's (`candidates`; plain chains only). `None`
+/// when nothing ran.
+pub fn remat_best_checked(
+    c: &offcert::family::remat_chain::RematChain,
+    methods: &[offcert::exact::Method],
+    candidates: u64,
+) -> Option<i64> {
+    use offcert::family::InstanceFile;
+    use offcert::heuristic;
+    let f = InstanceFile::RematChain(c.clone());
+    let inst = f.compile().unwrap();
+    let mut best: Option<i64> = None;
+    let mut keep = |m: i64| best = Some(best.map_or(m, |b| b.min(m)));
+    if !methods.is_empty() {
+        let limits = offcert::exact::Limits {
+            time_limit: std::time::Duration::from_secs(3),
+            ..offcert::exact::Limits::default()
+        };
+        if let Some(m) = offcert::exact::crosscheck::run(&inst, methods, &limits).makespan() {
+            keep(m.0);
+        }
+    }
+    let mut rotor = None;
+    for h in heuristic::remat::heuristics() {
+        if let Ok(run) = heuristic::run(h.as_ref(), &f, &inst) {
+            keep(run.checked.report().makespan.0);
+            rotor.get_or_insert(run.checked);
+        }
+    }
+    if c.plain().is_ok() {
+        let effort = heuristic::effort::Effort::Candidates(candidates);
+        if let Some((_, k)) =
+            heuristic::remat::replan::improve(c, &inst, rotor.as_ref(), None, effort)
+        {
+            keep(k.makespan().0);
+        }
+    }
+    best
+}
