@@ -22,8 +22,12 @@
 //!   scoring rule and recomputation engine, in the topological order and in
 //!   two low-memory orders (list scheduling: the ready node that frees the
 //!   most bytes net first; ties by the latest input or by the topological
-//!   order), and Chen's checkpoints at several segment lengths; the least
-//!   makespan the checker accepts.
+//!   order), on graphs of at most 16 nodes a capped A* search over op
+//!   sequences ([`small`]: complete where it settles), and Chen's checkpoints
+//!   at several segment lengths; the least makespan the checker accepts.
+//! - [`improve`]: the checked improvement of a graph schedule (drop a
+//!   computation the sequence repeats while the memory still fits), offered
+//!   by the gap report as `<finder>+improve`.
 //!
 //! - `graph-offload` ([`evict::Offload`]): with offloading enabled, the
 //!   eviction scheduler offloads (once) an evicted output whose transfer fits
@@ -34,6 +38,8 @@
 //! solvers.
 
 pub mod evict;
+pub mod improve;
+pub mod small;
 
 use super::{Heuristic, HeuristicError};
 use crate::family::dag::Dag;
