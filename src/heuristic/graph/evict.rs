@@ -462,11 +462,18 @@ impl Heuristic for Evict {
 /// from 1 to n (each realised and checked); the least checked makespan.
 pub struct Best;
 
-/// The candidate sequences `graph-best` tries: each rule and engine in the
+/// The candidate sequences `graph-best` tries: an order that computes every
+/// node once within the memory ([`super::order::search`]; alone when found),
+/// else each rule and engine in the
 /// topological order and in the two low-memory orders, on graphs of at most
 /// [`super::small::MAX_NODES`] nodes the capped A* search
 /// ([`super::small::sequence`]), and Chen's checkpoints.
 pub fn candidates(dag: &Dag) -> Vec<Vec<usize>> {
+    // An order without recomputation has makespan Σd, the least of all:
+    // nothing else is tried when the search finds one.
+    if let Some(order) = super::order::search(dag, super::order::max_downsets(dag)) {
+        return vec![order];
+    }
     let orders = [
         dag.topo.clone(),
         low_memory_order(dag, false),

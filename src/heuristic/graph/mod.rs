@@ -18,7 +18,9 @@
 //!   first-time reader needs any more, then the largest bytes × distance to
 //!   next use per tick of recomputation). Feasible by construction whenever it
 //!   finishes (its resident set bounds the realised memory).
-//! - `graph-best` ([`evict::Best`]): the eviction scheduler under each
+//! - `graph-best` ([`evict::Best`]): first a depth-first search over the
+//!   down-sets for an order that computes every node once within the memory
+//!   ([`order`]: makespan Σd, the least possible; capped); else the eviction scheduler under each
 //!   scoring rule and recomputation engine, in the topological order and in
 //!   two low-memory orders (list scheduling: the ready node that frees the
 //!   most bytes net first; ties by the latest input or by the topological
@@ -39,6 +41,7 @@
 
 pub mod evict;
 pub mod improve;
+pub mod order;
 pub mod small;
 
 use super::{Heuristic, HeuristicError};
