@@ -286,7 +286,8 @@ pub fn certified_columns(
 /// (`weight_chain`: re-planning its transfers, stopping at ⌈best certified
 /// bound⌉; `offmate`: [`heuristic::offmate::improve::improve`], plan moves and
 /// the cyclic re-timing; `op_sequence`:
-/// [`heuristic::improve::improve_op_sequence`]; one-shot fixed-order instances
+/// [`heuristic::improve::improve_op_sequence`]; computation graphs:
+/// [`heuristic::graph::improve::improve`]; one-shot fixed-order instances
 /// such as `activation_chain`: [`heuristic::improve::improve`]); the result is
 /// offered as `<origin>+improve`.
 fn improve_best(
@@ -315,6 +316,13 @@ fn improve_best(
         // Cyclic programs: re-plan the evictions, re-time, cut the period.
         if let Some(k) = heuristic::improve::improve_op_sequence(seq, inst, start.checked(), limit)
         {
+            let by = format!("{}+improve", start.by);
+            offer(best, &k, &by);
+        }
+    } else if crate::family::dag::Dag::of(inst).is_ok() {
+        // Computation graphs: drop repeated computations while the memory
+        // fits, then re-time back to back (`heuristic::graph::improve`).
+        if let Some(k) = heuristic::graph::improve::improve(inst, start.checked(), limit) {
             let by = format!("{}+improve", start.by);
             offer(best, &k, &by);
         }

@@ -47,6 +47,11 @@ pub enum Rule {
     Belady,
     /// The least d(u) / |u|, the farthest on ties.
     CostPerByte,
+    /// DTR's heuristic with its evicted neighbourhood (Kirisame et al.): the
+    /// least (d(u) + Σ d(p) over the inputs p of u not resident) / (|u| ·
+    /// distance to its next first-time reader): an output whose inputs are
+    /// gone costs their recomputation too, so it is kept longer.
+    Neighbourhood,
 }
 
 /// How the scheduler recomputes a missing input (both never recompute an
@@ -67,7 +72,12 @@ pub enum Engine {
 pub const ENGINES: [Engine; 2] = [Engine::Planned, Engine::Stack];
 
 /// Every rule, in the order `graph-best` tries them.
-pub const RULES: [Rule; 3] = [Rule::CostPerByteDistance, Rule::Belady, Rule::CostPerByte];
+pub const RULES: [Rule; 4] = [
+    Rule::CostPerByteDistance,
+    Rule::Belady,
+    Rule::CostPerByte,
+    Rule::Neighbourhood,
+];
 
 struct Run<'a> {
     dag: &'a Dag,
@@ -123,6 +133,14 @@ impl Run<'_> {
             Rule::CostPerByteDistance => d / (size * dist),
             Rule::Belady => -(dist * 1e12 + size),
             Rule::CostPerByte => d / size - dist * 1e-12,
+            Rule::Neighbourhood => {
+                let gone: i64 = self.dag.preds[u]
+                    .iter()
+                    .filter(|&&p| !self.resident[p])
+                    .map(|&p| self.dag.duration[p].max(0))
+                    .sum();
+                (d + gone as f64) / (size * dist)
+            }
         };
         (if soft { 2 } else { 1 }, k)
     }
@@ -444,9 +462,18 @@ impl Heuristic for Evict {
 /// from 1 to n (each realised and checked); the least checked makespan.
 pub struct Best;
 
-/// The candidate sequences `graph-best` tries: each rule in the topological
-/// order and in the low-memory order, and Chen's checkpoints.
+/// The candidate sequences `graph-best` tries: an order that computes every
+/// node once within the memory ([`super::order::search`]; alone when found),
+/// else each rule and engine in the
+/// topological order and in the two low-memory orders, on graphs of at most
+/// [`super::small::MAX_NODES`] nodes the capped A* search
+/// ([`super::small::sequence`]), and Chen's checkpoints.
 pub fn candidates(dag: &Dag) -> Vec<Vec<usize>> {
+    // An order without recomputation has makespan Σd, the least of all:
+    // nothing else is tried when the search finds one.
+    if let Some(order) = super::order::search(dag, super::order::max_downsets(dag)) {
+        return vec![order];
+    }
     let orders = [
         dag.topo.clone(),
         low_memory_order(dag, false),
@@ -462,6 +489,8 @@ pub fn candidates(dag: &Dag) -> Vec<Vec<usize>> {
             );
         }
     }
+    // Small graphs: the capped A* search (complete where it settles).
+    out.extend(super::small::sequence(dag));
     // Chen's checkpoints: every segment length up to 64, then a geometric
     // series (each candidate costs O(n²·deg / k) to build).
     let n = dag.len().max(1);

@@ -18,12 +18,18 @@
 //!   first-time reader needs any more, then the largest bytes × distance to
 //!   next use per tick of recomputation). Feasible by construction whenever it
 //!   finishes (its resident set bounds the realised memory).
-//! - `graph-best` ([`evict::Best`]): the eviction scheduler under each
+//! - `graph-best` ([`evict::Best`]): first a depth-first search over the
+//!   down-sets for an order that computes every node once within the memory
+//!   ([`order`]: makespan Σd, the least possible; capped); else the eviction scheduler under each
 //!   scoring rule and recomputation engine, in the topological order and in
 //!   two low-memory orders (list scheduling: the ready node that frees the
 //!   most bytes net first; ties by the latest input or by the topological
-//!   order), and Chen's checkpoints at several segment lengths; the least
-//!   makespan the checker accepts.
+//!   order), on graphs of at most 16 nodes a capped A* search over op
+//!   sequences ([`small`]: complete where it settles), and Chen's checkpoints
+//!   at several segment lengths; the least makespan the checker accepts.
+//! - [`improve`]: the checked improvement of a graph schedule (drop a
+//!   computation the sequence repeats while the memory still fits), offered
+//!   by the gap report as `<finder>+improve`.
 //!
 //! - `graph-offload` ([`evict::Offload`]): with offloading enabled, the
 //!   eviction scheduler offloads (once) an evicted output whose transfer fits
@@ -34,6 +40,9 @@
 //! solvers.
 
 pub mod evict;
+pub mod improve;
+pub mod order;
+pub mod small;
 
 use super::{Heuristic, HeuristicError};
 use crate::family::dag::Dag;
