@@ -123,6 +123,8 @@ fn run_row(name: &str, file: &InstanceFile) {
         .unwrap_or(60);
     let lp = CheckmateLp {
         time_limit: Duration::from_secs(lp_secs),
+        // the cap the recorded tables used (the report's default is 40 000)
+        max_size: 400_000,
         ..CheckmateLp::default()
     };
     let parts_secs = env("OFFCERT_GRAPH_PARTS_SECS")
