@@ -49,7 +49,8 @@ const LOOKAHEADS: [Option<usize>; 4] = [None, Some(1), Some(2), Some(4)];
 /// quarters, …), the fewest offloads that fit in the memory-covering order
 /// ([`cover_order`]); then the same in the idle-stretch order
 /// ([`offload_order`]); last, a few more offloads and later prefetches on the
-/// fits found, the shortest first. A sequence whose compute alone is not
+/// fits found, the shortest first; then, on the shortest few, one offloaded
+/// tensor swapped for another. A sequence whose compute alone is not
 /// below the best makespan is skipped (one GPU stream: it cannot be better).
 pub fn improve(
     c: &RematChain,
@@ -126,8 +127,31 @@ pub fn improve(
             }
         }
     }
+    // Swaps on the shortest fits: one offloaded tensor for one of the next
+    // in the order (a tensor whose prefetch has room before its reader).
+    for f in fits.iter().take(SWAP_FITS) {
+        let (name, seq) = &cands[f.ix];
+        let order = &orders[f.ix][f.which];
+        for j in 0..f.k {
+            for alt in order.iter().skip(f.k).take(SWAP_ALTERNATIVES) {
+                if run.done(&meter) {
+                    return run.best;
+                }
+                let mut set = order[..f.k].to_vec();
+                set[j] = *alt;
+                if let Some(Some(k)) = try_set(inst, seq, set, None, &mut meter) {
+                    run.offer(&format!("{name}+offload+swap"), k);
+                }
+            }
+        }
+    }
     run.best
 }
+
+/// How many of the shortest fits get the swap moves, and how many tensors
+/// further down the order each offloaded tensor is swapped for.
+const SWAP_FITS: usize = 4;
+const SWAP_ALTERNATIVES: usize = 16;
 
 /// The best schedule so far and when to stop.
 struct Run {
@@ -222,12 +246,24 @@ fn try_k(
     la: Option<usize>,
     meter: &mut Meter,
 ) -> Option<Option<Checked>> {
+    try_set(inst, seq, order[..k].to_vec(), la, meter)
+}
+
+/// [`try_k`] with any set of offloads `(tensor, position)`.
+fn try_set(
+    inst: &Instance,
+    seq: &Sequence,
+    set: Vec<(TensorId, usize)>,
+    la: Option<usize>,
+    meter: &mut Meter,
+) -> Option<Option<Checked>> {
     if meter.spent() {
         return None;
     }
     meter.charge();
+    let k = set.len();
     let mut s = seq.clone();
-    s.plan.offloads = order[..k].to_vec();
+    s.plan.offloads = set;
     s.plan.offloads.sort_by_key(|x| x.1);
     s.plan.lookahead = la;
     // A plan the simulator cannot realise in this memory does not fit (it is
