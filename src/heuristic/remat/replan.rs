@@ -2,21 +2,25 @@
 //! Deliver 5): rotor's persistent DP is filled once over the memory from the
 //! chain's own budget up to its keep-everything peak, and read at a series of
 //! *virtual* budgets M' ≥ M_GPU: the larger M', the fewer recomputations. Each
-//! such sequence is then fitted into the real memory by offloading values
-//! across their longest idle stretch (the value of each tensor whose reads
-//! are furthest apart in compute time first: an early layer's ā, kept from
-//! the forward to its backward), the fewest that make it fit. Every candidate
-//! is realised by the shared simulator ([`asap_sequence`]) and **checked**;
-//! the best checked schedule is kept. Before those, two candidates that
-//! recompute nothing: the schedule of `proofs/REMAT-BUDGETS.md`
-//! ([`super::least_memory_schedule`], valid down to the least memory) and the
-//! keep-everything sequence with each block's least-footprint option, fitted
-//! the same way (`keep-everything+offload`). A plan the simulator cannot
-//! realise in the memory does not fit (more offloads are tried). Then
-//! `heuristic::improve::retime` may move its events earlier (the caller runs
-//! it).
+//! such sequence is then fitted into the real memory by offloading values,
+//! the fewest that make it fit, in two orders: the memory-covering order
+//! ([`cover_order`]: the values away from the GPU where the sequence needs
+//! more than M_GPU, with time to move them out and back) and the
+//! longest-idle-stretch order ([`offload_order`]); on the shortest fits,
+//! more offloads, later prefetches, and one offloaded value swapped for
+//! another. Every candidate is realised by the shared simulator
+//! ([`asap_sequence`]) and **checked**; the best checked schedule is kept.
+//! Before those, two candidates that recompute nothing: the schedule of
+//! `proofs/REMAT-BUDGETS.md` ([`super::least_memory_schedule`], valid down to
+//! the least memory) and the keep-everything sequence with each block's
+//! least-footprint option, fitted the same way (`keep-everything+offload`).
+//! A plan the simulator cannot realise in the memory does not fit (more
+//! offloads are tried). Then `heuristic::improve::retime` may move its
+//! events earlier (the caller runs it). With `OFFCERT_REPLAN_TRACE` set,
+//! every candidate and its outcome go to stderr (a diagnostic).
 //!
-//! Owns: [`improve`], the candidate offload order [`offload_order`].
+//! Owns: [`improve`], its candidates ([`candidates`], [`coarse_to_fine`])
+//! and offload orders ([`cover_order`], [`offload_order`]).
 //! Must not import: exact solvers, the report, the CLI. Property
 //! (`tests/it/remat_replan.rs`): every schedule it returns passes the checker
 //! and is strictly better than its input.
@@ -47,8 +51,8 @@ const LOOKAHEADS: [Option<usize>; 4] = [None, Some(1), Some(2), Some(4)];
 /// sequence (keep everything, then rotor's table at the virtual budgets in
 /// coarse-to-fine order: the budget nearest M_GPU, the peak, the middle, the
 /// quarters, …), the fewest offloads that fit in the memory-covering order
-/// ([`cover_order`]); then the same in the idle-stretch order
-/// ([`offload_order`]); last, a few more offloads and later prefetches on the
+/// ([`cover_order`]) and in the idle-stretch order ([`offload_order`]);
+/// last, a few more offloads and later prefetches on the
 /// fits found, the shortest first; then, on the shortest few, one offloaded
 /// tensor swapped for another. A sequence whose compute alone is not
 /// below the best makespan is skipped (one GPU stream: it cannot be better).
@@ -85,8 +89,8 @@ pub fn improve(
             ]
         })
         .collect();
-    for which in 0..2 {
-        for (ix, (name, seq)) in cands.iter().enumerate() {
+    for (ix, (name, seq)) in cands.iter().enumerate() {
+        for which in 0..2 {
             if run.done(&meter) {
                 return run.best;
             }
@@ -183,9 +187,11 @@ struct Fit {
 /// The candidate sequences, distinct, in the order they are tried: keeping
 /// everything (each block's least-footprint option), then rotor's persistent
 /// table (filled once over the memory from M_GPU up to the keep-everything
-/// peak) read at [`VIRTUAL_STEPS`] + 1 virtual budgets M' ≥ M_GPU
-/// ([`coarse_to_fine`]: nearest M_GPU first, then the peak, then the budgets
-/// between, halving the step).
+/// peak) read at [`VIRTUAL_STEPS`] + 1 virtual budgets M' ≥ M_GPU, each
+/// distinct sequence named by the least M' that gives it, in
+/// [`coarse_to_fine`] order over them: the one nearest M_GPU first (few
+/// offloads: the good ones at tight memory), then the peak's (few
+/// recomputations), then those between, halving the step.
 pub fn candidates(c: &RematChain) -> Vec<(String, Sequence)> {
     let mut out: Vec<(String, Sequence)> = vec![];
     if let Some(least) = c.least_options() {
@@ -199,15 +205,20 @@ pub fn candidates(c: &RematChain) -> Vec<(String, Sequence)> {
     let mut wide = c.clone();
     wide.gpu_memory = hi;
     let table = Table::build(&wide, DEFAULT_SLOTS);
-    for i in coarse_to_fine(VIRTUAL_STEPS as usize + 1) {
+    let mut rotor: Vec<(String, Sequence)> = vec![];
+    for i in 0..=VIRTUAL_STEPS {
         let m =
             c.gpu_memory + ((hi - c.gpu_memory) as u128 * i as u128 / VIRTUAL_STEPS as u128) as u64;
         let Some(seq) = table.sequence_within(&wide, m) else {
             continue;
         };
-        if out.iter().all(|(_, s)| *s != seq) {
-            out.push((format!("rotor@{m}B"), seq));
+        if out.iter().chain(&rotor).all(|(_, s)| *s != seq) {
+            rotor.push((format!("rotor@{m}B"), seq));
         }
+    }
+    let mut slots: Vec<Option<(String, Sequence)>> = rotor.into_iter().map(Some).collect();
+    for ix in coarse_to_fine(slots.len()) {
+        out.extend(slots[ix].take());
     }
     out
 }
