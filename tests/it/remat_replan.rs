@@ -258,3 +258,40 @@ fn a_small_effort_finds_the_full_efforts_schedule_at_the_least_memory() {
         full.0
     );
 }
+
+#[test]
+fn a_clock_stops_the_work_only_after_the_floor() {
+    let mut m = Effort::Time(std::time::Duration::ZERO)
+        .start()
+        .with_floor(3);
+    for _ in 0..3 {
+        assert!(!m.spent());
+        m.charge();
+    }
+    assert!(m.spent());
+    // A count is unchanged by the floor.
+    let mut c = Effort::Candidates(2).start().with_floor(5);
+    c.charge();
+    c.charge();
+    assert!(c.spent());
+}
+
+/// Under a clock that has run out before the first candidate (a loaded
+/// machine: the 10 s of `--time-limit` bought ResNet-152 at 0 % no
+/// candidate at all before branch `rsched`), the floor of candidates still
+/// finds the full effort's schedule at the least memory.
+#[test]
+fn an_expired_clock_still_finds_the_full_efforts_schedule_at_the_least_memory() {
+    let (c, inst) = bundled_at("resnet50-224px-b32-remat", 0, 4);
+    let full = replan::improve(&c, &inst, None, None, Effort::Candidates(10_000))
+        .expect("a schedule at the least memory");
+    let clock = Effort::Time(std::time::Duration::ZERO);
+    let late = replan::improve(&c, &inst, None, None, clock).expect("a schedule");
+    assert_eq!(
+        late.1.makespan(),
+        full.1.makespan(),
+        "{} against {}",
+        late.0,
+        full.0
+    );
+}

@@ -63,7 +63,7 @@ pub fn improve(
     target: Option<i64>,
     effort: impl Into<Effort>,
 ) -> Option<(String, Checked)> {
-    let mut meter = effort.into().start();
+    let mut meter = effort.into().start().with_floor(CLOCK_FLOOR);
     let mut run = Run {
         best: None,
         best_ms: start.map_or(i64::MAX, |k| k.makespan().0),
@@ -80,15 +80,9 @@ pub fn improve(
     }
     let cands = candidates(c);
     let mut fits: Vec<Fit> = vec![];
-    let orders: Vec<[Vec<(TensorId, usize)>; 2]> = cands
-        .iter()
-        .map(|(_, seq)| {
-            [
-                cover_order(inst, seq, c.gpu_memory),
-                offload_order(inst, seq),
-            ]
-        })
-        .collect();
+    // Each sequence's two offload orders, computed when it is first tried
+    // (under a clock, the orders of the sequences never tried cost nothing).
+    let mut orders: Vec<[Vec<(TensorId, usize)>; 2]> = vec![[vec![], vec![]]; cands.len()];
     for (ix, (name, seq)) in cands.iter().enumerate() {
         for which in 0..2 {
             if run.done(&meter) {
@@ -97,6 +91,10 @@ pub fn improve(
             if compute(inst, seq) >= run.best_ms {
                 continue;
             }
+            orders[ix][which] = match which {
+                0 => cover_order(inst, seq, c.gpu_memory),
+                _ => offload_order(inst, seq),
+            };
             let order = &orders[ix][which];
             if which == 1 && order == &orders[ix][0] {
                 continue;
@@ -152,6 +150,12 @@ pub fn improve(
     run.best
 }
 
+/// Under `--time-limit`, the candidates tried even when the clock has run
+/// out (on a loaded machine, rotor's table over the wide memory and the
+/// least-memory schedule's check can use up the whole limit): in the order
+/// of [`candidates`], enough for the sequence nearest M_GPU and the peak's.
+pub const CLOCK_FLOOR: u64 = 300;
+
 /// How many of the shortest fits get the swap moves, and how many tensors
 /// further down the order each offloaded tensor is swapped for.
 const SWAP_FITS: usize = 4;
@@ -185,8 +189,8 @@ struct Fit {
 }
 
 /// The candidate sequences, distinct, in the order they are tried: keeping
-/// everything (each block's least-footprint option), then rotor's persistent
-/// table (filled once over the memory from M_GPU up to the keep-everything
+/// everything (each block's least-footprint option; tried second, as the
+/// far end from M_GPU), and rotor's persistent table (filled once over the memory from M_GPU up to the keep-everything
 /// peak) read at [`VIRTUAL_STEPS`] + 1 virtual budgets M' ≥ M_GPU, each
 /// distinct sequence named by the least M' that gives it, in
 /// [`coarse_to_fine`] order over them: the one nearest M_GPU first (few
@@ -219,6 +223,12 @@ pub fn candidates(c: &RematChain) -> Vec<(String, Sequence)> {
     let mut slots: Vec<Option<(String, Sequence)>> = rotor.into_iter().map(Some).collect();
     for ix in coarse_to_fine(slots.len()) {
         out.extend(slots[ix].take());
+    }
+    // Keeping everything is the far end from M_GPU (no recomputation): it
+    // goes second, after the sequence nearest M_GPU.
+    if out.len() > 1 && out[0].0 == "keep-everything" {
+        let k = out.remove(0);
+        out.insert(1, k);
     }
     out
 }
