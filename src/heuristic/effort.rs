@@ -38,6 +38,7 @@ impl Effort {
             effort: self,
             began: Instant::now(),
             used: 0,
+            floor: 0,
         }
     }
 }
@@ -48,6 +49,8 @@ pub struct Meter {
     effort: Effort,
     began: Instant,
     used: u64,
+    /// Candidates tried before a clock may stop the work ([`Meter::with_floor`]).
+    floor: u64,
 }
 
 impl Meter {
@@ -61,11 +64,19 @@ impl Meter {
         self.used
     }
 
+    /// Under a clock, at least `n` candidates are tried before the clock may
+    /// stop the work (on a loaded machine a search's setup can use up its
+    /// wall-clock limit before its first candidate); a count is unchanged.
+    pub fn with_floor(mut self, n: u64) -> Meter {
+        self.floor = n;
+        self
+    }
+
     /// The limit is reached: no further candidate may be tried.
     pub fn spent(&self) -> bool {
         match self.effort {
             Effort::Candidates(n) => self.used >= n,
-            Effort::Time(d) => self.began.elapsed() >= d,
+            Effort::Time(d) => self.used >= self.floor && self.began.elapsed() >= d,
         }
     }
 
