@@ -200,6 +200,20 @@ fn quickcheck_search_and_milp_agree_on_small_programs() {
                 count(&UNKNOWN);
                 TestResult::discard()
             }
+            // A method stopped by its clock with a schedule (under CI's load
+            // the MILP's 10 s can run out): its checked value may not be below
+            // the other's proven optimum, and the case is discarded.
+            ((Status::Feasible, Some(f), _), (Status::Optimal, Some(o), _))
+            | ((Status::Optimal, Some(o), _), (Status::Feasible, Some(f), _))
+                if f >= o =>
+            {
+                count(&UNKNOWN);
+                TestResult::discard()
+            }
+            ((Status::Feasible, ..), (Status::Feasible, ..)) => {
+                count(&UNKNOWN);
+                TestResult::discard()
+            }
             (a, b) => TestResult::error(format!(
                 "search {a:?} but MILP {b:?} on {}",
                 serde_json::to_string(&s).unwrap()
@@ -209,7 +223,7 @@ fn quickcheck_search_and_milp_agree_on_small_programs() {
     qc(15, 8).quickcheck(prop as fn(Vec<(u8, u8, u8)>, u8, u8, u8) -> TestResult);
     let get = |c: &AtomicU64| c.load(Ordering::Relaxed);
     eprintln!(
-        "op_sequence_exact: {} optimal ({} with an activation moving in the search's optimum), {} infeasible, {} discarded (time limit); slowest method run {} ms",
+        "op_sequence_exact: {} optimal ({} with an activation moving in the search's optimum), {} infeasible, {} discarded (a time limit: unknown or not proven); slowest method run {} ms",
         get(&OPTIMAL),
         get(&MOVES),
         get(&INFEASIBLE),
