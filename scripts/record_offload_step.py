@@ -74,25 +74,10 @@ def train_step(model, opt, batch):
     return loss
 
 
-def record_mlp(out, name, offload, cfg):
-    """One profiled MLP step (Kineto + ET in the same step), with or without save_on_cpu."""
-    dev = torch.device("cuda")
-    model = build_mlp(cfg["layers"], cfg["width"], dev)
-    opt = torch.optim.SGD(model.parameters(), lr=1e-3)
-    batch = torch.randn(cfg["batch"], cfg["width"], device=dev)
-
-    def step():
-        if offload:
-            with torch.autograd.graph.save_on_cpu(pin_memory=True):
-                return train_step(model, opt, batch)
-        return train_step(model, opt, batch)
-
-    for _ in range(3):
-        step()
-    torch.cuda.synchronize()
-    snap_path = None
-    if offload:
-        torch.cuda.memory._record_memory_history(max_entries=200000)
+def profile_step(out, name, step):
+    """Run `step` once under the profiler (CPU and CUDA activities, profile_memory, shapes) and the
+    execution-trace observer, so that the Kineto trace and the ET are of the same step; write
+    both gzip'd into `out` and return their names with PyTorch's peak counters for the step."""
     torch.cuda.reset_peak_memory_stats()
     et_path = os.path.join(out, f"{name}.et.json")
     et = torch.profiler.ExecutionTraceObserver()
@@ -110,12 +95,33 @@ def record_mlp(out, name, offload, cfg):
         et.stop()
     et.unregister_callback()
     prof.export_chrome_trace(kin_path)
-    info = {
+    return {
         "max_memory_allocated": torch.cuda.max_memory_allocated(),
         "max_memory_reserved": torch.cuda.max_memory_reserved(),
         "kineto": os.path.basename(gzip_file(kin_path)),
         "et": os.path.basename(gzip_file(et_path)),
     }
+
+
+def record_mlp(out, name, offload, cfg):
+    """One profiled MLP step (Kineto + ET in the same step), with or without save_on_cpu."""
+    dev = torch.device("cuda")
+    model = build_mlp(cfg["layers"], cfg["width"], dev)
+    opt = torch.optim.SGD(model.parameters(), lr=1e-3)
+    batch = torch.randn(cfg["batch"], cfg["width"], device=dev)
+
+    def step():
+        if offload:
+            with torch.autograd.graph.save_on_cpu(pin_memory=True):
+                return train_step(model, opt, batch)
+        return train_step(model, opt, batch)
+
+    for _ in range(3):
+        step()
+    torch.cuda.synchronize()
+    if offload:
+        torch.cuda.memory._record_memory_history(max_entries=200000)
+    info = profile_step(out, name, step)
     if offload:
         snap = torch.cuda.memory._snapshot()
         torch.cuda.memory._record_memory_history(enabled=None)
@@ -394,30 +400,7 @@ def record_model(out, name, model, inputs, loss_of):
     for _ in range(2):
         step()
     torch.cuda.synchronize()
-    torch.cuda.reset_peak_memory_stats()
-    et_path = os.path.join(out, f"{name}.et.json")
-    et = torch.profiler.ExecutionTraceObserver()
-    et.register_callback(et_path)
-    kin_path = os.path.join(out, f"{name}.kineto.json")
-    with profile(
-        activities=[ProfilerActivity.CPU, ProfilerActivity.CUDA],
-        profile_memory=True,
-        record_shapes=True,
-    ) as prof:
-        et.start()
-        with record_function("ProfilerStep#0"):
-            step()
-        torch.cuda.synchronize()
-        et.stop()
-    et.unregister_callback()
-    prof.export_chrome_trace(kin_path)
-    return {
-        "max_memory_allocated": torch.cuda.max_memory_allocated(),
-        "max_memory_reserved": torch.cuda.max_memory_reserved(),
-        "kineto": os.path.basename(gzip_file(kin_path)),
-        "et": os.path.basename(gzip_file(et_path)),
-    }
-
+    return profile_step(out, name, step)
 
 def record_resnet18(out):
     import torchvision
