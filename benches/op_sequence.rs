@@ -24,7 +24,7 @@ fn run(name: &str, et: &str, kineto: Option<&str>) {
         name: name.into(),
         gpu_memory: None,
         bandwidth: BandwidthFile::PerTick(12),
-        split_reused_storages: false,
+        split_reused_storages: true,
     };
     let mut stages: Vec<Vec<f64>> = vec![vec![]; 5];
     let mut last = String::new();

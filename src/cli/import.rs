@@ -81,10 +81,15 @@ pub struct EtArgs {
     /// Instance name (default: the trace's file stem).
     #[arg(long)]
     pub name: Option<String>,
-    /// A storage id that the trace reuses for a fresh tensor (the allocator gave
-    /// a freed block to a new tensor) becomes a new variable `s{id}.{k}`;
-    /// without it, every reuse reads as a modification of one variable.
-    #[arg(long)]
+    /// The reading before 2026-11-27, kept to compare: every reuse of a storage
+    /// id (the allocator gave a freed block to a new tensor) reads as a
+    /// modification of one long-lived variable. By default a fresh tensor at a
+    /// reused id is a new variable `s{id}.{k}`.
+    #[arg(long, conflicts_with = "split_reused_storages")]
+    pub merge_reused_storages: bool,
+    /// The default (kept so that older commands still run): a fresh tensor at a
+    /// reused storage id is a new variable `s{id}.{k}`.
+    #[arg(long, hide = true)]
     pub split_reused_storages: bool,
 }
 
@@ -170,7 +175,7 @@ fn run_et(a: EtArgs) -> anyhow::Result<ExitCode> {
         name,
         gpu_memory: a.gpu_memory,
         bandwidth: BandwidthFile::PerTick(a.bandwidth),
-        split_reused_storages: a.split_reused_storages,
+        split_reused_storages: !a.merge_reused_storages,
     };
     let (seq, rep) = et::import_files(&a.trace, a.kineto.as_deref(), &opts)?;
     let v = InstanceFile::OpSequence(seq.clone()).to_json()?;

@@ -16,11 +16,16 @@
 //! - a storage first met as an input existed before the iteration: persistent;
 //!   one first met as an output is written for the first time there; an output
 //!   of an already known storage is a modification for in-place operators
-//!   (name ending in `_` or a `!` in the schema), whose first tensor argument
-//!   is modified too; otherwise it is a view (a read) when the storage is
-//!   among the node's inputs, and a modification when it is not;
-//! - with [`EtOptions::split_reused_storages`] (`--split-reused-storages`):
-//!   storage ids are reused: PyTorch's ET names a storage by its data pointer,
+//!   (name ending in `_` or a `!` in the schema); otherwise it is a view (a
+//!   read) when the storage is among the node's inputs, and a modification
+//!   when it is not;
+//! - an operator modifies the input arguments its schema marks `!` (every
+//!   tensor of a written list), host or not: `copy_(host, cuda)` only reads
+//!   the CUDA tensor. Where the schema's arguments do not line up with the
+//!   inputs, an in-place operator modifies its first tensor argument;
+//! - with [`EtOptions::split_reused_storages`] (the CLI's default; off with
+//!   `--merge-reused-storages`, the reading before 2026-11-27, kept to
+//!   compare): storage ids are reused: PyTorch's ET names a storage by its data pointer,
 //!   and the caching allocator hands a freed block to the next request, so one
 //!   id can name several tensors in turn. A *new* tensor (a tensor id not met
 //!   before on that storage) output by an operator that is not in-place, at a
@@ -81,8 +86,9 @@ pub struct EtOptions {
     /// β in bytes per ns (per direction, full duplex).
     pub bandwidth: BandwidthFile,
     /// A storage id reused by a fresh tensor becomes a new variable (module
-    /// docs); off: every reuse reads as a modification of one variable (the
-    /// reading before 2026-11-27, which the bundled instances were made with).
+    /// docs; the CLI's default). Off (`--merge-reused-storages`): every reuse
+    /// reads as a modification of one variable, the reading before
+    /// 2026-11-27, kept to compare.
     pub split_reused_storages: bool,
 }
 
@@ -148,6 +154,9 @@ struct Node<'a> {
     is_op: bool,
     /// The schema marks an argument as written (`Tensor(a!)`).
     mutating: bool,
+    /// Per schema argument (in the order of `inputs`), whether the schema
+    /// marks it written; `None` when the schema's arguments cannot be read.
+    written_args: Option<Vec<bool>>,
     ins: Vec<(&'a Value, &'a str)>,
     outs: Vec<(&'a Value, &'a str)>,
 }
@@ -265,6 +274,7 @@ fn nodes<'a>(file: &str, root: &'a Value, schema: Schema) -> Result<Vec<Node<'a>
             }
         };
         let mutating = schema_s.contains('!');
+        let written_args = written_args(schema_s);
         out.push(Node {
             id,
             parent,
@@ -272,11 +282,43 @@ fn nodes<'a>(file: &str, root: &'a Value, schema: Schema) -> Result<Vec<Node<'a>
             rf_id,
             is_op: !schema_s.is_empty(),
             mutating,
+            written_args,
             ins,
             outs,
         });
     }
     Ok(out)
+}
+
+/// Which arguments of an operator schema (`name(Tensor(a!) self, Tensor
+/// src, *, bool non_blocking=False) -> Tensor(a!)`) are written (`!`), in
+/// order, the keyword marker `*` left out; `None` without an argument list.
+fn written_args(schema: &str) -> Option<Vec<bool>> {
+    let open = schema.find('(')?;
+    let mut depth = 0usize;
+    let mut args = vec![String::new()];
+    for c in schema[open + 1..].chars() {
+        match c {
+            '(' | '[' => depth += 1,
+            ')' | ']' if depth > 0 => depth -= 1,
+            ')' => {
+                return Some(
+                    args.iter()
+                        .map(|a| a.trim())
+                        .filter(|a| !a.is_empty() && *a != "*")
+                        .map(|a| a.contains('!'))
+                        .collect(),
+                )
+            }
+            ',' if depth == 0 => {
+                args.push(String::new());
+                continue;
+            }
+            _ => {}
+        }
+        args.last_mut()?.push(c);
+    }
+    None
 }
 
 /// A CUDA tensor reference: (storage, bytes needed, tensor id) or why it is
@@ -351,17 +393,35 @@ fn tensor(file: &str, at: &str, v: &Value) -> Result<Option<TRef>, EtError> {
     }))
 }
 
+/// Which input arguments (by position) node `n` writes: those its schema
+/// marks `!` (every tensor of a written list: `_foreach_add_`'s `self`, an
+/// `out=` argument); when the schema's arguments do not line up with the
+/// inputs, an in-place operator's first tensor argument. The first tensor
+/// argument, host or not: `copy_(cpu, cuda)` writes the host tensor and
+/// only reads the CUDA one (it used to be the first *CUDA* tensor, so the
+/// save_on_cpu pack hook's copy "modified" every tensor it saved).
+fn written_inputs(n: &Node, inplace: bool, ins: &[(usize, TRef)]) -> impl Fn(usize) -> bool {
+    let by_schema = n.written_args.clone().filter(|w| w.len() == n.ins.len());
+    let first = ins.first().map(|(p, _)| *p);
+    move |pos| match &by_schema {
+        Some(w) => w[pos],
+        None => inplace && Some(pos) == first,
+    }
+}
+
+/// The tensor references of an argument list, each with its argument's
+/// position.
 fn tensors_of<'a>(
     file: &str,
     at: &str,
     list: &[(&'a Value, &'a str)],
-    out: &mut Vec<TRef>,
+    out: &mut Vec<(usize, TRef)>,
 ) -> Result<(), EtError> {
     for (k, (v, ty)) in list.iter().enumerate() {
         let at = format!("{at}[{k}]");
         if ty.starts_with("Tensor") || ty.starts_with("Optional[Tensor") {
             if let Some(t) = tensor(file, &at, v)? {
-                out.push(t);
+                out.push((k, t));
             }
         } else if ty.starts_with("GenericList[Tensor") || ty.starts_with("TensorList") {
             for (j, x) in v
@@ -372,7 +432,7 @@ fn tensors_of<'a>(
                 .enumerate()
             {
                 if let Some(t) = tensor(file, &format!("{at}[{j}]"), x)? {
-                    out.push(t);
+                    out.push((k, t));
                 }
             }
         }
@@ -554,10 +614,10 @@ impl Storages {
                 TRef::Cuda(s, _, _) => Some(*s),
                 _ => None,
             };
-            let first_in = ins.iter().find_map(cuda);
-            let in_set: Vec<i64> = ins.iter().filter_map(cuda).collect();
+            let in_set: Vec<i64> = ins.iter().map(|(_, t)| t).filter_map(cuda).collect();
+            let written_in = written_inputs(n, inplace, &ins);
             for (k, list) in [(0, &ins), (1, &outs)] {
-                for t in list.iter() {
+                for (pos, t) in list.iter() {
                     let (storage, b, tid) = match t {
                         TRef::Cuda(s, b, tid) => (*s, *b, *tid),
                         TRef::Host => {
@@ -601,7 +661,7 @@ impl Storages {
                     }
                     let modifies = (k == 1
                         && (inplace || n.mutating || !in_set.contains(&storage)))
-                        || (k == 0 && inplace && Some(storage) == first_in);
+                        || (k == 0 && written_in(*pos));
                     if modifies {
                         f.modifies.push(s);
                     } else {

@@ -679,7 +679,7 @@ fn param_linear_window_and_lms_at_both_ends() {
         name: "param_linear_et".into(),
         gpu_memory: None,
         bandwidth: BandwidthFile::PerTick(12),
-        split_reused_storages: false,
+        split_reused_storages: true,
     };
     let path = repo().join("tests/data/traces/param_linear_et.json.gz");
     let (mut s, _) = offcert::trace::et::import_files(&path, None, &opts).unwrap();
@@ -707,7 +707,7 @@ fn param_resnet_lms_at_least_memory() {
         name: "param_resnet_et".into(),
         gpu_memory: None,
         bandwidth: BandwidthFile::PerTick(12),
-        split_reused_storages: false,
+        split_reused_storages: true,
     };
     let path = repo().join("tests/data/traces/param_resnet_et.json.gz");
     let (mut s, _) = offcert::trace::et::import_files(&path, None, &opts).unwrap();

@@ -15,7 +15,7 @@ fn opts() -> EtOptions {
         name: "t".into(),
         gpu_memory: None,
         bandwidth: BandwidthFile::PerTick(12),
-        split_reused_storages: false,
+        split_reused_storages: true,
     }
 }
 

@@ -93,7 +93,7 @@ fn imported_steps_are_optimal_at_the_no_offload_peak() {
                 name: m.into(),
                 gpu_memory: None,
                 bandwidth: BandwidthFile::PerTick(12),
-                split_reused_storages: false,
+                split_reused_storages: true,
             },
         )
         .unwrap();

@@ -471,8 +471,8 @@ fn et_storage_ids_reused_by_fresh_tensors_are_new_variables() {
         bandwidth: offcert::family::BandwidthFile::PerTick(12),
         split_reused_storages: true,
     };
-    // The old reading (the default, which the bundled instances were made
-    // with): the second relu modifies s5.
+    // The old reading (`--merge-reused-storages`, the default before
+    // 2026-11-27): the second relu modifies s5.
     let old = et::EtOptions {
         split_reused_storages: false,
         ..opts.clone()
@@ -489,6 +489,134 @@ fn et_storage_ids_reused_by_fresh_tensors_are_new_variables() {
     assert!(f(4).reads.contains(&"s5.1".to_string()), "{:?}", f(4));
     let names: Vec<&str> = seq.variables.iter().map(|v| v.name.as_str()).collect();
     assert_eq!(names, ["s1", "s5", "s7", "s5.1", "s8"]);
+}
+
+/// `offcert import et` splits reused storage ids by default (a demanding
+/// user gets the correct reading without a flag); `--merge-reused-storages`
+/// keeps the reading before 2026-11-27. Storage 5 holds tensor 50 (written by
+/// relu, read by mul), is freed, a `neg` allocates s9 meanwhile, and the
+/// allocator gives s5's block to the unrelated tensor 60 (written by a second
+/// relu, read by a last mul). Regression: the default read the second relu as
+/// modifying s5, one variable alive from the first relu to the last mul.
+#[test]
+fn et_import_splits_reused_storages_by_default() {
+    let nodes = [
+        r#"{"name":"[pytorch|profiler|execution_graph|thread]","id":1,"rf_id":0,"parent":1,"op_schema":"","inputs":[],"input_types":[],"outputs":[],"output_types":[]}"#.to_string(),
+        node(2, "aten::relu", "aten::relu(Tensor self) -> Tensor", &[[10, 1]], &[[50, 5]]),
+        node(3, "aten::mul", "aten::mul(Tensor self, Tensor other) -> Tensor", &[[50, 5], [10, 1]], &[[70, 7]]),
+        node(4, "aten::neg", "aten::neg(Tensor self) -> Tensor", &[[10, 1]], &[[90, 9]]),
+        node(5, "aten::relu", "aten::relu(Tensor self) -> Tensor", &[[70, 7]], &[[60, 5]]),
+        node(6, "aten::mul", "aten::mul(Tensor self, Tensor other) -> Tensor", &[[60, 5], [90, 9]], &[[80, 8]]),
+    ];
+    let trace = tmp("reuse.et.json");
+    std::fs::write(
+        &trace,
+        format!(
+            r#"{{"schema":"1.0.1","pid":1,"nodes":[{}]}}"#,
+            nodes.join(",")
+        ),
+    )
+    .unwrap();
+    // (extra flag, variables, variables named after storage 5, what f3 does to them)
+    for (flag, variables, s5, f3) in [
+        (None, 6, vec!["s5", "s5.1"], ("writes", "s5.1")),
+        (
+            Some("--merge-reused-storages"),
+            5,
+            vec!["s5"],
+            ("modifies", "s5"),
+        ),
+    ] {
+        let out = tmp("reuse.json");
+        let mut args = vec!["import", "et", trace.as_str(), "-o", out.as_str()];
+        args.extend(flag);
+        let (code, text) = offcert(&args);
+        assert_eq!(code, 0, "{text}");
+        let line = format!("5 functions, {variables} variables (1 persistent)");
+        assert!(text.contains(&line), "{flag:?}: `{line}` not in {text}");
+        let v: serde_json::Value =
+            serde_json::from_str(&std::fs::read_to_string(&out).unwrap()).unwrap();
+        let names: Vec<&str> = v["variables"]
+            .as_array()
+            .unwrap()
+            .iter()
+            .map(|x| x["name"].as_str().unwrap())
+            .filter(|n| *n == "s5" || n.starts_with("s5."))
+            .collect();
+        assert_eq!(names, s5, "{flag:?}");
+        assert_eq!(
+            v["functions"][3][f3.0],
+            serde_json::json!([f3.1]),
+            "{flag:?}"
+        );
+    }
+    // The old name of the default is still accepted; the two conflict.
+    let out = tmp("reuse.json");
+    let (code, _) = offcert(&[
+        "import",
+        "et",
+        &trace,
+        "-o",
+        &out,
+        "--split-reused-storages",
+    ]);
+    assert_eq!(code, 0);
+    let (code, _) = offcert(&[
+        "import",
+        "et",
+        &trace,
+        "-o",
+        &out,
+        "--split-reused-storages",
+        "--merge-reused-storages",
+    ]);
+    assert_eq!(code, 2);
+}
+
+/// An operator writes the arguments its schema marks `!`, host or not.
+/// Regression: the importer took an in-place operator's first *CUDA* tensor
+/// as the one it writes, so `copy_(cpu, cuda)` (save_on_cpu's pack hook,
+/// inside every forward operator that saves a tensor) "modified" each
+/// tensor it saved (412 such copies in the ResNet-18 step), and the
+/// optimiser's `_foreach_add_(params, grads)` modified only the first
+/// parameter and read the others.
+#[test]
+fn et_import_writes_the_arguments_the_schema_marks() {
+    let cuda = |tid: i64, s: i64| format!(r#"[{tid},{s},0,256,4,"cuda:0"]"#);
+    let host = r#"[90,9,0,256,4,"cpu"]"#;
+    let nodes = [
+        r#"{"name":"[pytorch|profiler|execution_graph|thread]","id":1,"rf_id":0,"parent":1,"op_schema":"","inputs":[],"input_types":[],"outputs":[],"output_types":[]}"#.to_string(),
+        node(2, "aten::mul", "aten::mul.Tensor(Tensor self, Tensor other) -> Tensor", &[[10, 1], [20, 2]], &[[50, 5]]),
+        format!(
+            r#"{{"name":"aten::copy_","id":3,"rf_id":3,"parent":1,"op_schema":"aten::copy_(Tensor(a!) self, Tensor src, bool non_blocking=False) -> Tensor(a!)","inputs":[{host},{},false],"input_types":["Tensor(float)","Tensor(float)","Bool"],"outputs":[{host}],"output_types":["Tensor(float)"]}}"#,
+            cuda(50, 5)
+        ),
+        format!(
+            r#"{{"name":"aten::_foreach_add_","id":4,"rf_id":4,"parent":1,"op_schema":"aten::_foreach_add_.List(Tensor(a!)[] self, Tensor[] other, *, Scalar alpha=1) -> ()","inputs":[[{},{}],[{},{}],1],"input_types":["GenericList[Tensor(float),Tensor(float)]","GenericList[Tensor(float),Tensor(float)]","Int"],"outputs":[],"output_types":[]}}"#,
+            cuda(10, 1),
+            cuda(20, 2),
+            cuda(50, 5),
+            cuda(50, 5)
+        ),
+    ];
+    let text = format!(
+        r#"{{"schema":"1.0.1","pid":1,"nodes":[{}]}}"#,
+        nodes.join(",")
+    );
+    let opts = et::EtOptions {
+        name: "written".into(),
+        gpu_memory: None,
+        bandwidth: offcert::family::BandwidthFile::PerTick(12),
+        split_reused_storages: true,
+    };
+    let (seq, rep) = et::import("written.json", text.as_bytes(), None, &opts).unwrap();
+    let names = |v: &[String]| v.to_vec();
+    let f = |i: usize| &seq.functions[i];
+    assert_eq!(rep.host_tensors_skipped, 2);
+    assert_eq!(names(&f(1).reads), ["s5"], "{:?}", f(1));
+    assert!(f(1).modifies.is_empty(), "{:?}", f(1));
+    assert_eq!(names(&f(2).modifies), ["s1", "s2"], "{:?}", f(2));
+    assert_eq!(names(&f(2).reads), ["s5"], "{:?}", f(2));
 }
 
 fn import_mlp(
