@@ -9,6 +9,7 @@ fuzz_target!(|data: &[u8]| {
         name: "fuzz".into(),
         gpu_memory: None,
         bandwidth: offcert::family::BandwidthFile::PerTick(12),
+        split_reused_storages: true,
     };
     let (et, kineto) = data.split_at(data.len() / 2);
     let Ok(et) = offcert::trace::et::gunzip("fuzz.json", et.to_vec()) else { return };

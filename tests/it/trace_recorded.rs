@@ -446,6 +446,32 @@ fn node(id: i64, name: &str, schema: &str, ins: &[[i64; 2]], outs: &[[i64; 2]]) 
     )
 }
 
+/// A legacy-schema ET of one thread holding `nodes`.
+fn et_json(nodes: &[String]) -> String {
+    let thread = r#"{"name":"[pytorch|profiler|execution_graph|thread]","id":1,"rf_id":0,"parent":1,"op_schema":"","inputs":[],"input_types":[],"outputs":[],"output_types":[]}"#;
+    format!(
+        r#"{{"schema":"1.0.1","pid":1,"nodes":[{thread},{}]}}"#,
+        nodes.join(",")
+    )
+}
+
+/// `relu(input) -> output`, tensors as `[tensor id, storage id]`.
+fn relu(id: i64, input: [i64; 2], output: [i64; 2]) -> String {
+    node(
+        id,
+        "aten::relu",
+        "aten::relu(Tensor self) -> Tensor",
+        &[input],
+        &[output],
+    )
+}
+
+/// `mul(a, b) -> output`.
+fn mul(id: i64, a: [i64; 2], b: [i64; 2], output: [i64; 2]) -> String {
+    let schema = "aten::mul(Tensor self, Tensor other) -> Tensor";
+    node(id, "aten::mul", schema, &[a, b], &[output])
+}
+
 #[test]
 fn et_storage_ids_reused_by_fresh_tensors_are_new_variables() {
     // Regression: storage 5 holds tensor 50 (written by relu, read by mul),
@@ -454,17 +480,19 @@ fn et_storage_ids_reused_by_fresh_tensors_are_new_variables() {
     // relu as modifying s5 (one long-lived variable: a fake dependency and a
     // fake prefetch for an offloaded s5). An in-place op keeps its variable.
     let nodes = [
-        r#"{"name":"[pytorch|profiler|execution_graph|thread]","id":1,"rf_id":0,"parent":1,"op_schema":"","inputs":[],"input_types":[],"outputs":[],"output_types":[]}"#.to_string(),
-        node(2, "aten::relu", "aten::relu(Tensor self) -> Tensor", &[[10, 1]], &[[50, 5]]),
-        node(3, "aten::mul", "aten::mul(Tensor self, Tensor other) -> Tensor", &[[50, 5], [10, 1]], &[[70, 7]]),
-        node(4, "aten::relu", "aten::relu(Tensor self) -> Tensor", &[[70, 7]], &[[60, 5]]),
-        node(5, "aten::relu_", "aten::relu_(Tensor(a!) self) -> Tensor(a!)", &[[60, 5]], &[[60, 5]]),
-        node(6, "aten::mul", "aten::mul(Tensor self, Tensor other) -> Tensor", &[[60, 5], [70, 7]], &[[80, 8]]),
+        relu(2, [10, 1], [50, 5]),
+        mul(3, [50, 5], [10, 1], [70, 7]),
+        relu(4, [70, 7], [60, 5]),
+        node(
+            5,
+            "aten::relu_",
+            "aten::relu_(Tensor(a!) self) -> Tensor(a!)",
+            &[[60, 5]],
+            &[[60, 5]],
+        ),
+        mul(6, [60, 5], [70, 7], [80, 8]),
     ];
-    let text = format!(
-        r#"{{"schema":"1.0.1","pid":1,"nodes":[{}]}}"#,
-        nodes.join(",")
-    );
+    let text = et_json(&nodes);
     let opts = et::EtOptions {
         name: "reuse".into(),
         gpu_memory: None,
@@ -501,22 +529,20 @@ fn et_storage_ids_reused_by_fresh_tensors_are_new_variables() {
 #[test]
 fn et_import_splits_reused_storages_by_default() {
     let nodes = [
-        r#"{"name":"[pytorch|profiler|execution_graph|thread]","id":1,"rf_id":0,"parent":1,"op_schema":"","inputs":[],"input_types":[],"outputs":[],"output_types":[]}"#.to_string(),
-        node(2, "aten::relu", "aten::relu(Tensor self) -> Tensor", &[[10, 1]], &[[50, 5]]),
-        node(3, "aten::mul", "aten::mul(Tensor self, Tensor other) -> Tensor", &[[50, 5], [10, 1]], &[[70, 7]]),
-        node(4, "aten::neg", "aten::neg(Tensor self) -> Tensor", &[[10, 1]], &[[90, 9]]),
-        node(5, "aten::relu", "aten::relu(Tensor self) -> Tensor", &[[70, 7]], &[[60, 5]]),
-        node(6, "aten::mul", "aten::mul(Tensor self, Tensor other) -> Tensor", &[[60, 5], [90, 9]], &[[80, 8]]),
+        relu(2, [10, 1], [50, 5]),
+        mul(3, [50, 5], [10, 1], [70, 7]),
+        node(
+            4,
+            "aten::neg",
+            "aten::neg(Tensor self) -> Tensor",
+            &[[10, 1]],
+            &[[90, 9]],
+        ),
+        relu(5, [70, 7], [60, 5]),
+        mul(6, [60, 5], [90, 9], [80, 8]),
     ];
     let trace = tmp("reuse.et.json");
-    std::fs::write(
-        &trace,
-        format!(
-            r#"{{"schema":"1.0.1","pid":1,"nodes":[{}]}}"#,
-            nodes.join(",")
-        ),
-    )
-    .unwrap();
+    std::fs::write(&trace, et_json(&nodes)).unwrap();
     // (extra flag, variables, variables named after storage 5, what f3 does to them)
     for (flag, variables, s5, f3) in [
         (None, 6, vec!["s5", "s5.1"], ("writes", "s5.1")),
@@ -552,25 +578,17 @@ fn et_import_splits_reused_storages_by_default() {
     }
     // The old name of the default is still accepted; the two conflict.
     let out = tmp("reuse.json");
-    let (code, _) = offcert(&[
+    let old_name = [
         "import",
         "et",
         &trace,
         "-o",
         &out,
         "--split-reused-storages",
-    ]);
-    assert_eq!(code, 0);
-    let (code, _) = offcert(&[
-        "import",
-        "et",
-        &trace,
-        "-o",
-        &out,
-        "--split-reused-storages",
-        "--merge-reused-storages",
-    ]);
-    assert_eq!(code, 2);
+    ];
+    assert_eq!(offcert(&old_name).0, 0);
+    let both = [&old_name[..], &["--merge-reused-storages"]].concat();
+    assert_eq!(offcert(&both).0, 2);
 }
 
 /// An operator writes the arguments its schema marks `!`, host or not.
@@ -585,8 +603,13 @@ fn et_import_writes_the_arguments_the_schema_marks() {
     let cuda = |tid: i64, s: i64| format!(r#"[{tid},{s},0,256,4,"cuda:0"]"#);
     let host = r#"[90,9,0,256,4,"cpu"]"#;
     let nodes = [
-        r#"{"name":"[pytorch|profiler|execution_graph|thread]","id":1,"rf_id":0,"parent":1,"op_schema":"","inputs":[],"input_types":[],"outputs":[],"output_types":[]}"#.to_string(),
-        node(2, "aten::mul", "aten::mul.Tensor(Tensor self, Tensor other) -> Tensor", &[[10, 1], [20, 2]], &[[50, 5]]),
+        node(
+            2,
+            "aten::mul",
+            "aten::mul.Tensor(Tensor self, Tensor other) -> Tensor",
+            &[[10, 1], [20, 2]],
+            &[[50, 5]],
+        ),
         format!(
             r#"{{"name":"aten::copy_","id":3,"rf_id":3,"parent":1,"op_schema":"aten::copy_(Tensor(a!) self, Tensor src, bool non_blocking=False) -> Tensor(a!)","inputs":[{host},{},false],"input_types":["Tensor(float)","Tensor(float)","Bool"],"outputs":[{host}],"output_types":["Tensor(float)"]}}"#,
             cuda(50, 5)
@@ -599,10 +622,7 @@ fn et_import_writes_the_arguments_the_schema_marks() {
             cuda(50, 5)
         ),
     ];
-    let text = format!(
-        r#"{{"schema":"1.0.1","pid":1,"nodes":[{}]}}"#,
-        nodes.join(",")
-    );
+    let text = et_json(&nodes);
     let opts = et::EtOptions {
         name: "written".into(),
         gpu_memory: None,
