@@ -462,10 +462,15 @@ impl Heuristic for Evict {
 /// from 1 to n (each realised and checked); the least checked makespan.
 pub struct Best;
 
+/// The beam width of the least-peak order `graph-best` hands the engines.
+pub const LEAST_PEAK_WIDTH: usize = 16;
+
 /// The candidate sequences `graph-best` tries: an order that computes every
 /// node once within the memory ([`super::order::search`]; alone when found),
 /// else each rule and engine in the
-/// topological order and in the two low-memory orders, on graphs of at most
+/// topological order, in the two low-memory orders and in the least-peak
+/// order ([`super::order::least_peak_order`]: where no order fits, the one
+/// closest to fitting, repaired by the engines' recomputations), on graphs of at most
 /// [`super::small::MAX_NODES`] nodes the capped A* search
 /// ([`super::small::sequence`]), and Chen's checkpoints.
 pub fn candidates(dag: &Dag) -> Vec<Vec<usize>> {
@@ -478,6 +483,7 @@ pub fn candidates(dag: &Dag) -> Vec<Vec<usize>> {
         dag.topo.clone(),
         low_memory_order(dag, false),
         low_memory_order(dag, true),
+        super::order::least_peak_order(dag, LEAST_PEAK_WIDTH),
     ];
     let mut out: Vec<Vec<usize>> = Vec::new();
     for order in &orders {
