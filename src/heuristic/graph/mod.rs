@@ -27,7 +27,9 @@
 //!   order) and in a least-peak order (a beam search over the down-sets,
 //!   [`order::least_peak_order`]), on graphs of at most 16 nodes a capped A* search over op
 //!   sequences ([`small`]: complete where it settles), and Chen's checkpoints
-//!   at several segment lengths; the least makespan the checker accepts.
+//!   at several segment lengths; the four shortest candidates that fit also
+//!   with their repeated computations dropped ([`improve::drop_computations`]);
+//!   the least makespan the checker accepts.
 //! - [`improve`]: the checked improvement of a graph schedule (drop a
 //!   computation the sequence repeats while the memory still fits), offered
 //!   by the gap report as `<finder>+improve`.
