@@ -215,15 +215,23 @@ fn greedy(dag: &Dag, backward: &[bool], c: &[usize], b: u64) -> Vec<usize> {
     out
 }
 
-/// The cheapest sequence of the checkpoint sets whose peak fits, or why none.
+/// The checkpoint sets a heuristic tries, from the DAG, its predecessors
+/// by position and its backward flags.
+type SetsOf = dyn Fn(&Dag, &[Vec<usize>], &[bool]) -> Vec<Vec<usize>>;
+
+/// The cheapest sequence of the checkpoint sets (each with and without the
+/// minimum-input rows) whose peak fits, or why none.
 fn cheapest(
     h: &'static str,
+    file: &InstanceFile,
     inst: &Instance,
-    dag: &Dag,
-    sets: impl Iterator<Item = Vec<usize>>,
+    sets_of: &SetsOf,
 ) -> Result<Schedule, HeuristicError> {
+    let dag = dag_of(h, file, inst)?;
+    let dag = &dag;
     let preds = preds_by_pos(dag);
     let backward = backward_by_pos(inst, dag);
+    let sets = sets_of(dag, &preds, &backward).into_iter();
     let mut best: Option<(i64, Vec<usize>)> = None;
     let mut least: Option<u128> = None;
     for (cps, keep) in sets.flat_map(|c| [(c.clone(), true), (c, false)]) {
@@ -262,11 +270,11 @@ impl Heuristic for ChenLadder {
         is_graph(file)
     }
     fn schedule(&self, file: &InstanceFile, inst: &Instance) -> Result<Schedule, HeuristicError> {
-        let dag = dag_of(self.name(), file, inst)?;
-        let preds = preds_by_pos(&dag);
-        let backward = backward_by_pos(inst, &dag);
-        let sets = [true, false].map(|ap| sqrt_n(&candidates(&preds, &backward, ap)));
-        cheapest(self.name(), inst, &dag, sets.into_iter())
+        cheapest(self.name(), file, inst, &|_, preds, backward| {
+            [true, false]
+                .map(|ap| sqrt_n(&candidates(preds, backward, ap)))
+                .to_vec()
+        })
     }
 }
 
@@ -281,24 +289,27 @@ impl Heuristic for ChenGreedy {
         is_graph(file)
     }
     fn schedule(&self, file: &InstanceFile, inst: &Instance) -> Result<Schedule, HeuristicError> {
-        let dag = dag_of(self.name(), file, inst)?;
-        let preds = preds_by_pos(&dag);
-        let backward = backward_by_pos(inst, &dag);
-        let fwd: u64 = (0..dag.len())
-            .filter(|&k| !backward[k])
-            .map(|k| dag.size[dag.topo[k]])
-            .sum();
-        let mut sets = Vec::new();
-        for ap in [true, false] {
-            let c = candidates(&preds, &backward, ap);
-            for step in 0..=GREEDY_STEPS {
-                let b = (fwd as u128 * step as u128 / GREEDY_STEPS as u128) as u64;
-                let cps = greedy(&dag, &backward, &c, b);
-                if !sets.contains(&cps) {
-                    sets.push(cps);
-                }
+        cheapest(self.name(), file, inst, &greedy_sets)
+    }
+}
+
+/// `chen-greedy`'s sets: b over [`GREEDY_STEPS`] equal steps up to the
+/// forward bytes, with the articulation points and with every node.
+fn greedy_sets(dag: &Dag, preds: &[Vec<usize>], backward: &[bool]) -> Vec<Vec<usize>> {
+    let fwd: u64 = (0..dag.len())
+        .filter(|&k| !backward[k])
+        .map(|k| dag.size[dag.topo[k]])
+        .sum();
+    let mut sets = Vec::new();
+    for ap in [true, false] {
+        let c = candidates(preds, backward, ap);
+        for step in 0..=GREEDY_STEPS {
+            let b = (fwd as u128 * step as u128 / GREEDY_STEPS as u128) as u64;
+            let cps = greedy(dag, backward, &c, b);
+            if !sets.contains(&cps) {
+                sets.push(cps);
             }
         }
-        cheapest(self.name(), inst, &dag, sets.into_iter())
     }
+    sets
 }
