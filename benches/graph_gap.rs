@@ -46,6 +46,7 @@
 
 use num_rational::BigRational;
 use num_traits::{ToPrimitive, Zero};
+use offcert::bound::graph::forced::GraphForced;
 use offcert::bound::graph::parts::GraphParts;
 use offcert::bound::graph::{CheckmateLp, GraphCompute};
 use offcert::bound::{BoundMethod, LowerBound};
@@ -277,7 +278,7 @@ fn bounds(
         ..d
     };
     let mut out: Vec<LowerBound> = Vec::new();
-    for b in [&GraphCompute as &dyn BoundMethod, &lp, &parts] {
+    for b in [&GraphCompute as &dyn BoundMethod, &lp, &parts, &GraphForced] {
         let t = Instant::now();
         match b.bound(file, inst) {
             Ok(lb) => {

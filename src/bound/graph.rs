@@ -14,10 +14,13 @@
 //!
 //! - `graph-parts` ([`parts`]): a decomposition into parts whose relaxed
 //!   optima (other outputs free, but counted while read) add up.
+//! - `graph-forced` ([`forced`]): the second runs forced by the outputs a
+//!   node's first run must find resident, when they exceed the memory.
 //!
-//! Owns: [`GraphCompute`], [`CheckmateLp`], [`parts`]. Must not import:
+//! Owns: [`GraphCompute`], [`CheckmateLp`], [`parts`], [`forced`]. Must not import:
 //! heuristics, exact solvers, the simulator, the checker.
 
+pub mod forced;
 pub mod parts;
 
 use super::weight::certify::certified_bound;
@@ -36,6 +39,7 @@ pub fn bounds() -> Vec<Box<dyn BoundMethod>> {
         Box::new(GraphCompute),
         Box::new(CheckmateLp::default()),
         Box::new(parts::GraphParts::default()),
+        Box::new(forced::GraphForced),
     ]
 }
 

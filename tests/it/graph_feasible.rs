@@ -2,7 +2,8 @@
 //! random small DAGs at tight memory (capacity between the largest footprint
 //! and the checkpoint-all peak), every sequence that an engine finishes, under
 //! every rule and in every candidate order, runs every node, fits the memory
-//! when realised (`peak_of`), and passes the checker; the work-stack and the
+//! when realised (`peak_of`), and passes the checker (the orders: the
+//! topological one, the two low-memory ones, the least-peak beam's); the work-stack and the
 //! planned engines finish on some of them (not vacuous). The order search's
 //! orders compute every node once, fit and check, and it finds one whenever
 //! the exact optimum is Σd.
@@ -26,6 +27,7 @@ fn engines_fit(spec: DagSpec) -> TestResult {
         dag.topo.clone(),
         low_memory_order(&dag, false),
         low_memory_order(&dag, true),
+        order::least_peak_order(&dag, 4),
     ];
     for order in &orders {
         for (e, &engine) in ENGINES.iter().enumerate() {

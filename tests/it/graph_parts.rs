@@ -5,10 +5,9 @@
 //! holding every node it is the optimum; a hand-checked example where it is
 //! strictly above Σd; offloading is refused.
 
-use crate::common::{dag_at, dag_instance, qc, DagSpec};
+use crate::common::{bounds_example, dag_at, dag_instance, graph_optimum, qc, DagSpec};
 use offcert::bound::graph::parts::{partition_bound, GraphParts, PartBound};
 use offcert::bound::{BoundError, BoundMethod};
-use offcert::exact::{self, Limits, Method, Status};
 use offcert::family::dag::Dag;
 use offcert::model::Instance;
 use offcert::units::Bytes;
@@ -21,16 +20,6 @@ static PARTITION_ABOVE_SUM: AtomicUsize = AtomicUsize::new(0);
 
 fn later() -> Instant {
     Instant::now() + Duration::from_secs(60)
-}
-
-/// The exact optimum (`None`: the search proves no schedule).
-fn optimum(inst: &Instance) -> Option<i64> {
-    let o = exact::solve(Method::GraphSearch, inst, &Limits::default()).unwrap();
-    match o.status {
-        Status::Optimal => Some(o.bound.unwrap().0),
-        Status::Infeasible => None,
-        s => panic!("the search ended {s:?} on a small DAG"),
-    }
 }
 
 /// `labels[v] % parts` names v's part; part 0 is "no part" (d(v) alone).
@@ -52,7 +41,7 @@ fn sandwich(spec: DagSpec, labels: Vec<u8>) -> TestResult {
     let sum = dag.total_duration();
     let parts = partition(&labels, dag.len(), 2);
     let by_parts = partition_bound(&dag, &parts, u64::MAX, later());
-    let Some(opt) = optimum(&inst) else {
+    let Some(opt) = graph_optimum(&inst) else {
         // A part without a relaxed schedule proves what the search found.
         return TestResult::discard();
     };
@@ -111,17 +100,7 @@ fn the_parts_bound_lies_between_the_sum_and_the_optimum() {
 /// part {a, b, c, e} (s outside, counted while a runs) needs 5, {s} 1: the
 /// bound is 6, which is the optimum.
 fn example() -> Instance {
-    let spec = DagSpec {
-        nodes: vec![
-            (0, 1, 1, 0),
-            (0b1, 2, 1, 0),
-            (0b1, 2, 1, 0),
-            (0b1, 2, 1, 0),
-            (0b101, 1, 1, 0),
-        ],
-        slack: 0,
-    };
-    dag_at(&spec, 5, false)
+    bounds_example(5)
 }
 
 #[test]
@@ -149,7 +128,7 @@ fn a_partition_strictly_above_the_sum_checked_by_hand() {
     );
     let lb = GraphParts::default().compute(&inst).unwrap();
     assert_eq!((lb.ceil_ticks(), lb.source.as_str()), (6, "graph-parts"));
-    assert_eq!(optimum(&inst), Some(6));
+    assert_eq!(graph_optimum(&inst), Some(6));
     // One byte more and nothing needs recomputing: the bound drops to Σd.
     let mut roomy = inst.clone();
     roomy.machine.gpu_capacity = Bytes(6);
@@ -157,7 +136,7 @@ fn a_partition_strictly_above_the_sum_checked_by_hand() {
         GraphParts::default().compute(&roomy).unwrap().ceil_ticks(),
         5
     );
-    assert_eq!(optimum(&roomy), Some(5));
+    assert_eq!(graph_optimum(&roomy), Some(5));
 }
 
 /// A search stopped early still bounds the part, from Σd of the part up.
@@ -187,7 +166,7 @@ fn an_infeasible_part_makes_the_instance_infeasible() {
     );
     let err = GraphParts::default().compute(&inst).unwrap_err();
     assert!(matches!(err, BoundError::Infeasible { .. }), "{err}");
-    assert_eq!(optimum(&inst), None);
+    assert_eq!(graph_optimum(&inst), None);
 }
 
 #[test]

@@ -28,12 +28,13 @@ use super::{dag_of, is_graph, realise};
 use crate::check::check;
 use crate::family::dag::Dag;
 use crate::family::InstanceFile;
+use crate::heuristic::effort::Effort;
 use crate::heuristic::{Heuristic, HeuristicError};
 use crate::model::Instance;
 use crate::schedule::Schedule;
 use crate::semantics::transfer_ticks;
 use crate::simulate::asap_sequence;
-use crate::simulate::dag_sequence::plan_of;
+use crate::simulate::dag_sequence::{peak_of, plan_of};
 
 /// Which resident output goes first when room is needed. Outputs that no
 /// first-time reader needs any more always go first, the largest first.
@@ -52,6 +53,11 @@ pub enum Rule {
     /// distance to its next first-time reader): an output whose inputs are
     /// gone costs their recomputation too, so it is kept longer.
     Neighbourhood,
+    /// The neighbourhood rule looking ahead to the next use: an input p of
+    /// u counts as gone when it is not resident now or when its last
+    /// first-time reader comes before u's next one (it will be released by
+    /// then, so recomputing u then recomputes p too).
+    NextUse,
 }
 
 /// How the scheduler recomputes a missing input (both never recompute an
@@ -72,11 +78,12 @@ pub enum Engine {
 pub const ENGINES: [Engine; 2] = [Engine::Planned, Engine::Stack];
 
 /// Every rule, in the order `graph-best` tries them.
-pub const RULES: [Rule; 4] = [
+pub const RULES: [Rule; 5] = [
     Rule::CostPerByteDistance,
     Rule::Belady,
     Rule::CostPerByte,
     Rule::Neighbourhood,
+    Rule::NextUse,
 ];
 
 struct Run<'a> {
@@ -120,6 +127,15 @@ impl Run<'_> {
             .min()
     }
 
+    /// The farthest position of a reader of `u` (its last first-time use).
+    fn last_use(&self, u: usize) -> usize {
+        self.dag.succs[u]
+            .iter()
+            .map(|&w| self.pos[w])
+            .max()
+            .unwrap_or(0)
+    }
+
     /// The eviction key: smaller goes first.
     fn key(&self, u: usize) -> (u8, f64) {
         let size = self.dag.size[u].max(1) as f64;
@@ -137,6 +153,14 @@ impl Run<'_> {
                 let gone: i64 = self.dag.preds[u]
                     .iter()
                     .filter(|&&p| !self.resident[p])
+                    .map(|&p| self.dag.duration[p].max(0))
+                    .sum();
+                (d + gone as f64) / (size * dist)
+            }
+            Rule::NextUse => {
+                let gone: i64 = self.dag.preds[u]
+                    .iter()
+                    .filter(|&&p| !self.resident[p] || self.last_use(p) < next)
                     .map(|&p| self.dag.duration[p].max(0))
                     .sum();
                 (d + gone as f64) / (size * dist)
@@ -462,10 +486,20 @@ impl Heuristic for Evict {
 /// from 1 to n (each realised and checked); the least checked makespan.
 pub struct Best;
 
+/// The beam widths of the least-peak orders `graph-best` hands the engines.
+pub const LEAST_PEAK_WIDTHS: [usize; 2] = [4, 32];
+
+/// How many of the best candidates `graph-best` improves
+/// ([`super::improve::drop_computations`]), and the effort on each.
+pub const IMPROVED: usize = 4;
+pub const IMPROVE_EFFORT: u64 = 20_000;
+
 /// The candidate sequences `graph-best` tries: an order that computes every
 /// node once within the memory ([`super::order::search`]; alone when found),
 /// else each rule and engine in the
-/// topological order and in the two low-memory orders, on graphs of at most
+/// topological order, in the two low-memory orders and in the least-peak
+/// order ([`super::order::least_peak_order`]: where no order fits, the one
+/// closest to fitting, repaired by the engines' recomputations), on graphs of at most
 /// [`super::small::MAX_NODES`] nodes the capped A* search
 /// ([`super::small::sequence`]), and Chen's checkpoints.
 pub fn candidates(dag: &Dag) -> Vec<Vec<usize>> {
@@ -478,6 +512,8 @@ pub fn candidates(dag: &Dag) -> Vec<Vec<usize>> {
         dag.topo.clone(),
         low_memory_order(dag, false),
         low_memory_order(dag, true),
+        super::order::least_peak_order(dag, LEAST_PEAK_WIDTHS[0]),
+        super::order::least_peak_order(dag, LEAST_PEAK_WIDTHS[1]),
     ];
     let mut out: Vec<Vec<usize>> = Vec::new();
     for order in &orders {
@@ -512,9 +548,27 @@ impl Heuristic for Best {
     fn schedule(&self, file: &InstanceFile, inst: &Instance) -> Result<Schedule, HeuristicError> {
         let h = self.name();
         let dag = dag_of(h, file, inst)?;
+        // Each candidate that fits, by its length in ticks (Σ d, back to back).
+        let mut fits: Vec<(i64, Vec<usize>)> = candidates(&dag)
+            .into_iter()
+            .filter(|seq| peak_of(&dag, seq).is_some_and(|p| p <= dag.capacity as u128))
+            .map(|seq| (seq.iter().map(|&v| dag.duration[v]).sum(), seq))
+            .collect();
+        fits.sort();
+        fits.dedup();
+        // The best few, each with its repeated computations dropped where
+        // the memory still fits (a dropped run only shortens it).
+        let improved: Vec<Vec<usize>> = fits
+            .iter()
+            .take(IMPROVED)
+            .map(|(_, seq)| {
+                let mut meter = Effort::Candidates(IMPROVE_EFFORT).start();
+                super::improve::drop_computations(&dag, seq, &mut meter)
+            })
+            .collect();
         let mut best: Option<(crate::units::Ticks, Schedule)> = None;
-        for seq in candidates(&dag) {
-            let Ok(s) = realise(h, inst, &dag, &seq) else {
+        for seq in improved.iter().chain(fits.iter().map(|(_, s)| s)) {
+            let Ok(s) = realise(h, inst, &dag, seq) else {
                 continue;
             };
             if let Ok(c) = check(inst, &s).into_result() {

@@ -21,16 +21,23 @@
 //! - `graph-best` ([`evict::Best`]): first a depth-first search over the
 //!   down-sets for an order that computes every node once within the memory
 //!   ([`order`]: makespan Σd, the least possible; capped); else the eviction scheduler under each
-//!   scoring rule and recomputation engine, in the topological order and in
+//!   scoring rule and recomputation engine, in the topological order, in
 //!   two low-memory orders (list scheduling: the ready node that frees the
 //!   most bytes net first; ties by the latest input or by the topological
-//!   order), on graphs of at most 16 nodes a capped A* search over op
+//!   order) and in a least-peak order (a beam search over the down-sets,
+//!   [`order::least_peak_order`]), on graphs of at most 16 nodes a capped A* search over op
 //!   sequences ([`small`]: complete where it settles), and Chen's checkpoints
-//!   at several segment lengths; the least makespan the checker accepts.
+//!   at several segment lengths; the four shortest candidates that fit also
+//!   with their repeated computations dropped ([`improve::drop_computations`]);
+//!   the least makespan the checker accepts.
 //! - [`improve`]: the checked improvement of a graph schedule (drop a
 //!   computation the sequence repeats while the memory still fits), offered
 //!   by the gap report as `<finder>+improve`.
 //!
+//! - `graph-order` ([`order::Order`]): the order search alone: a checked
+//!   schedule of makespan Σd, or `no schedule` saying whether it visited
+//!   every down-set (none exists), a node forces more than the memory
+//!   ([`order::forced_peak`]), or it stopped at its cap.
 //! - `graph-offload` ([`evict::Offload`]): with offloading enabled, the
 //!   eviction scheduler offloads (once) an evicted output whose transfer fits
 //!   in the compute before its next reader, instead of recomputing it; the
@@ -66,6 +73,7 @@ pub fn heuristics() -> Vec<Box<dyn Heuristic>> {
         Box::new(evict::Evict::default()),
         Box::new(evict::Best),
         Box::new(evict::Offload),
+        Box::new(order::Order),
         Box::new(chen_ladder::ChenLadder),
         Box::new(chen_ladder::ChenGreedy),
         Box::new(lp_round::LpRound::default()),

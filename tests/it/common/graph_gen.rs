@@ -8,6 +8,7 @@
 //! footprint (the least any schedule needs) and the peak of running every
 //! node once in id order (checkpoint all), at a random fraction: tight memory.
 
+use offcert::exact::{self, Limits, Method, Status};
 use offcert::family::dag::Dag;
 use offcert::model::{
     ComputeOrder, Device, Duplex, Instance, Machine, Mode, Op, Placement, ReleaseRule, Tensor,
@@ -125,4 +126,33 @@ pub fn dag_instance(spec: &DagSpec) -> Instance {
     // 1/8, 2/8 or 3/8 of the way: memory binds often.
     let cap = least + (peak.saturating_sub(least)) * (1 + spec.slack % 3) as u64 / 8;
     dag_at(spec, cap, false)
+}
+
+/// The exact optimum of a small DAG instance (the graph search's; `None`:
+/// the search proves no schedule). Panics if the search stops early.
+pub fn graph_optimum(inst: &Instance) -> Option<i64> {
+    let o = exact::solve(Method::GraphSearch, inst, &Limits::default()).unwrap();
+    match o.status {
+        Status::Optimal => Some(o.bound.unwrap().0),
+        Status::Infeasible => None,
+        s => panic!("the search ended {s:?} on a small DAG"),
+    }
+}
+
+/// proofs/GRAPH-BOUNDS.md §3's example at capacity `cap`: s → a → b → c,
+/// a → e, c → e; |s| = |e| = 1, |a| = |b| = |c| = 2, every duration 1. At 5 B
+/// every schedule recomputes (the optimum is 6 against Σd = 5); at 6 B the
+/// order s a b c e fits.
+pub fn bounds_example(cap: u64) -> Instance {
+    let spec = DagSpec {
+        nodes: vec![
+            (0, 1, 1, 0),
+            (0b1, 2, 1, 0),
+            (0b1, 2, 1, 0),
+            (0b1, 2, 1, 0),
+            (0b101, 1, 1, 0),
+        ],
+        slack: 0,
+    };
+    dag_at(&spec, cap, false)
 }
