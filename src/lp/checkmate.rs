@@ -69,6 +69,9 @@ pub struct Encoding {
     pub milp: Milp,
     /// `r[t][k]`: the column of R[t,k] (node k computed in stage t).
     pub r: Vec<Vec<usize>>,
+    /// `s[t][k]`: the column of S[t,k] (node k's output resident at the
+    /// start of stage t).
+    pub s: Vec<Vec<usize>>,
     /// The divisor of every size and of the capacity (rounded down).
     pub ram_gcd: u64,
 }
@@ -178,6 +181,7 @@ pub fn encode(g: &Graph, stages: Stages) -> Encoding {
     Encoding {
         milp: m,
         r,
+        s,
         ram_gcd,
     }
 }

@@ -219,6 +219,9 @@ pub struct Solved {
     /// MIP: the proven lower bound (without the constant); LP: the objective.
     pub dual_bound: f64,
     pub row_duals: Vec<f64>,
+    /// LP (`relax = true`) solved to optimality: the primal column values
+    /// (empty otherwise). Rounding heuristics read them; never trusted.
+    pub columns: Vec<f64>,
 }
 
 fn row_problem(m: &Milp, relax: bool) -> RowProblem {
@@ -287,15 +290,22 @@ pub fn solve_rational(m: &Milp, relax: bool, time_limit: Duration) -> Result<Sol
             .double_info_value(c"mip_dual_bound")
             .map_err(|e| LpError::Info(format!("{e:?}")))?
     };
-    let row_duals = if relax {
-        solved.get_solution().dual_rows().to_vec()
+    let (row_duals, columns) = if relax {
+        let sol = solved.get_solution();
+        let columns = if status == SolveStatus::Optimal {
+            sol.columns().to_vec()
+        } else {
+            Vec::new()
+        };
+        (sol.dual_rows().to_vec(), columns)
     } else {
-        Vec::new()
+        (Vec::new(), Vec::new())
     };
     Ok(Solved {
         status,
         dual_bound,
         row_duals,
+        columns,
     })
 }
 

@@ -27,6 +27,7 @@ mod exact_smt;
 mod formats;
 mod gap_cli;
 mod graph;
+mod graph_baselines;
 mod graph_exact;
 mod graph_feasible;
 mod graph_forced;

@@ -43,13 +43,21 @@
 //!   in the compute before its next reader, instead of recomputing it; the
 //!   simulator's ASAP loop realises the transfers.
 //!
+//! - Checkmate's baselines as its code defines them (its stage matrices,
+//!   [`stages`]): `chen-ladder` and `chen-greedy` ([`chen_ladder`]:
+//!   articulation-point √n and greedy checkpoints, Checkmate's S and R) and
+//!   `checkmate-lp-round` ([`lp_round`]: rounding of the LP relaxation).
+//!
 //! Owns: the graph heuristics and their registry. Must not import: exact
 //! solvers.
 
+pub mod chen_ladder;
 pub mod evict;
 pub mod improve;
+pub mod lp_round;
 pub mod order;
 pub mod small;
+pub mod stages;
 
 use super::{Heuristic, HeuristicError};
 use crate::family::dag::Dag;
@@ -66,6 +74,9 @@ pub fn heuristics() -> Vec<Box<dyn Heuristic>> {
         Box::new(evict::Best),
         Box::new(evict::Offload),
         Box::new(order::Order),
+        Box::new(chen_ladder::ChenLadder),
+        Box::new(chen_ladder::ChenGreedy),
+        Box::new(lp_round::LpRound::default()),
     ]
 }
 
