@@ -53,6 +53,31 @@ fn windows_hand_check() {
     assert_eq!(relaxed_optimum(&inst).unwrap(), Outcome::Optimum(5));
 }
 
+/// Two layers (u 1/1, |a| 1, |ā| 2 each), the loss (u 1/1, ā 2 B), |a_0| 1,
+/// 1 B/tick, 5 B (B_2's and B_1's footprints). While B_2 runs (5 B) neither
+/// a_0 nor s_1 fits: V_{2,1} = 2 B come back between B_2 and B_1, by
+/// prefetching both (2 ticks) or prefetching a_0 and then recomputing layer 1
+/// (a_0 cannot stay beside B_2: ζ = 1 tick, then F_1): D(2, 1) = 2 (without
+/// the wait for a_0 the knapsack would say 1). While B_3 runs (4 B) one of
+/// a_1, s_2 is out: D(3, 2) = 1. H = 1, 4, 6 and the bound is Σ_F + H(3) = 9,
+/// the relaxed search's optimum.
+#[test]
+fn windows_first_recomputation_waits_for_its_input() {
+    let json = r#"{"family": "remat_chain", "name": "hand-lead",
+        "layers": [{"u_f": 1, "u_b": 1, "a": 1, "abar": 2},
+                   {"u_f": 1, "u_b": 1, "a": 1, "abar": 2}],
+        "loss": {"u_f": 1, "u_b": 1, "abar": 2}, "a0": 1, "gpu_memory": 5, "bandwidth": 1}"#;
+    let (f, inst) = offcert::io::parse_instance("hand.json", json).unwrap();
+    let InstanceFile::RematChain(c) = &f else {
+        panic!("not a remat chain")
+    };
+    assert_eq!(c.min_memory(), Some(5));
+    let h = offcert::bound::remat::windows::after_floors(c);
+    assert_eq!(h[1..], [q(1), q(4), q(6)]);
+    assert_eq!(windows_bound(c), q(9));
+    assert_eq!(relaxed_optimum(&inst).unwrap(), Outcome::Optimum(9));
+}
+
 /// ResNet-50 at its least memory: the backward windows of the first blocks
 /// (B_3..B_6 fill the GPU with their scratch) add to `remat-knapsack-every`.
 #[test]

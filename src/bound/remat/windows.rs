@@ -10,7 +10,10 @@
 //! only starts after B_m ends) or by a forward of their layer (compute time in
 //! the window, besides the backwards B_{m−1}..B_{i+1}). The least such window
 //! D(m, i) = min over R of max(mid + R, X(R)/β) is a fractional knapsack as
-//! in `remat-knapsack`. The windows chain: H(m) = u_B(m) + max_i (D(m, i) +
+//! in `remat-knapsack`; a recomputation in the window also waits for its
+//! layer's input, which may not fit beside B_m and must be prefetched (or
+//! recomputed from further down) first: with R > 0 the window is also at
+//! least ζ + R. The windows chain: H(m) = u_B(m) + max_i (D(m, i) +
 //! H(i)) bounds the time from B_m's start to the end, and the bound is the
 //! largest over m of `remat-knapsack-every`'s g_m with its after-part raised
 //! to at least H(m).
@@ -33,7 +36,15 @@ type PerLayer = [(i128, i128, i128, i128)];
 
 /// D(m, i), 1 ≤ i < m ≤ L+1: a lower bound on τ_i − e_m, the time from the
 /// end of B_m's first run to the start of B_i's.
-fn window(c: &RematChain, dm: &Dims, per: &PerLayer, beta: &Q, m: usize, i: usize) -> Q {
+fn window(
+    c: &RematChain,
+    dm: &Dims,
+    per: &PerLayer,
+    beta: &Q,
+    lead: &[Q],
+    m: usize,
+    i: usize,
+) -> Q {
     let a = |k: usize| dm.a[k] as i128;
     // The first runs of B_{m−1}..B_{i+1} lie in the window.
     let mid: i128 = per[i..m - 1].iter().map(|x| x.1).sum();
@@ -57,21 +68,63 @@ fn window(c: &RematChain, dm: &Dims, per: &PerLayer, beta: &Q, m: usize, i: usiz
         .map(|x| x.cost)
         .min()
         .map(q);
-    least_window(&q(mid), &q(v), beta, &breakpoints(items), r0.as_ref())
+    // A recomputation in the window first waits for the input of the
+    // window's first recomputed layer: ζ = the least lead time of an item.
+    let zeta = ((i - 1).max(1)..m)
+        .zip(&items)
+        .filter(|(_, x)| x.bytes > 0 && x.cost > 0)
+        .map(|(l, _)| lead[l].clone())
+        .min()
+        .unwrap_or_else(Q::zero);
+    let after = q(mid).max(zeta);
+    least_window(
+        &q(mid),
+        &after,
+        &q(v),
+        beta,
+        &breakpoints(items),
+        r0.as_ref(),
+    )
 }
 
-/// min(h(0), inf_{R ≥ r0} h(R)) for h(R) = max(mid + R, X(R)/β), X(R) =
-/// (V − W(R))⁺ (no r0: h(0)). h is the larger of an increasing and a
-/// non-increasing function, so it is least at their crossing R*, and on
-/// [r0, ∞) at max(R*, r0); R* is found on the first piece of W where
-/// X/β − (mid + R) is no longer positive (exact rationals).
-fn least_window(mid: &Q, v: &Q, beta: &Q, bp: &[(Q, Q)], r0: Option<&Q>) -> Q {
-    let h = |r: &Q| -> Q {
-        let x = (v - freed(bp, r)).max(Q::zero());
-        (mid + r).max(x / beta)
+/// ζ_p for p = 1..m−1 (entry 0 unused) at the cut in B_m: the least time
+/// from e_m to the start of a forward of layer p that no other forward of
+/// the window precedes, min over q ≤ p of z_q + Σ_{ℓ=q}^{p−1} f(ℓ), where
+/// z_q = |a_{q−1}|/β when a_{q−1} cannot be on the GPU beside B_m's least
+/// footprint (fp_m + |a_{q−1}| > M_GPU: it must be prefetched first), else 0.
+fn lead_times(dm: &Dims, per: &PerLayer, beta: &Q, m: usize, mem: i128) -> Vec<Q> {
+    let fp = footprint(dm, per, m);
+    let z = |k: usize| {
+        let s = dm.a[k - 1] as i128;
+        if fp + s > mem {
+            q(s) / beta
+        } else {
+            Q::zero()
+        }
     };
+    let mut out = vec![Q::zero(); m];
+    for p in 1..m {
+        out[p] = if p == 1 {
+            z(1)
+        } else {
+            z(p).min(&out[p - 1] + q(per[p - 2].0))
+        };
+    }
+    out
+}
+
+/// min(h_mid(0), inf_{R ≥ r0} h_after(R)) for h_c(R) = max(c + R, X(R)/β),
+/// X(R) = (V − W(R))⁺ (no r0: h_mid(0)). h_after is the larger of an
+/// increasing and a non-increasing function, so it is least at their
+/// crossing R*, and on [r0, ∞) at max(R*, r0); R* is found on the first
+/// piece of W where X/β − (after + R) is no longer positive (exact
+/// rationals).
+fn least_window(mid: &Q, after: &Q, v: &Q, beta: &Q, bp: &[(Q, Q)], r0: Option<&Q>) -> Q {
+    let x = |r: &Q| (v - freed(bp, r)).max(Q::zero()) / beta;
+    let at_zero = (mid.clone()).max(x(&Q::zero()));
+    let mid = after;
+    let h = |r: &Q| -> Q { (mid + r).max(x(r)) };
     let phi = |r: &Q, w: &Q| (v - w).max(Q::zero()) / beta - (mid + r);
-    let at_zero = h(&Q::zero());
     let Some(r0) = r0 else {
         return at_zero;
     };
@@ -115,9 +168,11 @@ pub fn after_floors(c: &RematChain) -> Vec<Q> {
     let top = dm.l + 1;
     let mut h = vec![Q::zero(); top + 1];
     h[1] = q(per[0].1);
+    let mem = c.gpu_memory as i128;
     for m in 2..=top {
+        let lead = lead_times(&dm, &per, &beta, m, mem);
         let best = (1..m)
-            .map(|i| window(c, &dm, &per, &beta, m, i) + &h[i])
+            .map(|i| window(c, &dm, &per, &beta, &lead, m, i) + &h[i])
             .max()
             .unwrap_or_else(Q::zero);
         h[m] = q(per[m - 1].1) + best;
