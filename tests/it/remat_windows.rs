@@ -91,6 +91,22 @@ fn windows_raise_knapsack_every_on_resnet50_at_its_least_memory() {
     assert!(windows_bound(&c) > knapsack_every_bound(&c));
 }
 
+/// Under `after_start` B_m may release its inputs at its start, so the cut
+/// just before its end (step 2 of the proof) does not hold: the bound
+/// refuses, as the relaxed search does.
+#[test]
+fn windows_refuse_after_start() {
+    let json = r#"{"family": "remat_chain", "name": "hand-prefetch",
+        "layers": [{"u_f": 1, "u_b": 1, "a": 1, "abar": 2}],
+        "loss": {"u_f": 1, "u_b": 1, "abar": 3}, "a0": 2, "gpu_memory": 7, "bandwidth": 1,
+        "release": "after_start"}"#;
+    let (f, inst) = offcert::io::parse_instance("hand.json", json).unwrap();
+    assert!(matches!(
+        RematWindows.bound(&f, &inst),
+        Err(offcert::bound::BoundError::Failed { .. })
+    ));
+}
+
 #[test]
 fn every_bound_name_fits_the_name_column() {
     for b in offcert::bound::all() {

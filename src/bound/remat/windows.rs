@@ -23,10 +23,10 @@
 
 use super::certified;
 use super::knapsack::{breakpoints, footprint, freed, per_layer, q, Item, Terms};
-use crate::bound::{BoundError, BoundMethod, LowerBound};
+use crate::bound::{BoundError, BoundMethod, Failure, LowerBound};
 use crate::family::remat_chain::{Dims, RematChain};
 use crate::family::InstanceFile;
-use crate::model::Instance;
+use crate::model::{Instance, ReleaseRule};
 use num_bigint::BigInt;
 use num_rational::BigRational;
 use num_traits::{Signed, Zero};
@@ -206,7 +206,17 @@ impl BoundMethod for RematWindows {
     fn applies(&self, f: &InstanceFile) -> bool {
         matches!(f, InstanceFile::RematChain(_))
     }
-    fn bound(&self, f: &InstanceFile, _inst: &Instance) -> Result<LowerBound, BoundError> {
+    fn bound(&self, f: &InstanceFile, inst: &Instance) -> Result<LowerBound, BoundError> {
+        // The cut just before B_m's end needs B_m's inputs still held: under
+        // `after_start` they may be released at its start.
+        if inst.release != ReleaseRule::AfterEnd {
+            return Err(BoundError::Failed {
+                bound: self.name(),
+                cause: Failure::OutsideSearch(
+                    "remat-windows is proved for the release rule `after_end` only".into(),
+                ),
+            });
+        }
         certified(self.name(), f, windows_bound)
     }
 }
