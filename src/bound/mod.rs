@@ -184,6 +184,10 @@ fn activation_chain<'a>(
         })
 }
 
+/// The width of the name column of `offcert bound`: every registered bound's
+/// name fits (`tests/it/remat_bound.rs` checks it).
+pub const NAME_WIDTH: usize = 20;
+
 /// Every bound method, both families.
 pub fn all() -> Vec<Box<dyn BoundMethod>> {
     let mut v = activation::bounds();

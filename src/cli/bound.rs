@@ -56,13 +56,14 @@ pub fn run(a: BoundArgs) -> anyhow::Result<ExitCode> {
         for (name, r) in &results {
             match r {
                 Ok(b) => println!(
-                    "  {:<18} {:>16} ticks  {}  (exact {})",
+                    "  {:<w$} {:>16} ticks  {}  (exact {})",
                     b.source,
                     b.display(),
                     b.strength.words(),
-                    b.value
+                    b.value,
+                    w = bound::NAME_WIDTH
                 ),
-                Err(e) => println!("  {name:<18} {e}"),
+                Err(e) => println!("  {name:<w$} {e}", w = bound::NAME_WIDTH),
             }
         }
     }

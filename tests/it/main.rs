@@ -60,6 +60,7 @@ mod remat_pofo_run;
 mod remat_relaxed;
 mod remat_replan;
 mod remat_sequence;
+mod remat_windows;
 mod retime;
 mod search_cyclic;
 mod solve_cli;

@@ -39,20 +39,20 @@ use num_traits::{Signed, Zero};
 
 type Q = BigRational;
 
-fn q(x: i128) -> Q {
+pub(super) fn q(x: i128) -> Q {
     Q::from_integer(BigInt::from(x))
 }
 
 /// One layer's recomputation after τ: `cost` ticks frees at most `bytes`.
-struct Item {
-    cost: i128,
-    bytes: i128,
+pub(super) struct Item {
+    pub(super) cost: i128,
+    pub(super) bytes: i128,
 }
 
 /// The fractional knapsack W(R) as its breakpoints (R_i, W(R_i)), R_0 = 0:
 /// zero-cost items first (W(0)), then by bytes per tick, most first; W is
 /// linear between breakpoints and constant beyond the last.
-fn breakpoints(mut items: Vec<Item>) -> Vec<(Q, Q)> {
+pub(super) fn breakpoints(mut items: Vec<Item>) -> Vec<(Q, Q)> {
     // An item that frees nothing adds nothing (and has no ratio to sort by).
     items.retain(|i| i.bytes > 0);
     items.sort_by(|x, y| {
@@ -80,7 +80,7 @@ fn breakpoints(mut items: Vec<Item>) -> Vec<(Q, Q)> {
 }
 
 /// W(R), by linear interpolation between the breakpoints.
-fn freed(bp: &[(Q, Q)], r: &Q) -> Q {
+pub(super) fn freed(bp: &[(Q, Q)], r: &Q) -> Q {
     for win in bp.windows(2) {
         let ((r0, w0), (r1, w1)) = (&win[0], &win[1]);
         if r <= r1 {
@@ -91,23 +91,30 @@ fn freed(bp: &[(Q, Q)], r: &Q) -> Q {
 }
 
 /// The chain's numbers the bound is computed from.
-struct Terms {
-    sf: Q,
-    sb: Q,
+///
+/// g(R) = max(Σ_F, X/β) + max(Σ_B + R, X/β, floor), X = (V − W(R))⁺; with
+/// `one_sided` the first term is dropped (`remat-windows`' window D(m, i):
+/// max(mid + R, X/β)). `floor` is 0 for the knapsacks, H(m) for
+/// `remat-windows`.
+pub(super) struct Terms {
+    pub(super) sf: Q,
+    pub(super) sb: Q,
     /// V: bytes of K that cannot be on the GPU at τ.
-    v: Q,
+    pub(super) v: Q,
     /// β as bytes per tick.
-    beta: Q,
-    bp: Vec<(Q, Q)>,
+    pub(super) beta: Q,
+    pub(super) bp: Vec<(Q, Q)>,
     /// The shortest positive recomputation (None: every u_F is 0).
-    r0: Option<Q>,
+    pub(super) r0: Option<Q>,
+    pub(super) one_sided: bool,
+    pub(super) floor: Q,
 }
 
 /// Per layer ℓ = 1..=L+1 (entry ℓ − 1): the least forward duration of any of
 /// its ops (the fast forward `F{ℓ}`, every `Fall{ℓ}.{k}`), the least backward,
 /// the least |ā_k| − |a| and the least |ā_k| − |a| + o_b,k over its options
 /// (the loss: its own values).
-fn per_layer(c: &RematChain) -> Vec<(i128, i128, i128, i128)> {
+pub(super) fn per_layer(c: &RematChain) -> Vec<(i128, i128, i128, i128)> {
     let dm = c.dims();
     let mut per: Vec<(i128, i128, i128, i128)> = (1..=dm.l)
         .map(|k| {
@@ -130,12 +137,23 @@ fn per_layer(c: &RematChain) -> Vec<(i128, i128, i128, i128)> {
     per
 }
 
+/// B_m's least footprint (m = 1..=L+1): d_m, a_m, s_m, a_{m−1}, d_{m−1} and its
+/// scratch, the option's s and scratch taken together at their least; a_m and
+/// d_m are 0 for the loss (m = L+1): its B reads a_L and s_{L+1}.
+pub(super) fn footprint(
+    dm: &crate::family::remat_chain::Dims,
+    per: &[(i128, i128, i128, i128)],
+    m: usize,
+) -> i128 {
+    dm.a[m] as i128 + dm.d[m] as i128 + per[m - 1].3 + dm.a[m - 1] as i128 + dm.d[m - 1] as i128
+}
+
 impl Terms {
     /// The terms at τ_m, the start of `B{m}` (m = 1..=L+1; the loss's is
     /// `remat-knapsack`, every m is `remat-knapsack-every`): the forwards and
     /// B_{L+1}..B_{m+1} before it, B_m..B_1 after it; K_m = {a_0, …, a_{m−2},
     /// s_1, …, s_{m−1}}; B_m's footprint d_m, a_m, s_m, a_{m−1}, d_{m−1}, o_b.
-    fn at(c: &RematChain, per: &[(i128, i128, i128, i128)], m: usize) -> Terms {
+    pub(super) fn at(c: &RematChain, per: &[(i128, i128, i128, i128)], m: usize) -> Terms {
         let dm = c.dims();
         let a = |k: usize| dm.a[k] as i128;
         let sf: i128 =
@@ -143,8 +161,7 @@ impl Terms {
         let sb: i128 = per[..m].iter().map(|x| x.1).sum();
         let kept: i128 = (0..m.saturating_sub(1)).map(a).sum::<i128>()
             + per[..m - 1].iter().map(|x| x.2).sum::<i128>();
-        // a_m and d_m are 0 for the loss (m = L+1): its B reads a_L and s_{L+1}.
-        let fp = a(m) + dm.d[m] as i128 + per[m - 1].3 + a(m - 1) + dm.d[m - 1] as i128;
+        let fp = footprint(&dm, per, m);
         let v = (kept + fp - c.gpu_memory as i128).max(0);
         // Layer j < m's forward after τ_m re-produces a_j (in K_m for j < m−1) and s_j.
         let items: Vec<Item> = per[..m - 1]
@@ -165,6 +182,8 @@ impl Terms {
             beta: Q::new(BigInt::from(bw.bytes), BigInt::from(bw.ticks)),
             bp: breakpoints(items),
             r0,
+            one_sided: false,
+            floor: Q::zero(),
         }
     }
 
@@ -172,7 +191,12 @@ impl Terms {
     fn g(&self, r: &Q) -> Q {
         let x = (&self.v - freed(&self.bp, r)).max(Q::zero());
         let xt = x / &self.beta;
-        self.sf.clone().max(xt.clone()) + (&self.sb + r).max(xt)
+        let before = if self.one_sided {
+            Q::zero()
+        } else {
+            self.sf.clone().max(xt.clone())
+        };
+        before + (&self.sb + r).max(xt).max(self.floor.clone())
     }
 
     /// The R ≥ r0 worth evaluating: r0, the breakpoints beyond it, and in
@@ -180,6 +204,11 @@ impl Terms {
     /// reaches 0 (g's kinks).
     fn candidates(&self, r0: &Q) -> Vec<Q> {
         let mut out = vec![r0.clone()];
+        // Σ_B + R = floor.
+        let at_floor = &self.floor - &self.sb;
+        if &at_floor >= r0 {
+            out.push(at_floor);
+        }
         for win in self.bp.windows(2) {
             let ((ra, wa), (rb, wb)) = (&win[0], &win[1]);
             if rb < r0 {
@@ -195,6 +224,8 @@ impl Terms {
                 roots.push(ra + &x0 / &s);
                 // X/β = Σ_F: V − wa − s(R − ra) = β Σ_F.
                 roots.push(ra + (&x0 - &self.beta * &self.sf) / &s);
+                // X/β = floor.
+                roots.push(ra + (&x0 - &self.beta * &self.floor) / &s);
             }
             // X/β = Σ_B + R: x0 − s(R − ra) = β (Σ_B + R).
             let den = &s + &self.beta;
@@ -206,7 +237,7 @@ impl Terms {
         out
     }
 
-    fn value(&self) -> Q {
+    pub(super) fn value(&self) -> Q {
         let mut best = self.g(&Q::zero());
         if let Some(r0) = &self.r0 {
             for r in self.candidates(r0) {

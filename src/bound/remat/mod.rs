@@ -22,6 +22,11 @@
 //! - `remat-knapsack-every` ([`knapsack`]): the same at the start of every
 //!   backward B_m (the compute before it then includes B_{L+1}..B_{m+1}), the
 //!   largest.
+//! - `remat-windows` ([`windows`]): while B_m runs, its footprint holds the GPU;
+//!   what B_{m−1}..B_i read and is not on the GPU then comes back between B_m's
+//!   end and B_i's start, by prefetch or recomputation (a knapsack per window);
+//!   the windows chain into a bound on the time after each B_m, which raises
+//!   `remat-knapsack-every`'s after-part.
 //! - `remat-relaxed-search` ([`relaxed`]): the optimum of a relaxation of the
 //!   model (no data-loss rule, groups at least once, free 0-byte transfers),
 //!   found by A* over integer instants with no op-sequence limit; small
@@ -32,6 +37,7 @@
 
 pub mod knapsack;
 pub mod relaxed;
+pub mod windows;
 
 use super::{BoundError, BoundMethod, Failure, LowerBound, Strength};
 use crate::family::remat_chain::RematChain;
@@ -46,6 +52,7 @@ pub fn bounds() -> Vec<Box<dyn BoundMethod>> {
         Box::new(RematSplit),
         Box::new(knapsack::RematKnapsack),
         Box::new(knapsack::RematKnapsackEvery),
+        Box::new(windows::RematWindows),
         Box::new(relaxed::RematRelaxedSearch),
     ]
 }
