@@ -287,7 +287,7 @@ fn plan(c: &RematChain, slots: u64) -> Result<Sequence, String> {
         });
         let mut v = shared();
         if v.len() >= SHARED_PLANS {
-            v.remove(0);
+            drop(v.remove(0));
         }
         v.push((slots, c.clone(), seq.clone()));
         seq
