@@ -15,7 +15,7 @@ use common::*;
 use offcert::family::remat_chain::{RematChain, RematLayer, RematOption};
 use offcert::family::InstanceFile;
 use offcert::heuristic::remat::pofo::Pofo;
-use offcert::heuristic::remat::pofo_run::{PofoAsRun, RunSource, RUN_MAX_LAYERS};
+use offcert::heuristic::remat::pofo_run::{run_slots, work, PofoAsRun, RunSource, RUN_MAX_WORK};
 use offcert::heuristic::remat::rotor::Rotor;
 use offcert::heuristic::{self, HeuristicError, HeuristicRun};
 use offcert::model::Instance;
@@ -59,7 +59,7 @@ fn as_run_prop(spec: Layers, extra: Extra, bw: u8, slack: u8) -> TestResult {
     let rotor = heuristic::run(&Rotor::default(), &f, &inst);
     // Half the cases as a long chain would run: the programme at 50 slots.
     let h = PofoAsRun {
-        max_layers: if slack % 2 == 0 { 0 } else { RUN_MAX_LAYERS },
+        max_work: if slack % 2 == 0 { 0 } else { RUN_MAX_WORK },
         ..PofoAsRun::default()
     };
     let run = heuristic::run(&h, &f, &inst);
@@ -97,7 +97,7 @@ fn as_run_prop(spec: Layers, extra: Extra, bw: u8, slack: u8) -> TestResult {
 
 /// Random chains of 1–4 blocks (one to three options each, or one), memory
 /// mostly near the least feasible; the programme at 100 slots, or at 50 as on
-/// a chain longer than `RUN_MAX_LAYERS`. Not vacuous: the programme's own plan beats
+/// a chain whose work at 100 slots is above `RUN_MAX_WORK`. Not vacuous: the programme's own plan beats
 /// rotor, rotor's plan is taken, and pofo-as-run finds a schedule where rotor
 /// finds none.
 #[test]
@@ -272,4 +272,38 @@ fn a_reported_case() {
     ] {
         assert!(!r.is_failure(), "{n}: {r:?}");
     }
+}
+
+/// The programme's slots on the bundled chains: 100 up to ResNet-101 (35
+/// layers: its figures in `docs/RESULTS.md` are those of 100 slots), fewer
+/// on longer chains, never fewer than the appendix's 50, and within
+/// `RUN_MAX_WORK` wherever above 50; fewer layers never get fewer slots.
+#[test]
+fn pofo_as_run_slots_shrink_with_the_chain() {
+    let dir = std::path::Path::new(env!("CARGO_MANIFEST_DIR")).join("instances/paper/remat");
+    let mut seen = 0;
+    for e in std::fs::read_dir(dir).unwrap() {
+        let path = e.unwrap().path();
+        let (file, _) = offcert::io::load_instance(&path).unwrap();
+        let InstanceFile::RematChain(c) = file else {
+            continue;
+        };
+        let s = run_slots(c.l(), 100, RUN_MAX_WORK);
+        assert!((50..=100).contains(&s), "{}: {s}", path.display());
+        assert!(s == 50 || work(c.l(), s) <= RUN_MAX_WORK);
+        assert!(s == 100 || work(c.l(), s + 1) > RUN_MAX_WORK);
+        assert_eq!(
+            s == 100,
+            c.l() <= 35,
+            "{}: {} layers, {s}",
+            path.display(),
+            c.l()
+        );
+        seen += 1;
+    }
+    assert_eq!(seen, 8);
+    for l in 1..200 {
+        assert!(run_slots(l, 100, RUN_MAX_WORK) >= run_slots(l + 1, 100, RUN_MAX_WORK));
+    }
+    assert_eq!(run_slots(3, 100, 0), 50);
 }

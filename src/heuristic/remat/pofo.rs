@@ -85,6 +85,16 @@ type Switches = (u64, bool, bool, bool, bool);
 #[derive(Debug, Default)]
 pub struct LastSolve(Mutex<Option<(Switches, RematChain, Option<PofoPlan>)>>);
 
+/// The last [`SHARED_SOLVES`] solves of any [`Pofo`] in this process: on a
+/// chain of more than 35 layers `pofo-as-run` may run the programme at the
+/// appendix's 50 slots with printed pofo's switches
+/// ([`super::pofo_run::run_slots`]), and then reuses printed pofo's solve of
+/// the same row instead of repeating it (13 s of CPU on a DenseNet-201 row).
+static SHARED: Mutex<Vec<(Switches, RematChain, Option<PofoPlan>)>> = Mutex::new(Vec::new());
+
+/// How many solves [`SHARED`] keeps (a few rows of `offcert gap --jobs N`).
+const SHARED_SOLVES: usize = 4;
+
 impl Clone for LastSolve {
     fn clone(&self) -> Self {
         LastSolve::default()
@@ -723,7 +733,20 @@ impl Pofo {
                 return plan.clone();
             }
         }
-        let plan = self.solve_afresh(c);
+        let shared = || SHARED.lock().unwrap_or_else(|e| e.into_inner());
+        let hit = shared()
+            .iter()
+            .find(|(k, chain, _)| *k == key && chain == c)
+            .map(|x| x.2.clone());
+        let plan = hit.unwrap_or_else(|| {
+            let plan = self.solve_afresh(c);
+            let mut v = shared();
+            if v.len() >= SHARED_SOLVES {
+                v.remove(0);
+            }
+            v.push((key, c.clone(), plan.clone()));
+            plan
+        });
         *lock() = Some((key, c.clone(), plan.clone()));
         plan
     }

@@ -11,9 +11,10 @@
 //! A programme of 500 slots is out of reach (its state grows with the cube of
 //! the slots), so `pofo-as-run`:
 //!
-//! 1. solves the programme at [`RUN_SLOTS`] slots (at the appendix's 50 on
-//!    chains of more than [`RUN_MAX_LAYERS`] layers, to bound its time) and
-//!    realises its decisions;
+//! 1. solves the programme at [`RUN_SLOTS`] slots, or fewer on long chains
+//!    ([`run_slots`]: the most slots whose work estimate is within
+//!    [`RUN_MAX_WORK`], ResNet-101's at 100 slots, and never fewer than the
+//!    appendix's 50), and realises its decisions;
 //! 2. realises rotor's plan (500 slots, or keeping everything), every decision
 //!    of which pofo's programme contains at 500 slots;
 //! 3. returns the shorter realised schedule (ties: pofo's).
@@ -41,21 +42,42 @@ use crate::units::Ticks;
 /// `docs/RESULTS.md`).
 pub const RUN_SLOTS: u64 = 100;
 
-/// The longest chain (layers before the loss) whose programme runs at
-/// [`RUN_SLOTS`]; longer chains (the bundled DenseNets, 63–103 layers) run it
-/// at the appendix's [`POFO_SLOTS`], to keep `offcert gap` on them within a
-/// few minutes: on DenseNet-121 at 50 %, rotor, pofo at 50 slots and the
-/// programme at 100 slots took 50 s of CPU together (10.5 min of wall time on
-/// the loaded 2-core machine), and there the 100-slot plan was no shorter than
-/// rotor's. `usize::MAX` runs 100 slots everywhere.
-pub const RUN_MAX_LAYERS: usize = 60;
+/// The programme's work estimate at `slots` on a chain of `layers` layers
+/// before the loss: (L + 2)² · slots³ (the forward states (i, x, A, Δ_F,
+/// Δ_B) are (L + 2) · slots³ at most, each with up to L + 2 run ends).
+/// Measured (release build, `offcert gap … --heuristic pofo-as-run`, CPU
+/// seconds of the whole row): ResNet-152 at 100 slots (2.9·10⁹) 17 s,
+/// DenseNet-121 at 50 slots (5.3·10⁸) 5.7 s.
+pub fn work(layers: usize, slots: u64) -> u128 {
+    let n = layers as u128 + 2;
+    n * n * (slots as u128).pow(3)
+}
+
+/// The most work ([`work`]) `pofo-as-run` gives the programme: ResNet-101's
+/// (35 layers) at [`RUN_SLOTS`], about 8 s of CPU. On longer chains the
+/// slots shrink ([`run_slots`]: ResNet-152 77, DenseNet-121 68, DenseNet-169
+/// 55, DenseNet-201 50), so that a row of `offcert gap` gets its heuristics
+/// in seconds of CPU, not minutes (at 100 slots a ResNet-152 row took 150–290 s
+/// of wall time on the loaded 2-core machine).
+pub const RUN_MAX_WORK: u128 = 37 * 37 * 100 * 100 * 100;
+
+/// The slots `pofo-as-run` solves the programme at on a chain of `layers`
+/// layers: the most, up to `slots`, whose [`work`] is within `max_work`, and
+/// never fewer than the appendix's [`POFO_SLOTS`].
+pub fn run_slots(layers: usize, slots: u64, max_work: u128) -> u64 {
+    let mut s = slots;
+    while s > POFO_SLOTS && work(layers, s) > max_work {
+        s -= 1;
+    }
+    s.max(POFO_SLOTS.min(slots))
+}
 
 /// `pofo-as-run` (see the module documentation).
 #[derive(Clone, Debug)]
 pub struct PofoAsRun {
-    /// The programme (its `slots` on chains of at most `max_layers` layers).
+    /// The programme (at most its `slots`: [`run_slots`] with `max_work`).
     pub pofo: Pofo,
-    pub max_layers: usize,
+    pub max_work: u128,
     pub rotor: Rotor,
 }
 
@@ -66,7 +88,7 @@ impl Default for PofoAsRun {
                 slots: RUN_SLOTS,
                 ..Pofo::default()
             },
-            max_layers: RUN_MAX_LAYERS,
+            max_work: RUN_MAX_WORK,
             rotor: Rotor {
                 slots: DEFAULT_SLOTS,
             },
@@ -96,11 +118,12 @@ impl PofoAsRun {
     ) -> Result<(Schedule, RunSource), HeuristicError> {
         let c = chain_any("pofo-as-run", file)?;
         let coarse;
-        let pofo = if c.l() <= self.max_layers {
+        let slots = run_slots(c.l(), self.pofo.slots, self.max_work);
+        let pofo = if slots == self.pofo.slots {
             &self.pofo
         } else {
             coarse = Pofo {
-                slots: POFO_SLOTS,
+                slots,
                 ..self.pofo.clone()
             };
             &coarse
