@@ -99,6 +99,30 @@ fn kept_instance(d: &mut Draw) -> Offmate {
     off
 }
 
+/// An instance with k = 0, α_G = α_C = 1, H = 0, full duplex, roomy CPU.
+fn plain(name: &str, blocks: Vec<Block>, params: Vec<Param>, gpu: u64, beta: u64) -> Offmate {
+    Offmate {
+        name: name.into(),
+        note: None,
+        input: Bytes(1),
+        blocks,
+        params,
+        optimizer: Optimizer {
+            states: 0,
+            gpu_speed: BandwidthFile::PerTick(1),
+            cpu_speed: BandwidthFile::PerTick(1),
+            gpu_temp_factor: 0,
+        },
+        cpu_management: Ticks(0),
+        gpu_memory: Bytes(gpu),
+        cpu_memory: Bytes(1000),
+        bandwidth: BandwidthFile::PerTick(beta),
+        duplex: Duplex::FullDuplex,
+        release: Default::default(),
+        allocator: Default::default(),
+    }
+}
+
 fn int(n: i64) -> BigRational {
     BigRational::from_integer(n.into())
 }
@@ -165,26 +189,13 @@ fn kept_by_hand() {
         bytes: Bytes(1),
         trainable: false,
     };
-    let off = Offmate {
-        name: "kept-by-hand".into(),
-        note: None,
-        input: Bytes(1),
-        blocks: vec![block(1), block(2)],
-        params: vec![param(1), param(2)],
-        optimizer: Optimizer {
-            states: 0,
-            gpu_speed: BandwidthFile::PerTick(1),
-            cpu_speed: BandwidthFile::PerTick(1),
-            gpu_temp_factor: 0,
-        },
-        cpu_management: Ticks(0),
-        gpu_memory: Bytes(10),
-        cpu_memory: Bytes(1000),
-        bandwidth: BandwidthFile::PerTick(10),
-        duplex: Duplex::FullDuplex,
-        release: Default::default(),
-        allocator: Default::default(),
-    };
+    let off = plain(
+        "kept-by-hand",
+        vec![block(1), block(2)],
+        vec![param(1), param(2)],
+        10,
+        10,
+    );
     assert_eq!(restriction(&off).room, int(5));
     assert_eq!(forced_bound(&off, Lines::Turnaround), int(4));
     assert_eq!(restricted_min(&off), Some(int(6)));
@@ -220,26 +231,7 @@ fn kept_falls_back_beyond_the_limit() {
         })
         .collect();
     assert!(1u128 << 20 > LIMIT);
-    let off = Offmate {
-        name: "wide".into(),
-        note: None,
-        input: Bytes(1),
-        blocks,
-        params: vec![],
-        optimizer: Optimizer {
-            states: 0,
-            gpu_speed: BandwidthFile::PerTick(1),
-            cpu_speed: BandwidthFile::PerTick(1),
-            gpu_temp_factor: 0,
-        },
-        cpu_management: Ticks(0),
-        gpu_memory: Bytes(40),
-        cpu_memory: Bytes(1000),
-        bandwidth: BandwidthFile::PerTick(1),
-        duplex: Duplex::FullDuplex,
-        release: Default::default(),
-        allocator: Default::default(),
-    };
+    let off = plain("wide", blocks, vec![], 40, 1);
     assert_eq!(restricted_min(&off), None);
     assert_eq!(kept_bound(&off), forced_bound(&off, Lines::Turnaround));
 }

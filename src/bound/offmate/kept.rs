@@ -22,10 +22,12 @@
 //! Owns: [`OffmateKept`], [`kept_bound`], [`Restriction`].
 //! Must not import: heuristics, exact solvers, the simulator.
 
-use super::forced::{forced_bound, lines, Line, Lines};
+use super::forced::{
+    certified, forced_bound, interfaces, last_backward_outputs, lines, Line, Lines,
+};
 use super::ilp::q;
 use super::volume::{self, min_of_max};
-use crate::bound::{BoundError, BoundMethod, LowerBound, Strength};
+use crate::bound::{BoundError, BoundMethod, LowerBound};
 use crate::family::offmate::Offmate;
 use crate::family::InstanceFile;
 use crate::model::Instance;
@@ -54,19 +56,8 @@ pub struct Restriction {
 /// The restriction of `inst` (proofs/OFFMATE-BOUNDS.md §7, Lemma 5).
 pub fn restriction(inst: &Offmate) -> Restriction {
     let l = inst.l();
-    let x: u64 = inst.input.0 + inst.blocks.iter().map(|b| b.out.0).sum::<u64>();
-    let mut out_bl: u64 = if l >= 2 {
-        let b = &inst.blocks[l - 2];
-        b.grad_out.unwrap_or(b.out).0
-    } else {
-        0
-    };
-    out_bl += inst
-        .updated_params()
-        .iter()
-        .filter(|(_, blk)| *blk == l)
-        .map(|(p, _)| inst.params[*p].bytes.0)
-        .sum::<u64>();
+    let x = interfaces(inst);
+    let out_bl = last_backward_outputs(inst);
     let last_params: BTreeSet<usize> = inst.blocks.last().map_or_else(BTreeSet::new, |b| {
         b.params
             .iter()
@@ -275,19 +266,6 @@ impl BoundMethod for OffmateKept {
         file.offmate().is_some()
     }
     fn bound(&self, file: &InstanceFile, _: &Instance) -> Result<LowerBound, BoundError> {
-        let name = self.name();
-        let inst = file.offmate().ok_or_else(|| BoundError::NotApplicable {
-            bound: name,
-            family: file.family().into(),
-        })?;
-        inst.validate().map_err(|e| BoundError::Failed {
-            bound: name,
-            cause: e.into(),
-        })?;
-        Ok(LowerBound {
-            value: kept_bound(inst),
-            source: name.into(),
-            strength: Strength::Certified,
-        })
+        certified(self.name(), file, kept_bound)
     }
 }
