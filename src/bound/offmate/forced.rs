@@ -57,10 +57,10 @@ pub enum Lines {
 
 /// P ≥ c + s·b + Σ_i per[i][o_i].
 #[derive(Clone, Debug)]
-struct Line {
-    c: BigRational,
-    s: BigRational,
-    per: Vec<Vec<BigRational>>,
+pub(super) struct Line {
+    pub(super) c: BigRational,
+    pub(super) s: BigRational,
+    pub(super) per: Vec<Vec<BigRational>>,
 }
 
 /// The instance's quantities, as exact rationals (bytes, ticks, ticks/byte).
@@ -79,26 +79,36 @@ struct Quantities {
     ib: BigRational,
 }
 
+/// |x_0| + Σ_i |x_i|: the interface activations.
+pub(super) fn interfaces(inst: &Offmate) -> u64 {
+    inst.input.0 + inst.blocks.iter().map(|b| b.out.0).sum::<u64>()
+}
+
+/// B_L's outputs, allocated at its start: g_{L−1} and the gradients it produces.
+pub(super) fn last_backward_outputs(inst: &Offmate) -> u64 {
+    let l = inst.l();
+    let g = if l >= 2 {
+        let b = &inst.blocks[l - 2];
+        b.grad_out.unwrap_or(b.out).0
+    } else {
+        0
+    };
+    g + inst
+        .updated_params()
+        .iter()
+        .filter(|(_, blk)| *blk == l)
+        .map(|(p, _)| inst.params[*p].bytes.0)
+        .sum::<u64>()
+}
+
 fn quantities(inst: &Offmate) -> Quantities {
     let groups = inst.param_groups();
     let l = inst.l();
     let tg: u64 = groups.iter().map(|g| g.trainable.0).sum();
     let s: u64 = groups.iter().map(|g| g.bytes.0).sum();
     let k = inst.optimizer.states as u64;
-    let x: u64 = inst.input.0 + inst.blocks.iter().map(|b| b.out.0).sum::<u64>();
-    // B_L's outputs, allocated at its start: g_{L−1} and the gradients it produces.
-    let mut out_bl: u64 = if l >= 2 {
-        let b = &inst.blocks[l - 2];
-        b.grad_out.unwrap_or(b.out).0
-    } else {
-        0
-    };
-    out_bl += inst
-        .updated_params()
-        .iter()
-        .filter(|(_, blk)| *blk == l)
-        .map(|(p, _)| inst.params[*p].bytes.0)
-        .sum::<u64>();
+    let x = interfaces(inst);
+    let out_bl = last_backward_outputs(inst);
     let h = inst.cpu_management.0.max(0) as u64;
     let mgmt = if h > 0 { q(2 * l as u64) * q(h) } else { q(0) };
     Quantities {
@@ -136,7 +146,7 @@ fn option_terms(inst: &Offmate) -> Vec<Vec<(BigRational, BigRational, BigRationa
 }
 
 /// The lines of `which` (proofs/OFFMATE-BOUNDS.md §5).
-fn lines(inst: &Offmate, which: Lines) -> (Vec<Line>, BigRational) {
+pub(super) fn lines(inst: &Offmate, which: Lines) -> (Vec<Line>, BigRational) {
     let qn = quantities(inst);
     let terms = option_terms(inst);
     let zero = BigRational::zero;
@@ -360,10 +370,11 @@ pub fn forced_bound(inst: &Offmate, which: Lines) -> BigRational {
         .unwrap_or_else(BigRational::zero)
 }
 
-fn certified(
+/// The certified bound `name` of `file`'s offmate instance, valued by `value`.
+pub(super) fn certified(
     name: &'static str,
     file: &InstanceFile,
-    which: Lines,
+    value: impl Fn(&Offmate) -> BigRational,
 ) -> Result<LowerBound, BoundError> {
     let inst = file.offmate().ok_or_else(|| BoundError::NotApplicable {
         bound: name,
@@ -374,7 +385,7 @@ fn certified(
         cause: e.into(),
     })?;
     Ok(LowerBound {
-        value: forced_bound(inst, which),
+        value: value(inst),
         source: name.into(),
         strength: Strength::Certified,
     })
@@ -393,7 +404,7 @@ macro_rules! offmate_bound {
                 file.offmate().is_some()
             }
             fn bound(&self, file: &InstanceFile, _: &Instance) -> Result<LowerBound, BoundError> {
-                certified(self.name(), file, $lines)
+                certified(self.name(), file, |inst| forced_bound(inst, $lines))
             }
         }
     };
