@@ -36,6 +36,7 @@ mod groups;
 mod groups_exact;
 mod offmate;
 mod offmate_balance;
+mod offmate_bound_kept;
 mod offmate_bounds;
 mod offmate_exact;
 mod offmate_gap;

@@ -1,5 +1,5 @@
 //! The OFFMATE bounds that see the CPU time and the forced traffic
-//! (`offmate-cpu`, `offmate-traffic`, `offmate-turnaround`;
+//! (`offmate-cpu`, `offmate-traffic`, `offmate-turnaround`, `offmate-kept`;
 //! `proofs/OFFMATE-BOUNDS.md`): each at most every checked period on random
 //! small instances (tight memory included), at least the bound it extends, a
 //! hand-derived value, and strictly above the old bounds on a Llama2-7B row.
@@ -13,7 +13,7 @@ use crate::common;
 use common::offmate_gen::{offmate_instance, offmate_plan, Draw};
 use common::*;
 use offcert::bound::offmate::volume::period_bound;
-use offcert::bound::offmate::{forced_bound, Lines};
+use offcert::bound::offmate::{forced_bound, kept_bound, Lines};
 use offcert::check::CheckOutcome;
 use offcert::family::offmate::Offmate;
 use offcert::family::InstanceFile;
@@ -51,9 +51,10 @@ fn checked_periods(off: &Offmate, inst: &Instance, d: &mut Draw, plans: usize) -
 
 static TESTED: AtomicUsize = AtomicUsize::new(0);
 static ABOVE_VOLUME: AtomicUsize = AtomicUsize::new(0);
+static KEPT_ABOVE: AtomicUsize = AtomicUsize::new(0);
 
 /// Each new bound ≤ the least checked period found, and the chain
-/// compute ≤ cpu, volume ≤ traffic ≤ turnaround holds.
+/// compute ≤ cpu, volume ≤ traffic ≤ turnaround ≤ kept holds.
 #[test]
 fn forced_bounds_are_below_every_checked_period() {
     fn prop(bytes: Vec<u8>, tight: bool) -> TestResult {
@@ -64,6 +65,8 @@ fn forced_bounds_are_below_every_checked_period() {
         assert!(values[0] >= period_bound(&off, false), "{off:?}");
         assert!(values[1] >= period_bound(&off, true), "{off:?}");
         assert!(values[2] >= values[1], "{off:?}");
+        let kept = kept_bound(&off);
+        assert!(kept >= values[2], "{off:?}");
         let periods = checked_periods(&off, &inst, &mut d, 6);
         let Some(&best) = periods.iter().min() else {
             return TestResult::discard();
@@ -75,6 +78,13 @@ fn forced_bounds_are_below_every_checked_period() {
                 "{w:?} = {v} above the checked period {best} on {off:?}"
             );
         }
+        assert!(
+            kept.ceil().to_integer() <= best.into(),
+            "offmate-kept = {kept} above the checked period {best} on {off:?}"
+        );
+        if kept > values[2] {
+            KEPT_ABOVE.fetch_add(1, Ordering::Relaxed);
+        }
         TESTED.fetch_add(1, Ordering::Relaxed);
         if values[2] > period_bound(&off, true) {
             ABOVE_VOLUME.fetch_add(1, Ordering::Relaxed);
@@ -85,6 +95,7 @@ fn forced_bounds_are_below_every_checked_period() {
     for (what, n) in [("tested", &TESTED), ("above offmate-volume", &ABOVE_VOLUME)] {
         assert!(n.load(Ordering::Relaxed) >= 10, "{what}: {n:?}");
     }
+    eprintln!("offmate-kept above offmate-turnaround on {KEPT_ABOVE:?}");
 }
 
 /// Two frozen 20 B parameters, one per block, M = 25, β = 1, every op 1 tick.

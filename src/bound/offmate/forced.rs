@@ -57,10 +57,10 @@ pub enum Lines {
 
 /// P ≥ c + s·b + Σ_i per[i][o_i].
 #[derive(Clone, Debug)]
-struct Line {
-    c: BigRational,
-    s: BigRational,
-    per: Vec<Vec<BigRational>>,
+pub(super) struct Line {
+    pub(super) c: BigRational,
+    pub(super) s: BigRational,
+    pub(super) per: Vec<Vec<BigRational>>,
 }
 
 /// The instance's quantities, as exact rationals (bytes, ticks, ticks/byte).
@@ -136,7 +136,7 @@ fn option_terms(inst: &Offmate) -> Vec<Vec<(BigRational, BigRational, BigRationa
 }
 
 /// The lines of `which` (proofs/OFFMATE-BOUNDS.md §5).
-fn lines(inst: &Offmate, which: Lines) -> (Vec<Line>, BigRational) {
+pub(super) fn lines(inst: &Offmate, which: Lines) -> (Vec<Line>, BigRational) {
     let qn = quantities(inst);
     let terms = option_terms(inst);
     let zero = BigRational::zero;

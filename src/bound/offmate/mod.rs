@@ -8,15 +8,16 @@
 //! in their steps, (19a)/(20) serialise self-offloads with compute, and (7)
 //! makes non-trainable parameters pay an offload): `proofs/OFFMATE-ILP.md` §3
 //! gives a counterexample, so no bound is derived from it. The certified bounds
-//! are [`volume`]'s and [`forced`]'s (`proofs/OFFMATE-BOUNDS.md`), re-derived in
+//! are [`volume`]'s, [`forced`]'s and [`kept`]'s (`proofs/OFFMATE-BOUNDS.md`), re-derived in
 //! exact rationals without a solver.
 //!
 //! Owns: [`solve_ilp`], [`OffmateIlpError`], the ILP ([`ilp`]), the bounds
-//! ([`volume`], [`forced`]) and their registry entries. Must not import: heuristics, exact
+//! ([`volume`], [`forced`], [`kept`]) and their registry entries. Must not import: heuristics, exact
 //! solvers, the simulator. HiGHS is reached only through [`crate::lp`].
 
 pub mod forced;
 pub mod ilp;
+pub mod kept;
 pub mod volume;
 
 use crate::family::offmate::{IlpMode, Offmate, PlanStatus, StepFractions, StepPlan};
@@ -28,12 +29,14 @@ use std::time::Duration;
 
 pub use forced::{forced_bound, Lines, OffmateCpu, OffmateTraffic, OffmateTurnaround};
 pub use ilp::{build, Ilp};
+pub use kept::{kept_bound, OffmateKept};
 pub use volume::{OffmateCompute, OffmateVolume};
 
 /// Every certified OFFMATE bound, weakest first.
 pub fn bounds() -> Vec<Box<dyn crate::bound::BoundMethod>> {
     let mut v = volume::bounds();
     v.extend(forced::bounds());
+    v.extend(kept::bounds());
     v
 }
 
