@@ -44,6 +44,7 @@ mod offmate_bounds;
 mod offmate_exact;
 mod offmate_gap;
 mod offmate_ilp;
+mod offmate_span;
 mod op_sequence;
 mod op_sequence_belady;
 mod op_sequence_bounds;

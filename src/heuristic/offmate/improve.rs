@@ -10,7 +10,9 @@
 //! that step until the prefetch before the forward); a CPU-updated parameter's
 //! step moved back to the GPU (its states kept on the GPU, or offloaded after
 //! the update and prefetched before it). A strictly shorter checked period
-//! replaces the current plan. Then [`crate::heuristic::improve::retime_cyclic`]
+//! replaces the current plan. Before the climb the plan is realised at each
+//! spanning pace ([`Pace::SPANS`]: transfers and CPU work across step
+//! borders), checked; the best pace (move `span`) realises the climb's plans. Then [`crate::heuristic::improve::retime_cyclic`]
 //! re-times the best schedule's events (cyclic: each event as early as the
 //! checker accepts, then the period cut to its last event).
 //!
@@ -22,7 +24,7 @@
 //! solvers, reports.
 
 use super::postprocess::{group_steps, ParamRound, Rounded, Update};
-use super::realise::realise;
+use super::realise::{realise_paced, Pace};
 use crate::check::{check, CheckOutcome, Checked};
 use crate::family::offmate::Offmate;
 use crate::family::offmate_compile::names;
@@ -49,7 +51,7 @@ pub fn cap(effort: Effort) -> Effort {
 #[derive(Clone, Debug)]
 pub struct Improved {
     pub checked: Checked,
-    /// Accepted plan moves (`option`, `adam→cpu`, `adam→gpu`) and
+    /// Accepted moves (`span (…)` with its pace, `option`, `adam→cpu`, `adam→gpu`) and
     /// `retime`, in the order first used.
     pub moves: Vec<&'static str>,
 }
@@ -93,10 +95,18 @@ fn climb(
 ) -> Option<Checked> {
     let mut best: Option<Checked> = None;
     let mut best_p = start.makespan();
-    // The plan read back, realised afresh (it may differ from `start`).
-    if let Some(c) = try_plan(off, inst, &cur, best_p, meter) {
-        best_p = c.makespan();
-        best = Some(c);
+    // The plan read back, realised afresh (it may differ from `start`), then
+    // at each spanning pace; the best pace realises the climb's plans.
+    let mut pace = Pace::Sync;
+    for p in std::iter::once(Pace::Sync).chain(Pace::SPANS) {
+        if let Some(c) = try_plan(off, inst, &cur, p, best_p, meter) {
+            best_p = c.makespan();
+            best = Some(c);
+            pace = p;
+        }
+    }
+    if pace != Pace::Sync {
+        used.push(pace.label());
     }
     let mut from = 0;
     'climb: loop {
@@ -109,7 +119,7 @@ fn climb(
                 break 'climb;
             }
             let (what, plan) = &cands[(from + k) % cands.len()];
-            if let Some(c) = try_plan(off, inst, plan, best_p, meter) {
+            if let Some(c) = try_plan(off, inst, plan, pace, best_p, meter) {
                 best_p = c.makespan();
                 best = Some(c);
                 cur = plan.clone();
@@ -122,19 +132,33 @@ fn climb(
         }
         break;
     }
+    // The climbed plan at the other paces.
+    for p in std::iter::once(Pace::Sync).chain(Pace::SPANS) {
+        if p != pace && !meter.spent() {
+            if let Some(c) = try_plan(off, inst, &cur, p, best_p, meter) {
+                best_p = c.makespan();
+                best = Some(c);
+                if p != Pace::Sync && !used.contains(&p.label()) {
+                    used.push(p.label());
+                }
+            }
+        }
+    }
     best
 }
 
-/// Realise and check `plan`; the checked schedule if its period is below `bound`.
+/// Realise `plan` at `pace` and check it; the checked schedule if its period
+/// is below `bound`.
 fn try_plan(
     off: &Offmate,
     inst: &Instance,
     plan: &Rounded,
+    pace: Pace,
     bound: Ticks,
     meter: &mut Meter,
 ) -> Option<Checked> {
     meter.charge();
-    let s = realise(off, inst, plan).ok()?.schedule;
+    let s = realise_paced(off, inst, plan, pace).ok()?.schedule;
     if s.period.is_none_or(|p| p >= bound) {
         return None;
     }

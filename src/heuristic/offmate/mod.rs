@@ -26,7 +26,7 @@ use crate::model::Instance;
 use crate::units::{Bytes, Ticks};
 
 pub use postprocess::{round, ParamRound, Rounded, Update};
-pub use realise::{realise, Realised};
+pub use realise::{realise, realise_paced, Pace, Realised};
 
 /// The heuristic's name in errors and reports.
 pub const NAME: &str = "offmate";

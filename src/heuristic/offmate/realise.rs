@@ -18,7 +18,20 @@
 //! so that its deletes follow its zero-duration ops. The
 //! period is the sum of the steps; S₀ is the state at the boundary.
 //!
-//! Owns: [`realise`], [`Realised`]. Must not import: the checker (the caller
+//! [`realise_paced`] with a [`Pace::Span`] lets transfers and CPU work span
+//! step borders (each stream keeps its own clock): step t+1 starts when the GPU
+//! is free, `mgmt{t}` has ended (the marker's precedence), the prefetches for
+//! t+1 have arrived and the offloads issued `d2h_lag` or more steps earlier
+//! have ended (the lag bounds the GPU memory the backlog holds); a forward's
+//! offloaded internals leave right after its op (lag ≥ 1); with `cpu_spill`
+//! the `optC` of a step may run on into later steps (the next `mgmt` waits for
+//! the CPU). A tensor leaving the GPU is deleted at the step border or when
+//! its offload ends, whichever is later; the last step ends when every stream
+//! has; an `optG` waits for a still running offload of its parameter or
+//! states (which copies the old version). Nothing here decides validity: the
+//! caller checks.
+//!
+//! Owns: [`realise`], [`realise_paced`], [`Pace`], [`Realised`]. Must not import: the checker (the caller
 //! checks), exact solvers.
 
 use super::postprocess::{group_steps, Rounded, Update};
@@ -43,8 +56,101 @@ pub struct Realised {
     pub streams: Vec<[Ticks; 4]>,
 }
 
+/// How steps synchronise their streams.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum Pace {
+    /// Step synchronous: a step ends when its busiest stream does.
+    Sync,
+    /// Transfers and CPU work may span step borders (module docs).
+    Span {
+        /// Step t+1 waits for the offloads issued in steps ≤ t − `d2h_lag`.
+        d2h_lag: usize,
+        /// May a step's `optC` run on into later steps?
+        cpu_spill: bool,
+    },
+}
+
+impl Pace {
+    /// The spanning paces the improvement tries (`heuristic::offmate::improve`).
+    pub const SPANS: [Pace; 6] = [
+        Pace::Span {
+            d2h_lag: 0,
+            cpu_spill: true,
+        },
+        Pace::Span {
+            d2h_lag: 1,
+            cpu_spill: false,
+        },
+        Pace::Span {
+            d2h_lag: 1,
+            cpu_spill: true,
+        },
+        Pace::Span {
+            d2h_lag: 2,
+            cpu_spill: true,
+        },
+        Pace::Span {
+            d2h_lag: 4,
+            cpu_spill: true,
+        },
+        Pace::Span {
+            d2h_lag: usize::MAX,
+            cpu_spill: true,
+        },
+    ];
+    /// The improvement's move name for this pace (`span …`).
+    pub fn label(self) -> &'static str {
+        match self {
+            Pace::Sync => "sync",
+            Pace::Span {
+                d2h_lag: 0,
+                cpu_spill: true,
+            } => "span (d2h lag 0, CPU spill)",
+            Pace::Span {
+                d2h_lag: 1,
+                cpu_spill: false,
+            } => "span (d2h lag 1)",
+            Pace::Span {
+                d2h_lag: 1,
+                cpu_spill: true,
+            } => "span (d2h lag 1, CPU spill)",
+            Pace::Span {
+                d2h_lag: 2,
+                cpu_spill: true,
+            } => "span (d2h lag 2, CPU spill)",
+            Pace::Span {
+                d2h_lag: 4,
+                cpu_spill: true,
+            } => "span (d2h lag 4, CPU spill)",
+            Pace::Span { .. } => "span",
+        }
+    }
+    fn lag(self) -> Option<usize> {
+        match self {
+            Pace::Sync => None,
+            Pace::Span { d2h_lag, .. } => Some(d2h_lag),
+        }
+    }
+    /// Are a forward's offloaded internals issued right after its op?
+    fn early_internals(self) -> bool {
+        self.lag().is_some_and(|l| l >= 1)
+    }
+}
+
+/// The stream clocks a spanning pace carries across step borders.
+#[derive(Default)]
+struct Clocks {
+    d2h: Ticks,
+    h2d: Ticks,
+    cpu: Ticks,
+    /// Per step, the end of its last offload (its start when it has none).
+    d2h_ends: Vec<Ticks>,
+}
+
 struct Ctx<'a> {
     off: &'a Offmate,
+    pace: Pace,
+    clocks: Clocks,
     inst: &'a Instance,
     r: &'a Rounded,
     t_ix: HashMap<&'a str, TensorId>,
@@ -52,6 +158,11 @@ struct Ctx<'a> {
     events: Vec<Event>,
     /// End of the latest offload of each tensor (gradients, internals).
     off_end: HashMap<TensorId, Ticks>,
+    /// The latest delete of each tensor (a prefetch of it starts no earlier).
+    del_at: HashMap<TensorId, Ticks>,
+    /// The end of each parameter's `optC` so far (a prefetch of it starts no
+    /// earlier: spanning, the update may run on into later steps).
+    optc_end: HashMap<usize, Ticks>,
 }
 
 /// One queued transfer: tensor, ready time, delete flag.
@@ -68,6 +179,10 @@ impl<'a> Ctx<'a> {
         let end = start + self.inst.op(op).duration;
         self.events.push(Event::Compute { op, start, end });
         end
+    }
+    /// When the latest delete of `t` so far happens (0 when none).
+    fn deleted(&self, t: TensorId) -> Ticks {
+        self.del_at.get(&t).copied().unwrap_or(Ticks::ZERO)
     }
     fn xfer_ticks(&self, t: TensorId) -> Ticks {
         ticks_for(self.inst.machine.bandwidth, self.inst.tensor(t).size)
@@ -109,17 +224,31 @@ fn missing(name: &str) -> HeuristicError {
     }
 }
 
-/// Realise the rounded plan as a cyclic schedule.
+/// Realise the rounded plan as a cyclic schedule, step synchronous.
 pub fn realise(off: &Offmate, inst: &Instance, r: &Rounded) -> Result<Realised, HeuristicError> {
+    realise_paced(off, inst, r, Pace::Sync)
+}
+
+/// Realise the rounded plan as a cyclic schedule at `pace`.
+pub fn realise_paced(
+    off: &Offmate,
+    inst: &Instance,
+    r: &Rounded,
+    pace: Pace,
+) -> Result<Realised, HeuristicError> {
     let (t_ix, o_ix) = inst.name_maps();
     let mut c = Ctx {
         off,
+        pace,
+        clocks: Clocks::default(),
         inst,
         r,
         t_ix,
         o_ix,
         events: Vec::new(),
         off_end: HashMap::new(),
+        del_at: HashMap::new(),
+        optc_end: HashMap::new(),
     };
     let n = 2 * off.l();
     let mut tau = Ticks::ZERO;
@@ -145,11 +274,17 @@ pub fn realise(off: &Offmate, inst: &Instance, r: &Rounded) -> Result<Realised, 
         };
         steps.push(end - tau);
         step_sum = step_sum + busiest;
-        // Deletes at the step's end; the last step's at time 0 of the next
-        // period (after the boundary's zero-duration ops, §2.4 R8).
-        let at = if t + 1 == n { Ticks::ZERO } else { end };
+        // Deletes at the step's end (spanning: or when the tensor's offload
+        // ends, if later); the last step's at time 0 of the next period
+        // (after the boundary's zero-duration ops, §2.4 R8).
         for tensor in leaving {
+            let at = if t + 1 == n {
+                Ticks::ZERO
+            } else {
+                c.off_end.get(&tensor).map_or(end, |&e| e.max(end))
+            };
             c.events.push(Event::Delete { tensor, at });
+            c.del_at.insert(tensor, at);
         }
         tau = end;
     }
@@ -204,6 +339,14 @@ fn realise_step(c: &mut Ctx, t: usize, tau: Ticks) -> Result<(Ticks, [Ticks; 4])
     let mut gpu_end = op_end;
     let mut opt_end: HashMap<usize, Ticks> = HashMap::new();
     let mut d2h: Vec<Item> = Vec::new();
+    let early = c.pace.early_internals();
+    // Spanning: this forward's internals leave right after its op.
+    if early && fwd {
+        let po = c.r.option[blk];
+        if off.blocks[blk].options[po].offloaded.0 > 0 && t + 1 < n - 1 - blk {
+            d2h.push((c.t(&names::h(blk + 1, po))?, op_end, true));
+        }
+    }
     if !fwd {
         for (p, b1) in off.updated_params() {
             if b1 != i {
@@ -212,7 +355,19 @@ fn realise_step(c: &mut Ctx, t: usize, tau: Ticks) -> Result<(Ticks, [Ticks; 4])
             let name = &off.params[p].name;
             match c.r.params[p].update {
                 Update::Gpu => {
-                    gpu_end = c.compute(c.o(&names::opt_g(name))?, gpu_end);
+                    // Spanning: an offload of p or its states still running
+                    // (it copies the old version) ends before the update.
+                    let mut at = gpu_end;
+                    for id in [
+                        c.t_ix.get(name.as_str()),
+                        c.t_ix.get(names::m(name).as_str()),
+                    ]
+                    .into_iter()
+                    .flatten()
+                    {
+                        at = at.max(c.off_end.get(id).copied().unwrap_or(at));
+                    }
+                    gpu_end = c.compute(c.o(&names::opt_g(name))?, at);
                     opt_end.insert(p, gpu_end);
                 }
                 Update::Cpu(_) => d2h.push((c.t(&names::grad(name))?, op_end, true)),
@@ -222,7 +377,7 @@ fn realise_step(c: &mut Ctx, t: usize, tau: Ticks) -> Result<(Ticks, [Ticks; 4])
     }
     // The internals of the previous forward leave after it (not when its
     // backward comes right next).
-    if t >= 1 && t - 1 < l {
+    if t >= 1 && t - 1 < l && !early {
         let pb = t - 1;
         let po = c.r.option[pb];
         if off.blocks[pb].options[po].offloaded.0 > 0 && t < n - 1 - pb {
@@ -239,20 +394,42 @@ fn realise_step(c: &mut Ctx, t: usize, tau: Ticks) -> Result<(Ticks, [Ticks; 4])
             d2h.push((c.t(&names::m(name))?, ready, false));
         }
     }
-    let (d2h_end, d2h_busy, ends) = c.run_channel(Direction::Offload, d2h, tau);
+    let d2h_from = tau.max(c.clocks.d2h);
+    let (d2h_end, d2h_busy, ends) = c.run_channel(Direction::Offload, d2h, d2h_from);
     for (tensor, end) in ends {
         c.off_end.insert(tensor, end);
     }
-    let (cpu_end, cpu_busy, optc_end) = cpu_ops(c, t, tau)?;
-    let h2d = prefetches(c, t, tau, &optc_end)?;
+    let (mgmt_end, cpu_end, cpu_busy) = cpu_ops(c, t, tau)?;
+    let h2d = prefetches(c, t, tau)?;
     let free = if c.inst.machine.duplex == Duplex::HalfDuplex {
         d2h_end
     } else {
         tau
     };
-    let (h2d_end, h2d_busy, _) = c.run_channel(Direction::Prefetch, h2d, free);
+    let (h2d_end, h2d_busy, _) = c.run_channel(Direction::Prefetch, h2d, free.max(c.clocks.h2d));
     let busy = [gpu_end - tau, d2h_busy, h2d_busy, cpu_busy];
-    Ok((gpu_end.max(d2h_end).max(h2d_end).max(cpu_end), busy))
+    let sync = gpu_end.max(d2h_end).max(h2d_end).max(cpu_end);
+    let Pace::Span { d2h_lag, cpu_spill } = c.pace else {
+        return Ok((sync, busy));
+    };
+    c.clocks.d2h = d2h_end;
+    c.clocks.h2d = h2d_end;
+    c.clocks.cpu = cpu_end;
+    c.clocks.d2h_ends.push(d2h_end);
+    if t + 1 == n {
+        return Ok((
+            sync.max(*c.clocks.d2h_ends.iter().max().unwrap_or(&sync)),
+            busy,
+        ));
+    }
+    let mut end = gpu_end.max(h2d_end).max(mgmt_end);
+    if !cpu_spill {
+        end = end.max(cpu_end);
+    }
+    if let Some(k) = t.checked_sub(d2h_lag) {
+        end = end.max(c.clocks.d2h_ends[k]);
+    }
+    Ok((end, busy))
 }
 
 /// The busiest stream of a step (half duplex: both directions share the link).
@@ -265,20 +442,17 @@ fn busy_max(b: &[Ticks; 4], duplex: Duplex) -> Ticks {
     b[0].max(link).max(b[3])
 }
 
-/// `mgmt{t}` and the step's `optC.p`; returns (CPU end, busy, each optC's end).
-fn cpu_ops(
-    c: &mut Ctx,
-    t: usize,
-    tau: Ticks,
-) -> Result<(Ticks, Ticks, HashMap<usize, Ticks>), HeuristicError> {
-    let mut free = tau;
+/// `mgmt{t}` and the step's `optC.p` (each one's end noted in the context);
+/// returns (`mgmt` end, CPU end, busy).
+fn cpu_ops(c: &mut Ctx, t: usize, tau: Ticks) -> Result<(Ticks, Ticks, Ticks), HeuristicError> {
+    let mut free = tau.max(c.clocks.cpu);
     let mut busy = Ticks::ZERO;
     if c.off.cpu_management.0 > 0 {
         let m = c.o(&names::mgmt(t))?;
         free = c.compute(m, free);
         busy = busy + c.off.cpu_management;
     }
-    let mut ends = HashMap::new();
+    let mgmt_end = free;
     for p in 0..c.r.params.len() {
         if c.r.params[p].update != Update::Cpu(t) {
             continue;
@@ -289,18 +463,13 @@ fn cpu_ops(
         let op = c.o(&names::opt_c(name))?;
         busy = busy + c.inst.op(op).duration;
         free = c.compute(op, free.max(ready));
-        ends.insert(p, free);
+        c.optc_end.insert(p, free);
     }
-    Ok((free, busy, ends))
+    Ok((mgmt_end, free, busy))
 }
 
 /// The prefetches of step t (what step t+1 needs and t lacks).
-fn prefetches(
-    c: &Ctx,
-    t: usize,
-    tau: Ticks,
-    optc_end: &HashMap<usize, Ticks>,
-) -> Result<Vec<Item>, HeuristicError> {
+fn prefetches(c: &Ctx, t: usize, tau: Ticks) -> Result<Vec<Item>, HeuristicError> {
     let off = c.off;
     let n = 2 * off.l();
     let u = (t + 1) % n;
@@ -318,15 +487,17 @@ fn prefetches(
     for (p, pr) in c.r.params.iter().enumerate() {
         let name = &off.params[p].name;
         if pr.resident[u] && !pr.resident[t] {
-            let ready = optc_end.get(&p).copied().unwrap_or(tau);
-            out.push((c.t(name)?, ready, false));
+            let id = c.t(name)?;
+            let ready = c.optc_end.get(&p).map_or(tau, |&e| e.max(tau));
+            out.push((id, ready.max(c.deleted(id)), false));
         }
         if pr.update == Update::Gpu
             && off.optimizer.states > 0
             && pr.state_resident[u]
             && !pr.state_resident[t]
         {
-            out.push((c.t(&names::m(name))?, tau, false));
+            let id = c.t(&names::m(name))?;
+            out.push((id, tau.max(c.deleted(id)), false));
         }
     }
     Ok(out)

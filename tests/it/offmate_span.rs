@@ -1,0 +1,80 @@
+//! The spanning realiser (`heuristic::offmate::realise::realise_paced`):
+//! transfers and CPU work that cross step borders. Where the step-synchronous
+//! realisation of a plan passes the checker, each spanning realisation of the
+//! same plan passes it too, or is refuted for memory alone (the backlog it
+//! holds on the GPU): the spans keep every data dependency (an offload ends
+//! before its delete and before the CPU reads it, a prefetch after the
+//! previous delete, the markers' precedences). Some spans are strictly shorter.
+
+use crate::common;
+
+use common::offmate_gen::{offmate_instance, offmate_plan, Draw};
+use common::*;
+use offcert::check::{check, CheckOutcome, Violation};
+use offcert::family::InstanceFile;
+use offcert::heuristic::offmate::{self as om, Baseline, Pace, PlanSource};
+use quickcheck::TestResult;
+use std::sync::atomic::{AtomicUsize, Ordering};
+
+static SPAN_VALID: AtomicUsize = AtomicUsize::new(0);
+static SPAN_SHORTER: AtomicUsize = AtomicUsize::new(0);
+static SPAN_MEMORY: AtomicUsize = AtomicUsize::new(0);
+
+#[test]
+fn spanning_realisations_are_valid_or_refuted_for_memory_only() {
+    fn prop(bytes: Vec<u8>, tight: bool) -> TestResult {
+        let mut d = Draw::new(&bytes);
+        let off = offmate_instance(&mut d, tight);
+        let inst = InstanceFile::Offmate(off.clone()).compile().unwrap();
+        let plan = offmate_plan(&mut d, &off);
+        let Ok(run) = om::run_plan(&off, &inst, &plan, PlanSource::Baseline(Baseline::AllGpu))
+        else {
+            return TestResult::discard();
+        };
+        let Ok(sync) = om::realise(&off, &inst, &run.rounded) else {
+            return TestResult::discard();
+        };
+        let CheckOutcome::Valid(base) = check(&inst, &sync.schedule) else {
+            return TestResult::discard();
+        };
+        for pace in Pace::SPANS {
+            let s = om::realise_paced(&off, &inst, &run.rounded, pace)
+                .expect("a plan the step-synchronous realiser takes")
+                .schedule;
+            match check(&inst, &s) {
+                CheckOutcome::Valid(c) => {
+                    SPAN_VALID.fetch_add(1, Ordering::Relaxed);
+                    if c.makespan() < base.makespan() {
+                        SPAN_SHORTER.fetch_add(1, Ordering::Relaxed);
+                    }
+                }
+                CheckOutcome::Invalid(r) => {
+                    let memory = r.violations().iter().all(|v| {
+                        matches!(
+                            v,
+                            Violation::MemoryExceeded { .. } | Violation::CpuMemoryExceeded { .. }
+                        )
+                    });
+                    assert!(
+                        memory && !r.violations().is_empty(),
+                        "{pace:?}: {:?}\n{off:?}\n{:?}",
+                        r.violations(),
+                        run.rounded
+                    );
+                    SPAN_MEMORY.fetch_add(1, Ordering::Relaxed);
+                }
+            }
+        }
+        TestResult::passed()
+    }
+    qc(200, 150).quickcheck(prop as fn(Vec<u8>, bool) -> TestResult);
+    // Memory refutations are rare on these instances (0 in some runs), so
+    // only the valid and the strictly shorter spans are required.
+    for (what, n) in [("valid", &SPAN_VALID), ("shorter", &SPAN_SHORTER)] {
+        assert!(
+            n.load(Ordering::Relaxed) >= 5,
+            "{what}: {n:?} (memory refutations: {:?})",
+            SPAN_MEMORY
+        );
+    }
+}
