@@ -13,6 +13,7 @@ use common::*;
 use offcert::check::{check, CheckOutcome, Violation};
 use offcert::family::InstanceFile;
 use offcert::heuristic::offmate::{self as om, Baseline, Pace, PlanSource};
+use offcert::io::load_instance;
 use quickcheck::TestResult;
 use std::sync::atomic::{AtomicUsize, Ordering};
 
@@ -77,4 +78,63 @@ fn spanning_realisations_are_valid_or_refuted_for_memory_only() {
             SPAN_MEMORY
         );
     }
+}
+
+/// Regression (found by the property above at integration, session 10): the
+/// spanning realiser deleted a tensor when its offload ended, at the last
+/// step's end — the period itself — and the checker refuted the delete
+/// (`OutsidePeriod`: every event starts before the period's end). The period
+/// now covers every event.
+#[test]
+fn a_delete_at_the_last_steps_end_stays_inside_the_period() {
+    let path = repo().join("instances/regressions/offmate/span-delete-at-period-end.json");
+    let (file, inst) = load_instance(&path).unwrap();
+    let InstanceFile::Offmate(off) = file else {
+        panic!("an offmate instance")
+    };
+    let round = |resident: [bool; 6], offload, update| om::ParamRound {
+        resident: resident.to_vec(),
+        offload,
+        update,
+        state_resident: vec![false; 6],
+        state_offload: None,
+    };
+    let plan = om::Rounded {
+        option: vec![0, 0, 0],
+        params: vec![
+            round(
+                [true, false, true, false, false, true],
+                None,
+                om::Update::None,
+            ),
+            round(
+                [false, true, false, false, true, false],
+                Some(4),
+                om::Update::Gpu,
+            ),
+            round(
+                [false, false, true, true, false, false],
+                None,
+                om::Update::Cpu(0),
+            ),
+        ],
+    };
+    let pace = Pace::Span {
+        d2h_lag: 1,
+        cpu_spill: false,
+    };
+    let s = om::realise_paced(&off, &inst, &plan, pace)
+        .unwrap()
+        .schedule;
+    let out = check(&inst, &s);
+    if let CheckOutcome::Invalid(r) = &out {
+        assert!(
+            r.violations()
+                .iter()
+                .all(|v| !matches!(v, Violation::OutsidePeriod { .. })),
+            "{:?}",
+            r.violations()
+        );
+    }
+    assert!(matches!(out, CheckOutcome::Valid(_)), "{out:?}");
 }

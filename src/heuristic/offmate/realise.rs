@@ -229,6 +229,15 @@ pub fn realise(off: &Offmate, inst: &Instance, r: &Rounded) -> Result<Realised, 
     realise_paced(off, inst, r, Pace::Sync)
 }
 
+/// The least period ≥ `tau` in which every event starts before the period's
+/// end and every op ends by it (a zero-duration op may sit at the end).
+fn cover_events(tau: Ticks, events: &[Event]) -> Ticks {
+    events.iter().fold(tau, |p, e| match e {
+        Event::Compute { end, .. } => p.max(*end),
+        _ => p.max(e.start() + Ticks(1)),
+    })
+}
+
 /// Realise the rounded plan as a cyclic schedule at `pace`.
 pub fn realise_paced(
     off: &Offmate,
@@ -288,6 +297,10 @@ pub fn realise_paced(
         }
         tau = end;
     }
+    // Spanning paces may finish an offload, and so delete its tensor, at or
+    // after the last step's end: the period then covers it (every event
+    // starts in [0, P), an op ends by P: the checker's period rule).
+    let tau = cover_events(tau, &c.events);
     if tau <= Ticks::ZERO {
         return Err(HeuristicError::NoSchedule {
             heuristic: super::NAME,
