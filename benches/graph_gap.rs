@@ -6,7 +6,8 @@
 //!
 //! Per row: nodes, budget, Σd; every graph heuristic's checked makespan; the
 //! best checked schedule and its finder; the best certified bound and its
-//! source; the certified gap (best − bound) / best, rounded up to 0.01 %; the
+//! source; the certified gap (best − ⌈bound⌉) / ⌈bound⌉ as the gap report
+//! computes it (`report::cells::GapCell`), rounded up to 0.01 %; the
 //! wall time of the row. On graphs of at most `OFFCERT_GRAPH_EXACT_NODES`
 //! nodes (default 14) the exhaustive graph search runs too (its optimum is a
 //! certified bound and a checked schedule). The best heuristic schedule is
@@ -45,7 +46,7 @@
 //! comma-separated substrings.
 
 use num_rational::BigRational;
-use num_traits::{ToPrimitive, Zero};
+use num_traits::ToPrimitive;
 use offcert::bound::graph::forced::GraphForced;
 use offcert::bound::graph::parts::GraphParts;
 use offcert::bound::graph::{CheckmateLp, GraphCompute};
@@ -58,6 +59,7 @@ use offcert::heuristic;
 use offcert::heuristic::graph::lp_round::LpRound;
 use offcert::model::Duplex;
 use offcert::report::budget::graph_baseline_checked;
+use offcert::report::cells::GapCell;
 use offcert::schedule::Schedule;
 use std::path::{Path, PathBuf};
 use std::time::{Duration, Instant};
@@ -317,15 +319,14 @@ fn bounds(
     out
 }
 
-/// (best − bound) / best.
+/// The certified gap as the gap report computes it (`report::cells::GapCell`):
+/// (best − ⌈bound⌉) / ⌈bound⌉, rounded up to 0.01 %.
 fn gap_of(m: i64, lb: &LowerBound) -> String {
-    let mq = BigRational::from_integer(m.into());
-    let gap = if mq.is_zero() {
-        mq.clone()
-    } else {
-        (&mq - &lb.value) / &mq
-    };
-    pct(&gap)
+    let ceil = lb.value.ceil().to_integer().to_i64();
+    match ceil.and_then(|b| GapCell::new(m, b)) {
+        Some(cell) => pct(&cell.value),
+        None => "–".into(),
+    }
 }
 
 /// With offloading allowed over `link`: `graph-offload` and the remat-only
