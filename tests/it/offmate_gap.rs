@@ -8,14 +8,12 @@
 
 use crate::common;
 
-use common::offmate_gen::{offmate_instance, offmate_plan, Draw};
+use common::offmate_gen::{offmate_instance, offmate_plan, realised_random_plan, Draw};
 use common::*;
 use offcert::check::{check, CheckOutcome};
 use offcert::family::InstanceFile;
 use offcert::heuristic::effort::Effort;
-use offcert::heuristic::offmate::{
-    self as om, algorithm1, improve, solution, Baseline, PlanSource,
-};
+use offcert::heuristic::offmate::{self as om, algorithm1, improve, solution};
 use offcert::heuristic::{self, HeuristicError};
 use quickcheck::TestResult;
 use std::process::Command;
@@ -90,20 +88,12 @@ static READ_BACK: AtomicUsize = AtomicUsize::new(0);
 #[test]
 fn a_realised_plan_reads_back_to_itself() {
     fn prop(bytes: Vec<u8>, tight: bool) -> TestResult {
-        let mut d = Draw::new(&bytes);
-        let off = offmate_instance(&mut d, tight);
-        let inst = InstanceFile::Offmate(off.clone()).compile().unwrap();
-        let plan = offmate_plan(&mut d, &off);
-        let Ok(run) = om::run_plan(&off, &inst, &plan, PlanSource::Baseline(Baseline::AllGpu))
-        else {
-            return TestResult::discard();
-        };
-        let Ok(first) = om::realise(&off, &inst, &run.rounded) else {
+        let Some((off, inst, rounded, first)) = realised_random_plan(&bytes, tight) else {
             return TestResult::discard();
         };
         let back = improve::read_plan(&off, &inst, &first.schedule).expect("a plan");
         let again = om::realise(&off, &inst, &back).expect("realises");
-        assert_eq!(again.schedule, first.schedule, "{off:?}\n{:?}", run.rounded);
+        assert_eq!(again.schedule, first.schedule, "{off:?}\n{rounded:?}");
         READ_BACK.fetch_add(1, Ordering::Relaxed);
         TestResult::passed()
     }

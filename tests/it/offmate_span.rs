@@ -8,11 +8,11 @@
 
 use crate::common;
 
-use common::offmate_gen::{offmate_instance, offmate_plan, Draw};
+use common::offmate_gen::realised_random_plan;
 use common::*;
 use offcert::check::{check, CheckOutcome, Violation};
 use offcert::family::InstanceFile;
-use offcert::heuristic::offmate::{self as om, Baseline, Pace, PlanSource};
+use offcert::heuristic::offmate::{self as om, Pace};
 use offcert::io::load_instance;
 use quickcheck::TestResult;
 use std::sync::atomic::{AtomicUsize, Ordering};
@@ -24,22 +24,14 @@ static SPAN_MEMORY: AtomicUsize = AtomicUsize::new(0);
 #[test]
 fn spanning_realisations_are_valid_or_refuted_for_memory_only() {
     fn prop(bytes: Vec<u8>, tight: bool) -> TestResult {
-        let mut d = Draw::new(&bytes);
-        let off = offmate_instance(&mut d, tight);
-        let inst = InstanceFile::Offmate(off.clone()).compile().unwrap();
-        let plan = offmate_plan(&mut d, &off);
-        let Ok(run) = om::run_plan(&off, &inst, &plan, PlanSource::Baseline(Baseline::AllGpu))
-        else {
-            return TestResult::discard();
-        };
-        let Ok(sync) = om::realise(&off, &inst, &run.rounded) else {
+        let Some((off, inst, rounded, sync)) = realised_random_plan(&bytes, tight) else {
             return TestResult::discard();
         };
         let CheckOutcome::Valid(base) = check(&inst, &sync.schedule) else {
             return TestResult::discard();
         };
         for pace in Pace::SPANS {
-            let s = om::realise_paced(&off, &inst, &run.rounded, pace)
+            let s = om::realise_paced(&off, &inst, &rounded, pace)
                 .expect("a plan the step-synchronous realiser takes")
                 .schedule;
             match check(&inst, &s) {
@@ -60,7 +52,7 @@ fn spanning_realisations_are_valid_or_refuted_for_memory_only() {
                         memory && !r.violations().is_empty(),
                         "{pace:?}: {:?}\n{off:?}\n{:?}",
                         r.violations(),
-                        run.rounded
+                        rounded
                     );
                     SPAN_MEMORY.fetch_add(1, Ordering::Relaxed);
                 }

@@ -238,3 +238,29 @@ pub fn tiny_adam_instance(d: &mut Draw, tight: bool) -> Offmate {
         allocator: Default::default(),
     }
 }
+
+/// A random instance ([`offmate_instance`]), its compiled form and a random
+/// plan ([`offmate_plan`]) post-processed (as the `AllGpu` baseline's plan
+/// source) and realised step by step: the setup of the realiser's
+/// properties. `None` where post-processing or the realiser refuses the plan
+/// (the property discards the case).
+pub fn realised_random_plan(
+    bytes: &[u8],
+    tight: bool,
+) -> Option<(
+    Offmate,
+    offcert::model::Instance,
+    offcert::heuristic::offmate::Rounded,
+    offcert::heuristic::offmate::Realised,
+)> {
+    use offcert::family::InstanceFile;
+    use offcert::heuristic::offmate::{self as om, Baseline, PlanSource};
+    let mut d = Draw::new(bytes);
+    let off = offmate_instance(&mut d, tight);
+    let inst = InstanceFile::Offmate(off.clone()).compile().unwrap();
+    let plan = offmate_plan(&mut d, &off);
+    let source = PlanSource::Baseline(Baseline::AllGpu);
+    let run = om::run_plan(&off, &inst, &plan, source).ok()?;
+    let realised = om::realise(&off, &inst, &run.rounded).ok()?;
+    Some((off, inst, run.rounded, realised))
+}
